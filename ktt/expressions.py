@@ -1,0 +1,419 @@
+"""A small, safe evaluator for the arithmetic in problem and tuning files.
+
+Sizes, grids, restrictions and launch geometry are written as C-like expressions
+(``(N + 15) / 16``, ``BLOCK_X * BLOCK_Y <= 1024 && TILE % 2 == 0``). They come from
+files an LLM or a user wrote, so they are parsed here by a tiny Pratt parser and
+evaluated over a closed namespace: no ``eval``, no attribute access, no calls other
+than a short whitelist of pure functions.
+
+Semantics follow C for integers: ``/`` between integers truncates toward zero, ``%``
+takes the sign of the dividend, and results must fit in 64 bits. Python spellings of
+the logical operators (``and``, ``or``, ``not``) are accepted too, since Kernel Tuner
+restrictions use them. ``//`` starts a comment, as in C++; it is not integer division.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+Number = int | float
+Env = Mapping[str, Number]
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+
+class ExpressionError(ValueError):
+    """An expression that cannot be parsed or evaluated; the message is user-facing."""
+
+
+def _c_div(a: Number, b: Number) -> Number:
+    if b == 0:
+        raise ExpressionError("division by zero")
+    if isinstance(a, int) and isinstance(b, int):
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b >= 0) else -q
+    return a / b
+
+
+def _c_mod(a: Number, b: Number) -> Number:
+    if b == 0:
+        raise ExpressionError("division by zero (in %)")
+    if isinstance(a, int) and isinstance(b, int):
+        return a - _c_div(a, b) * b
+    return math.fmod(a, b)
+
+
+def _ceil_div(a: Number, b: Number) -> int:
+    if b == 0:
+        raise ExpressionError("division by zero (in ceil_div)")
+    return -((-int(a)) // int(b)) if b > 0 else math.ceil(a / b)
+
+
+def _round_up(a: Number, b: Number) -> int:
+    return _ceil_div(a, b) * int(b)
+
+
+def _to_int(x: Number) -> int:
+    return int(x)
+
+
+def _log2(x: Number) -> float:
+    if x <= 0:
+        raise ExpressionError(f"log2 of non-positive value {x}")
+    return math.log2(x)
+
+
+def _sqrt(x: Number) -> float:
+    if x < 0:
+        raise ExpressionError(f"sqrt of negative value {x}")
+    return math.sqrt(x)
+
+
+def _pow(a: Number, b: Number) -> Number:
+    if isinstance(a, int) and isinstance(b, int) and b >= 0:
+        if b > 64 and abs(a) > 1:
+            raise ExpressionError("pow result does not fit in 64 bits")
+        return a**b
+    return float(a) ** float(b)
+
+
+def _ceil(x: Number) -> int:
+    return math.ceil(x)
+
+
+def _floor(x: Number) -> int:
+    return math.floor(x)
+
+
+FUNCTIONS: dict[str, tuple[Callable[..., Number], int | None]] = {
+    # name: (function, number of arguments or None for "one or more")
+    "min": (min, None),
+    "max": (max, None),
+    "abs": (abs, 1),
+    "ceil": (_ceil, 1),
+    "floor": (_floor, 1),
+    "ceil_div": (_ceil_div, 2),
+    "div_up": (_ceil_div, 2),
+    "round_up": (_round_up, 2),
+    "int": (_to_int, 1),
+    "log2": (_log2, 1),
+    "sqrt": (_sqrt, 1),
+    "pow": (_pow, 2),
+}
+
+_TOKEN = re.compile(
+    r"""
+    (?P<ws>\s+)
+  | (?P<num>(?:0[xX][0-9a-fA-F]+|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)[uUlLfF]*)
+  | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<op>&&|\|\||<<|>>|<=|>=|==|!=|[-+*/%()<>!?:,&|^~])
+    """,
+    re.VERBOSE,
+)
+
+
+@dataclass(frozen=True)
+class _Tok:
+    kind: str  # "num", "name", "op", "end"
+    text: str
+    pos: int
+
+
+def strip_comment(text: str) -> str:
+    """Remove a trailing ``//`` comment (C++ style); ``//`` is never integer division here."""
+    idx = text.find("//")
+    return text if idx < 0 else text[:idx]
+
+
+def _tokenize(text: str) -> list[_Tok]:
+    toks: list[_Tok] = []
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m:
+            raise ExpressionError(f"unexpected character {text[pos]!r} at position {pos + 1}")
+        kind = m.lastgroup or ""
+        if kind != "ws":
+            toks.append(_Tok(kind, m.group(), pos))
+        pos = m.end()
+    toks.append(_Tok("end", "", len(text)))
+    return toks
+
+
+def _parse_number(text: str) -> Number:
+    body = text.rstrip("uUlLfF") if not text.lower().startswith("0x") else text.rstrip("uUlL")
+    if body.lower().startswith("0x"):
+        return int(body, 16)
+    if any(c in body for c in ".eE"):
+        return float(body)
+    if text[-1:] in "fF":
+        return float(body)
+    return int(body)
+
+
+# A compiled node is a function from the environment to a number.
+Node = Callable[[Env], Number]
+
+_BINARY_PRECEDENCE = {
+    "||": 1,
+    "or": 1,
+    "&&": 2,
+    "and": 2,
+    "|": 3,
+    "^": 4,
+    "&": 5,
+    "==": 6,
+    "!=": 6,
+    "<": 7,
+    "<=": 7,
+    ">": 7,
+    ">=": 7,
+    "<<": 8,
+    ">>": 8,
+    "+": 9,
+    "-": 9,
+    "*": 10,
+    "/": 10,
+    "%": 10,
+}
+_TERNARY_PRECEDENCE = 0
+_UNARY_PRECEDENCE = 11
+
+
+def _check_int64(value: Number) -> Number:
+    if isinstance(value, int) and not (INT64_MIN <= value <= INT64_MAX):
+        raise ExpressionError("integer overflow: result does not fit in 64 bits")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ExpressionError("result is not a finite number")
+    return value
+
+
+def _require_int(op: str, *values: Number) -> None:
+    for v in values:
+        if not isinstance(v, int):
+            raise ExpressionError(f"operator {op!r} needs integers, got {v!r}")
+
+
+def _binary(op: str, left: Node, right: Node) -> Node:
+    if op in ("&&", "and"):
+        return lambda env: int(bool(left(env)) and bool(right(env)))
+    if op in ("||", "or"):
+        return lambda env: int(bool(left(env)) or bool(right(env)))
+
+    def arith(a: Number, b: Number) -> Number:
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "*":
+            return a * b
+        if op == "/":
+            return _c_div(a, b)
+        if op == "%":
+            return _c_mod(a, b)
+        if op == "<":
+            return int(a < b)
+        if op == "<=":
+            return int(a <= b)
+        if op == ">":
+            return int(a > b)
+        if op == ">=":
+            return int(a >= b)
+        if op == "==":
+            return int(a == b)
+        if op == "!=":
+            return int(a != b)
+        _require_int(op, a, b)
+        assert isinstance(a, int) and isinstance(b, int)
+        if op == "&":
+            return a & b
+        if op == "|":
+            return a | b
+        if op == "^":
+            return a ^ b
+        if b < 0 or b >= 64:
+            raise ExpressionError(f"shift count {b} out of range")
+        return a << b if op == "<<" else a >> b
+
+    return lambda env: _check_int64(arith(left(env), right(env)))
+
+
+class _Parser:
+    def __init__(self, text: str, toks: list[_Tok]) -> None:
+        self.text = text
+        self.toks = toks
+        self.i = 0
+        self.names: set[str] = set()
+
+    def peek(self) -> _Tok:
+        return self.toks[self.i]
+
+    def take(self) -> _Tok:
+        tok = self.toks[self.i]
+        self.i += 1
+        return tok
+
+    def expect(self, text: str) -> None:
+        tok = self.take()
+        if tok.text != text:
+            found = "end of expression" if tok.kind == "end" else repr(tok.text)
+            raise ExpressionError(f"expected {text!r} at position {tok.pos + 1}, found {found}")
+
+    def parse(self, min_prec: int = -1) -> Node:
+        left = self.prefix()
+        while True:
+            tok = self.peek()
+            op = tok.text
+            if tok.kind == "op" and op == "?" and min_prec < _TERNARY_PRECEDENCE:
+                self.take()
+                then = self.parse(-1)
+                self.expect(":")
+                other = self.parse(_TERNARY_PRECEDENCE - 1)
+                cond = left
+                left = (lambda c, t, o: lambda env: t(env) if c(env) else o(env))(cond, then, other)
+                continue
+            if tok.kind in ("op", "name") and op in _BINARY_PRECEDENCE:
+                prec = _BINARY_PRECEDENCE[op]
+                if prec <= min_prec:
+                    break
+                self.take()
+                right = self.parse(prec)
+                left = _binary(op, left, right)
+                continue
+            break
+        return left
+
+    def prefix(self) -> Node:
+        tok = self.take()
+        if tok.kind == "num":
+            value = _parse_number(tok.text)
+            return lambda env: value
+        if tok.kind == "op" and tok.text == "(":
+            inner = self.parse()
+            self.expect(")")
+            return inner
+        if tok.kind == "op" and tok.text in ("-", "+", "!", "~"):
+            operand = self.parse(_UNARY_PRECEDENCE)
+            if tok.text == "-":
+                return lambda env: _check_int64(-operand(env))
+            if tok.text == "+":
+                return operand
+            if tok.text == "!":
+                return lambda env: int(not operand(env))
+
+            def invert(env: Env) -> Number:
+                v = operand(env)
+                _require_int("~", v)
+                assert isinstance(v, int)
+                return ~v
+
+            return invert
+        if tok.kind == "name":
+            if tok.text == "not":
+                operand = self.parse(_UNARY_PRECEDENCE)
+                return lambda env: int(not operand(env))
+            if tok.text in ("True", "true"):
+                return lambda env: 1
+            if tok.text in ("False", "false"):
+                return lambda env: 0
+            if self.peek().text == "(":
+                return self.call(tok)
+            name = tok.text
+            self.names.add(name)
+            return lambda env: env[name]
+        found = "end of expression" if tok.kind == "end" else repr(tok.text)
+        raise ExpressionError(f"unexpected {found} at position {tok.pos + 1}")
+
+    def call(self, tok: _Tok) -> Node:
+        if tok.text not in FUNCTIONS:
+            allowed = ", ".join(sorted(FUNCTIONS))
+            raise ExpressionError(f"unknown function {tok.text!r} (allowed: {allowed})")
+        func, arity = FUNCTIONS[tok.text]
+        self.expect("(")
+        args: list[Node] = []
+        if self.peek().text != ")":
+            args.append(self.parse())
+            while self.peek().text == ",":
+                self.take()
+                args.append(self.parse())
+        self.expect(")")
+        if (arity is None and not args) or (arity is not None and len(args) != arity):
+            want = "at least 1" if arity is None else str(arity)
+            raise ExpressionError(f"{tok.text}() takes {want} argument(s), got {len(args)}")
+        name = tok.text
+
+        def apply(env: Env) -> Number:
+            values = [a(env) for a in args]
+            try:
+                return _check_int64(func(*values))
+            except ExpressionError:
+                raise
+            except (ValueError, OverflowError, TypeError) as exc:
+                raise ExpressionError(f"{name}(): {exc}") from None
+
+        return apply
+
+
+class Expression:
+    """A parsed expression; ``names`` are the free names it reads."""
+
+    __slots__ = ("_node", "names", "text")
+
+    def __init__(self, source: str | int | float) -> None:
+        if isinstance(source, bool):
+            source = int(source)
+        if isinstance(source, (int, float)):
+            value: Number = source
+            self.text = str(source)
+            self.names: frozenset[str] = frozenset()
+            self._node: Node = lambda env: value
+            return
+        if not isinstance(source, str):
+            raise ExpressionError(f"expected a number or an expression, got {type(source).__name__}")
+        self.text = strip_comment(source).strip()
+        if not self.text:
+            raise ExpressionError("empty expression")
+        parser = _Parser(self.text, _tokenize(self.text))
+        self._node = parser.parse()
+        tail = parser.peek()
+        if tail.kind != "end":
+            raise ExpressionError(f"unexpected {tail.text!r} at position {tail.pos + 1}")
+        self.names = frozenset(parser.names)
+
+    def check_names(self, known: set[str] | frozenset[str] | Mapping[str, object]) -> None:
+        unknown = sorted(n for n in self.names if n not in known)
+        if unknown:
+            shown = ", ".join(sorted(known)) or "none"
+            raise ExpressionError(f"unknown name {unknown[0]!r} (known names: {shown})")
+
+    def evaluate(self, env: Env) -> Number:
+        try:
+            return self._node(env)
+        except KeyError as exc:
+            shown = ", ".join(sorted(env)) or "none"
+            raise ExpressionError(f"unknown name {exc.args[0]!r} (known names: {shown})") from None
+        except RecursionError:
+            raise ExpressionError("expression is nested too deeply") from None
+
+    def evaluate_int(self, env: Env) -> int:
+        value = self.evaluate(env)
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise ExpressionError(f"expected an integer, got {value}")
+            value = int(value)
+        return value
+
+    def __repr__(self) -> str:
+        return f"Expression({self.text!r})"
+
+
+def evaluate(source: str | int | float, env: Env) -> Number:
+    return Expression(source).evaluate(env)
+
+
+def evaluate_int(source: str | int | float, env: Env) -> int:
+    return Expression(source).evaluate_int(env)

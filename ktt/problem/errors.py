@@ -1,0 +1,35 @@
+"""The one error a user sees for a bad problem directory: ``FILE: FIELD: what is wrong``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def display_path(path: Path | str) -> str:
+    """A path as the user would type it: relative to the working directory when below it."""
+    p = Path(path)
+    try:
+        rel = os.path.relpath(p)
+    except ValueError:
+        return str(p)
+    return rel if not rel.startswith("..") else str(p)
+
+
+class ProblemError(Exception):
+    """A user mistake in a problem directory. ``str()`` is the one line to print."""
+
+    def __init__(self, file: Path | str, field: str, message: str, hint: str | None = None) -> None:
+        self.file = Path(file)
+        self.field = field
+        self.message = message
+        self.hint = hint
+        super().__init__(self.line())
+
+    def line(self) -> str:
+        where = display_path(self.file)
+        text = f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        return text
+
+    def __str__(self) -> str:
+        return self.line()

@@ -1,0 +1,191 @@
+"""Pydantic models of problem.yaml and inputs.yaml, field for field as users write them.
+
+These models only check shapes and enumerations. Everything that needs the whole
+problem (names in expressions, sizes, files on disk) is resolved in ``loader.py``.
+Unknown keys are kept (``extra="allow"``) so the loader can warn about them instead of
+failing on files written for newer or older versions of the format.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+DTYPES: dict[str, tuple[str, int, str]] = {
+    # dtype: (C type, bytes, numpy dtype name)
+    "int": ("int", 4, "int32"),
+    "float": ("float", 4, "float32"),
+    "double": ("double", 8, "float64"),
+}
+
+ExprValue = int | float | str
+Placement = Literal["host", "define", "runtime"]
+Access = Literal["read", "write", "readwrite"]
+InitKind = Literal["random", "zeros", "custom", "file"]
+ReferenceType = Literal["cuda", "cpu_c", "python"]
+
+
+def _check_dtype(value: Any) -> Any:
+    if value not in DTYPES:
+        allowed = ", ".join(DTYPES)
+        raise ValueError(f"unknown dtype {value!r} (allowed: {allowed})")
+    return value
+
+
+def _reject_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number or an expression, got {value!r}")
+    return value
+
+
+class FileModel(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    def unknown_keys(self) -> list[str]:
+        return sorted((self.model_extra or {}).keys())
+
+
+class Dim3Expr(FileModel):
+    x: ExprValue = 1
+    y: ExprValue = 1
+    z: ExprValue = 1
+
+    _no_bool = field_validator("x", "y", "z", mode="before")(_reject_bool)
+
+
+class GpuSection(FileModel):
+    index: int | list[int] = 0
+    compute_capability: str | float | None = None
+
+    @field_validator("index")
+    @classmethod
+    def _non_negative(cls, value: int | list[int]) -> int | list[int]:
+        values = value if isinstance(value, list) else [value]
+        if not values:
+            raise ValueError("an empty list of GPUs")
+        if any(v < 0 for v in values):
+            raise ValueError(f"GPU ordinals must be >= 0, got {value}")
+        if len(set(values)) != len(values):
+            raise ValueError(f"a GPU is listed twice: {value}")
+        return value
+
+
+class ReferenceSection(FileModel):
+    type: ReferenceType | None = None
+    file: str | None = None
+    function: str | None = None
+    block: Dim3Expr | None = None
+
+
+class ValidationSection(FileModel):
+    tolerance: float = Field(default=1e-4, gt=0)
+
+
+class TuningSection(FileModel):
+    duration_s: float = Field(default=20.0, gt=0)
+
+
+class TimingSection(FileModel):
+    """Our extension: how the tuner times. ``flush_l2: false`` opts out of the L2 flush."""
+
+    flush_l2: bool = True
+
+
+class ForbidEntry(FileModel):
+    pattern: str
+    reason: str = ""
+
+
+class RulesSection(FileModel):
+    text: str | list[str] = Field(default_factory=list)
+    forbid: list[ForbidEntry | str] = Field(default_factory=list)
+
+
+class CaseSection(FileModel):
+    name: str
+    scalars: dict[str, ExprValue] = Field(default_factory=dict)
+    files: dict[str, str] = Field(default_factory=dict)
+    duration_s: float | None = Field(default=None, gt=0)
+
+
+class FloorSection(FileModel):
+    """Our extension: the physical floor, as expressions over scalars."""
+
+    bytes: ExprValue | None = None
+    flops: ExprValue | None = None
+
+
+class ProblemFile(FileModel):
+    name: str | None = None
+    description: str = ""
+    gpu: GpuSection = Field(default_factory=GpuSection)
+    global_size_type: Literal["cuda", "opencl"] = "cuda"
+    grid: Dim3Expr | None = None
+    reference: ReferenceSection = Field(default_factory=ReferenceSection)
+    validation: ValidationSection = Field(default_factory=ValidationSection)
+    tuning: TuningSection = Field(default_factory=TuningSection)
+    timing: TimingSection = Field(default_factory=TimingSection)
+    rules: RulesSection = Field(default_factory=RulesSection)
+    cases: list[CaseSection] = Field(default_factory=list)
+    physical_floor: FloorSection | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nulls_are_defaults(cls, data: Any) -> Any:
+        # "rules:" with nothing after it parses as None; treat an empty section as absent.
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if v is not None}
+        return data
+
+
+class ScalarArg(FileModel):
+    kind: Literal["scalar"]
+    name: str
+    dtype: str = "int"
+    value: ExprValue
+    placements: list[Placement] = Field(default_factory=lambda: ["host", "define"])
+
+    _dtype = field_validator("dtype")(_check_dtype)
+    _no_bool = field_validator("value", mode="before")(_reject_bool)
+
+    @field_validator("placements")
+    @classmethod
+    def _non_empty(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("must name at least one of host, define, runtime")
+        return list(dict.fromkeys(value))
+
+
+class BufferArg(FileModel):
+    kind: Literal["buffer"]
+    name: str
+    dtype: str = "float"
+    size: ExprValue
+    access: Access = "read"
+    init: InitKind = "random"
+    min: float | None = None
+    max: float | None = None
+    seed: int | None = None
+    body: str | None = None
+    file: str | None = None
+    validate_: bool = Field(default=False, alias="validate")
+
+    _dtype = field_validator("dtype")(_check_dtype)
+    _no_bool = field_validator("size", mode="before")(_reject_bool)
+
+
+Arg = Annotated[ScalarArg | BufferArg, Field(discriminator="kind")]
+
+
+class InputsFile(FileModel):
+    headers: list[str] = Field(default_factory=list)
+    shared_setup: str = ""
+    args: list[Arg]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nulls_are_defaults(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if v is not None or k == "args"}
+        return data
