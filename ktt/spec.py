@@ -1,0 +1,343 @@
+"""The tuning spec (tuning.yaml): tune parameters, restrictions and an ordered list of launches.
+
+Vocabulary follows Kernel Tuner where the idea is the same: ``tune_params`` (name -> list
+of values), ``restrictions`` (expressions that a configuration must satisfy). Each
+parameter reaches the kernel source as a ``-D`` macro. ``launches`` lists the kernels
+of one configuration in order, so a multi-kernel pipeline is timed as one unit.
+
+Expressions (restrictions, grid, block, shared memory, scratch sizes) are evaluated by
+``ktt.expressions`` over the tune parameters and the problem's scalars.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ktt.expressions import Expression, ExpressionError, Number
+from ktt.problem.errors import ProblemError
+from ktt.problem.files import DTYPES
+from ktt.problem.model import Buffer, Dim3, Problem, Scalar, Shape
+from ktt.problem.yaml_io import read_yaml_mapping, validate_model
+
+ParamValue = int | float | str
+Config = dict[str, ParamValue]
+
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_THREADS_PER_BLOCK = 1024
+DEFAULT_STATIC_SHARED_LIMIT = 48 * 1024
+
+
+class SpecError(ProblemError):
+    """A mistake in tuning.yaml (same one-line form as problem errors)."""
+
+
+class _SpecModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+def _no_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number or an expression, got {value!r}")
+    return value
+
+
+class Dim3Spec(_SpecModel):
+    x: int | str = 1
+    y: int | str = 1
+    z: int | str = 1
+
+    _nb = field_validator("x", "y", "z", mode="before")(_no_bool)
+
+
+class ValueArg(_SpecModel):
+    """A scalar argument computed from an expression, e.g. ``{value: "N / 2", dtype: int}``."""
+
+    value: int | float | str
+    dtype: str = "int"
+
+    @field_validator("dtype")
+    @classmethod
+    def _dtype(cls, v: str) -> str:
+        if v not in DTYPES:
+            raise ValueError(f"unknown dtype {v!r} (allowed: {', '.join(DTYPES)})")
+        return v
+
+
+LaunchArg = Annotated[str | ValueArg, Field(union_mode="left_to_right")]
+
+
+class LaunchSpec(_SpecModel):
+    kernel: str
+    grid: Dim3Spec
+    block: Dim3Spec
+    shared_mem: int | str = Field(default=0, alias="shared_mem")
+    args: list[LaunchArg] | None = None  # None: the problem's boundary, in args order
+
+    _nb = field_validator("shared_mem", mode="before")(_no_bool)
+
+
+class ScratchSpec(_SpecModel):
+    """A temporary device buffer for a pipeline (partial sums, transposed copies...)."""
+
+    name: str
+    dtype: str = "float"
+    size: int | str
+    zero: bool = True  # memset to zero before each run of the launch sequence
+
+    _nb = field_validator("size", mode="before")(_no_bool)
+
+    @field_validator("dtype")
+    @classmethod
+    def _dtype(cls, v: str) -> str:
+        if v not in DTYPES:
+            raise ValueError(f"unknown dtype {v!r} (allowed: {', '.join(DTYPES)})")
+        return v
+
+
+class TuningFile(_SpecModel):
+    tune_params: dict[str, list[ParamValue]] = Field(default_factory=dict)
+    restrictions: list[str] = Field(default_factory=list)
+    launches: list[LaunchSpec]
+    scratch: list[ScratchSpec] = Field(default_factory=list)
+    compiler_options: list[str] = Field(default_factory=list)
+    duration_s: float | None = Field(default=None, gt=0)
+    max_configs: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nulls_are_defaults(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if v is not None or k == "launches"}
+        return data
+
+    @field_validator("tune_params")
+    @classmethod
+    def _params(cls, params: dict[str, list[ParamValue]]) -> dict[str, list[ParamValue]]:
+        for name, values in params.items():
+            if not IDENTIFIER.match(name):
+                raise ValueError(f"{name!r} is not a valid macro name")
+            if not values:
+                raise ValueError(f"{name}: an empty list of values")
+            if any(isinstance(v, bool) for v in values):
+                raise ValueError(f"{name}: use 0/1 instead of true/false")
+            if len(set(map(repr, values))) != len(values):
+                raise ValueError(f"{name}: a value is listed twice")
+        return params
+
+    @field_validator("launches")
+    @classmethod
+    def _non_empty(cls, launches: list[LaunchSpec]) -> list[LaunchSpec]:
+        if not launches:
+            raise ValueError("empty: at least one kernel launch is needed")
+        return launches
+
+
+# Options a spec may pass to NVRTC. Anything that changes numerics (fast math, ftz) is
+# refused: EVALUATION.md forbids reduced precision unless the problem allows it.
+ALLOWED_COMPILER_OPTIONS = re.compile(
+    r"^(-lineinfo|--generate-line-info|-maxrregcount=\d+|--maxrregcount=\d+|-Xptxas=.*|--ptxas-options=.*|"
+    r"-default-device|--extra-device-vectorization|-restrict|--restrict|-dopt=on|-dopt=off)$"
+)
+
+
+@dataclass(frozen=True)
+class ResolvedArg:
+    """One kernel argument of one launch: a problem buffer, a scratch buffer or a value."""
+
+    kind: Literal["buffer", "scratch", "value"]
+    name: str
+    dtype: str
+    expr: Expression | None = None  # for kind == value
+
+
+@dataclass(frozen=True)
+class Launch:
+    kernel: str
+    grid: tuple[Expression, Expression, Expression]
+    block: tuple[Expression, Expression, Expression]
+    shared_mem: Expression
+    args: tuple[ResolvedArg, ...]
+
+
+@dataclass(frozen=True)
+class Scratch:
+    name: str
+    dtype: str
+    size: Expression
+    zero: bool
+
+    @property
+    def itemsize(self) -> int:
+        return DTYPES[self.dtype][1]
+
+
+@dataclass(frozen=True)
+class LaunchGeometry:
+    """A launch with every expression evaluated for one configuration and shape."""
+
+    kernel: str
+    grid: Dim3
+    block: Dim3
+    shared_mem: int
+    args: tuple[tuple[ResolvedArg, Number | None], ...]  # value only for kind == value
+
+
+@dataclass
+class TuningSpec:
+    path: Path
+    tune_params: dict[str, list[ParamValue]]
+    restrictions: list[Expression]
+    launches: list[Launch]
+    scratch: list[Scratch]
+    compiler_options: list[str]
+    duration_s: float | None
+    max_configs: int | None
+
+    @property
+    def param_names(self) -> list[str]:
+        return list(self.tune_params)
+
+    def space_size(self) -> int:
+        """Size of the Cartesian product, before restrictions."""
+        n = 1
+        for values in self.tune_params.values():
+            n *= len(values)
+        return n
+
+    def env(self, config: Config, shape: Shape) -> dict[str, Number]:
+        """Names visible to expressions: the shape's scalars, then the tune parameters."""
+        env: dict[str, Number] = dict(shape.scalars)
+        for k, v in config.items():
+            if isinstance(v, (int, float)):
+                env[k] = v
+        return env
+
+    def satisfies(self, config: Config, shape: Shape) -> bool:
+        env = self.env(config, shape)
+        return all(bool(r.evaluate(env)) for r in self.restrictions)
+
+    def geometry(self, config: Config, shape: Shape) -> list[LaunchGeometry]:
+        """Evaluate every launch for one configuration. Raises ExpressionError on a bad value."""
+        env = self.env(config, shape)
+        out = []
+        for launch in self.launches:
+            grid = Dim3(*(e.evaluate_int(env) for e in launch.grid))
+            block = Dim3(*(e.evaluate_int(env) for e in launch.block))
+            smem = launch.shared_mem.evaluate_int(env)
+            args = tuple((a, a.expr.evaluate(env) if a.expr is not None else None) for a in launch.args)
+            out.append(LaunchGeometry(launch.kernel, grid, block, smem, args))
+        return out
+
+    def scratch_sizes(self, config: Config, shape: Shape) -> dict[str, int]:
+        env = self.env(config, shape)
+        return {s.name: s.size.evaluate_int(env) for s in self.scratch}
+
+
+def load_spec(path: Path | str, problem: Problem) -> TuningSpec:
+    """Read and check tuning.yaml against the problem it tunes."""
+    path = Path(path)
+    raw = read_yaml_mapping(path)
+    try:
+        tf = validate_model(TuningFile, raw, path)
+    except ProblemError as exc:
+        raise SpecError(exc.file, exc.field, exc.message) from None
+    return resolve_spec(tf, path, problem)
+
+
+def resolve_spec(tf: TuningFile, path: Path, problem: Problem) -> TuningSpec:
+    scalars = {s.name for s in problem.scalars}
+    clash = sorted(set(tf.tune_params) & scalars)
+    if clash:
+        raise SpecError(path, f"tune_params.{clash[0]}", "has the name of a problem scalar; rename the parameter")
+    known = scalars | set(tf.tune_params)
+
+    def expr(value: int | float | str, field: str) -> Expression:
+        try:
+            e = Expression(value)
+            e.check_names(known)
+        except ExpressionError as exc:
+            raise SpecError(path, field, str(exc)) from None
+        return e
+
+    restrictions = [expr(r, f"restrictions[{i}]") for i, r in enumerate(tf.restrictions)]
+
+    scratch: list[Scratch] = []
+    buffer_names = {b.name for b in problem.buffers}
+    for i, s in enumerate(tf.scratch):
+        if not IDENTIFIER.match(s.name):
+            raise SpecError(path, f"scratch[{i}].name", f"{s.name!r} is not a valid identifier")
+        if s.name in buffer_names or s.name in known or any(x.name == s.name for x in scratch):
+            raise SpecError(path, f"scratch[{i}].name", f"{s.name!r} is already used")
+        scratch.append(Scratch(s.name, s.dtype, expr(s.size, f"scratch[{i}].size"), s.zero))
+    scratch_names = {s.name: s for s in scratch}
+
+    launches = []
+    for i, ls in enumerate(tf.launches):
+        label = f"launches[{i}]"
+        if not IDENTIFIER.match(ls.kernel):
+            raise SpecError(path, f"{label}.kernel", f"{ls.kernel!r} is not a valid kernel name")
+        grid = tuple(
+            expr(v, f"{label}.grid.{a}") for a, v in zip("xyz", (ls.grid.x, ls.grid.y, ls.grid.z), strict=True)
+        )
+        block = tuple(
+            expr(v, f"{label}.block.{a}") for a, v in zip("xyz", (ls.block.x, ls.block.y, ls.block.z), strict=True)
+        )
+        smem = expr(ls.shared_mem, f"{label}.shared_mem")
+        args = _resolve_args(ls.args, problem, scratch_names, f"{label}.args", path, expr)
+        launches.append(Launch(ls.kernel, grid, block, smem, args))  # type: ignore[arg-type]
+
+    for i, opt in enumerate(tf.compiler_options):
+        if not ALLOWED_COMPILER_OPTIONS.match(opt):
+            raise SpecError(
+                path,
+                f"compiler_options[{i}]",
+                f"{opt!r} is not allowed (fast-math and precision "
+                "options change results; allowed: -lineinfo, -maxrregcount=N, -Xptxas=..., -dopt=...)",
+            )
+
+    return TuningSpec(
+        path=path,
+        tune_params=dict(tf.tune_params),
+        restrictions=restrictions,
+        launches=launches,
+        scratch=scratch,
+        compiler_options=list(tf.compiler_options),
+        duration_s=tf.duration_s,
+        max_configs=tf.max_configs,
+    )
+
+
+def _resolve_args(
+    args: list[str | ValueArg] | None, problem: Problem, scratch: dict[str, Scratch], field: str, path: Path, expr: Any
+) -> tuple[ResolvedArg, ...]:
+    if args is None:
+        out = []
+        for a in problem.boundary:
+            if isinstance(a, Buffer):
+                out.append(ResolvedArg("buffer", a.name, a.dtype))
+            else:
+                out.append(ResolvedArg("value", a.name, a.dtype, Expression(a.name)))
+        return tuple(out)
+    by_name: dict[str, Buffer | Scalar] = {a.name: a for a in problem.args}
+    resolved = []
+    for j, item in enumerate(args):
+        if isinstance(item, ValueArg):
+            resolved.append(ResolvedArg("value", f"arg{j}", item.dtype, expr(item.value, f"{field}[{j}].value")))
+            continue
+        if item in scratch:
+            resolved.append(ResolvedArg("scratch", item, scratch[item].dtype))
+        elif item in by_name:
+            a = by_name[item]
+            if isinstance(a, Buffer):
+                resolved.append(ResolvedArg("buffer", a.name, a.dtype))
+            else:
+                resolved.append(ResolvedArg("value", a.name, a.dtype, Expression(a.name)))
+        else:
+            known = ", ".join([*by_name, *scratch]) or "none"
+            raise SpecError(path, f"{field}[{j}]", f"unknown argument {item!r} (buffers, scalars and scratch: {known})")
+    return tuple(resolved)
