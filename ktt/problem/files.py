@@ -79,7 +79,7 @@ class ReferenceSection(FileModel):
 
 
 class ValidationSection(FileModel):
-    tolerance: float = Field(default=1e-4, gt=0)
+    tolerance: float = Field(default=1e-4, ge=0)
 
 
 class TuningSection(FileModel):

@@ -1,0 +1,126 @@
+"""Where everything of a run lives under a problem's output/ directory (FORMATS.md)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+BRANCH_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+ITER_DIR = re.compile(r"^iter(\d+)$")
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    problem_dir: Path
+
+    @property
+    def output(self) -> Path:
+        return self.problem_dir / "output"
+
+    @property
+    def archive(self) -> Path:
+        return self.problem_dir / "archive"
+
+    @property
+    def context(self) -> Path:
+        return self.output / "context.json"
+
+    @property
+    def master(self) -> Path:
+        return self.output / "master.json"
+
+    @property
+    def final_results(self) -> Path:
+        return self.output / "final_results.json"
+
+    @property
+    def reference_time(self) -> Path:
+        return self.output / "reference_time.json"
+
+    @property
+    def run_log(self) -> Path:
+        return self.output / "run.jsonl"
+
+    @property
+    def master_llm(self) -> Path:
+        return self.output / "llm"
+
+    @property
+    def branches(self) -> Path:
+        return self.output / "branches"
+
+    def branch(self, name: str) -> BranchLayout:
+        return BranchLayout(self.branches / name)
+
+    def branch_names(self) -> list[str]:
+        if not self.branches.is_dir():
+            return []
+        return sorted(p.name for p in self.branches.iterdir() if (p / "branch.json").exists())
+
+
+@dataclass(frozen=True)
+class BranchLayout:
+    root: Path
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / "branch.json"
+
+    @property
+    def config(self) -> Path:
+        return self.root / "branch_config.json"
+
+    def iteration(self, index: int) -> IterLayout:
+        return IterLayout(self.root / f"iter{index}")
+
+    def iteration_indices(self) -> list[int]:
+        if not self.root.is_dir():
+            return []
+        found = []
+        for p in self.root.iterdir():
+            m = ITER_DIR.match(p.name)
+            if m and (p / "state.json").exists():
+                found.append(int(m.group(1)))
+        return sorted(found)
+
+
+@dataclass(frozen=True)
+class IterLayout:
+    root: Path
+
+    @property
+    def state(self) -> Path:
+        return self.root / "state.json"
+
+    @property
+    def kernel(self) -> Path:
+        return self.root / "kernels.cu"
+
+    @property
+    def spec(self) -> Path:
+        return self.root / "tuning.yaml"
+
+    @property
+    def tune_dir(self) -> Path:
+        return self.root / "tune"
+
+    @property
+    def tune_summary(self) -> Path:
+        return self.tune_dir / "summary.json"
+
+    @property
+    def tune_results(self) -> Path:
+        return self.tune_dir / "results.jsonl"
+
+    @property
+    def profile(self) -> Path:
+        return self.root / "profile.json"
+
+    @property
+    def llm(self) -> Path:
+        return self.root / "llm"
