@@ -1,0 +1,49 @@
+"""Defaults of a run, in one place. CLI flags override them; FORMATS.md lists the originals.
+
+``PROVIDER`` mirrors the original's hard-coded LLM_PROVIDER: leave it ``None`` so the
+choice falls through to the environment and then to auto-detection.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+# Provider set here wins over LLM_PROVIDER in the environment (but not over --provider).
+PROVIDER: str | None = None
+
+
+@dataclass(frozen=True)
+class Defaults:
+    n_strategies: int = 4  # strategies proposed by the master
+    concurrency: int = 4  # branch workers running at once
+    max_iter: int = 5  # iterations per branch
+    max_depth: int = 2  # how deep branches may spawn sub-branches
+    path_budget: int | None = None  # iterations per root-to-leaf path (off)
+    history: int = 2  # iterations of history in prompts
+    tool_call_cap: int = 50  # tool calls per authoring step
+    compile_retries: int = 3  # failed end_step attempts inside one authoring step
+    check_sample: int = 4  # configurations compile-checked by check_compilation
+    iteration_retries: int = 2  # "retry" decisions (or failures) allowed per branch
+    plateau_iterations: int = 3  # a gain below plateau_gain over this many iterations is a plateau
+    plateau_gain: float = 0.05
+    tuner_grace_min_s: float = 30.0  # watchdog = budget + max(30 s, 20 %)
+    tuner_grace_fraction: float = 0.2
+    single_shot: bool = False  # implement + configure as two single calls instead of the tool loop
+    llm_retries: int = 5
+    llm_timeout_s: float = 600.0
+    llm_max_tokens: int = 16384
+
+
+DEFAULTS = Defaults()
+
+
+def user_config_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "cacao_tui"
+
+
+def tuner_watchdog_s(budget_s: float) -> float:
+    """The tuner's whole-run watchdog: budget + max(30 s, 20 % of it)."""
+    return budget_s + max(DEFAULTS.tuner_grace_min_s, DEFAULTS.tuner_grace_fraction * budget_s)
