@@ -23,7 +23,14 @@ IterStatus = Literal[
     "planning", "implementing", "configuring", "running", "profiling", "proposing", "deciding", "decided", "failed"
 ]
 ITER_ORDER: tuple[str, ...] = (
-    "planning", "implementing", "configuring", "running", "profiling", "proposing", "deciding", "decided",
+    "planning",
+    "implementing",
+    "configuring",
+    "running",
+    "profiling",
+    "proposing",
+    "deciding",
+    "decided",
 )
 BranchStatus = Literal["pending", "running", "paused", "done", "stopped", "killed", "failed"]
 TERMINAL_BRANCH: tuple[str, ...] = ("done", "stopped", "killed", "failed")

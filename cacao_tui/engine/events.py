@@ -1,0 +1,240 @@
+"""The typed event stream of a run.
+
+The engine emits these; the Textual app, the headless renderer and the JSON-lines run
+log are three subscribers of the same stream and never reach into engine internals.
+Subscribers are plain callables invoked synchronously in the engine's event loop, so
+they must be quick (buffer and render later).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+ParamValue = int | float | str
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    ts: float = Field(default_factory=time.time)
+    seq: int = 0  # set by the bus, increasing
+
+
+class RunStarted(_Event):
+    type: Literal["run_started"] = "run_started"
+    problem: str
+    problem_dir: str
+    provider: str
+    model: str
+    gpus: list[int]
+    gpu_name: str | None = None
+    arch: str = "sm_90"
+    dry_run: bool = False
+    resumed: bool = False
+    max_iter: int
+    max_depth: int
+    n_strategies: int
+
+
+class MasterPhase(_Event):
+    type: Literal["master_phase"] = "master_phase"
+    phase: str  # analyzing | strategizing | dispatched | finished | failed
+    message: str | None = None
+
+
+class BranchAdded(_Event):
+    type: Literal["branch_added"] = "branch_added"
+    branch: str
+    title: str
+    description: str
+    parent: str | None = None
+    depth: int = 0
+    max_iter: int
+    status: str = "pending"
+    iterations_done: int = 0
+    best_ms: float | None = None
+    speedup: float | None = None
+
+
+class BranchStatusChanged(_Event):
+    type: Literal["branch_status"] = "branch_status"
+    branch: str
+    status: str  # pending | running | paused | done | stopped | killed | failed
+    iteration: int | None = None
+    iterations_done: int = 0
+    max_iter: int
+    reason: str | None = None
+
+
+class IterationStatusChanged(_Event):
+    type: Literal["iteration_status"] = "iteration_status"
+    branch: str
+    iteration: int
+    status: str  # planning ... decided | failed
+    message: str | None = None
+
+
+class LogLine(_Event):
+    type: Literal["log"] = "log"
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    message: str
+    branch: str | None = None
+    iteration: int | None = None
+
+
+class LLMCallEvent(_Event):
+    type: Literal["llm_call"] = "llm_call"
+    branch: str | None = None
+    iteration: int | None = None
+    node: str
+    index: int
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    error: str | None = None
+    record_path: str | None = None
+    run_input_tokens: int = 0  # running totals for the status bar
+    run_output_tokens: int = 0
+    run_cost_usd: float = 0.0
+
+
+class KernelWritten(_Event):
+    type: Literal["kernel_written"] = "kernel_written"
+    branch: str
+    iteration: int
+    kernel_path: str
+    spec_path: str | None = None
+
+
+class TuningProgress(_Event):
+    type: Literal["tuning_progress"] = "tuning_progress"
+    branch: str
+    iteration: int
+    evaluated: int
+    valid: int
+    space_size: int
+    best_ms: float | None = None
+    best_config: dict[str, ParamValue] | None = None
+    by_status: dict[str, int] = Field(default_factory=dict)
+    elapsed_s: float = 0.0
+    budget_s: float | None = None
+    phase: str = "search"
+
+
+class TuningFinished(_Event):
+    type: Literal["tuning_finished"] = "tuning_finished"
+    branch: str
+    iteration: int
+    ran: bool
+    best_ms: float | None = None
+    speedup: float | None = None
+    score: float | None = None
+    evaluated: int = 0
+    valid: int = 0
+    by_status: dict[str, int] = Field(default_factory=dict)
+    best_config: dict[str, ParamValue] | None = None
+    summary_path: str | None = None
+    message: str | None = None
+
+
+class ProfileMetrics(_Event):
+    type: Literal["profile_metrics"] = "profile_metrics"
+    branch: str
+    iteration: int
+    ran: bool
+    roofline: str | None = None
+    path: str | None = None
+    headline: dict[str, str] = Field(default_factory=dict)
+    message: str | None = None
+
+
+class DecisionMade(_Event):
+    type: Literal["decision"] = "decision"
+    branch: str
+    iteration: int
+    action: str
+    reason: str
+    children: list[str] = Field(default_factory=list)
+
+
+class NewBest(_Event):
+    type: Literal["new_best"] = "new_best"
+    branch: str
+    iteration: int
+    time_ms: float
+    speedup: float | None = None
+    run_best: bool = False  # also the best of the whole run
+
+
+class RunFinished(_Event):
+    type: Literal["run_finished"] = "run_finished"
+    status: Literal["ok", "no_result", "failed", "interrupted", "budget"]
+    message: str | None = None
+    final_results: str | None = None
+    best_ms: float | None = None
+    speedup: float | None = None
+    best_branch: str | None = None
+
+
+Event = Annotated[
+    RunStarted
+    | MasterPhase
+    | BranchAdded
+    | BranchStatusChanged
+    | IterationStatusChanged
+    | LogLine
+    | LLMCallEvent
+    | KernelWritten
+    | TuningProgress
+    | TuningFinished
+    | ProfileMetrics
+    | DecisionMade
+    | NewBest
+    | RunFinished,
+    Field(discriminator="type"),
+]
+EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(Event)
+
+Subscriber = Callable[[_Event], None]
+
+
+def parse_event(line: str) -> _Event:
+    return EVENT_ADAPTER.validate_json(line)
+
+
+class EventBus:
+    """Fan-out of events to subscribers. A failing subscriber is dropped, never the engine."""
+
+    def __init__(self) -> None:
+        self._subscribers: list[Subscriber] = []
+        self._seq = 0
+        self.errors: list[str] = []
+
+    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
+        self._subscribers.append(fn)
+
+        def unsubscribe() -> None:
+            if fn in self._subscribers:
+                self._subscribers.remove(fn)
+
+        return unsubscribe
+
+    def emit(self, event: _Event) -> None:
+        self._seq += 1
+        event.seq = self._seq
+        for fn in list(self._subscribers):
+            try:
+                fn(event)
+            except Exception as exc:  # a broken view must not stop the run
+                self.errors.append(f"{getattr(fn, '__qualname__', fn)}: {exc!r}")
+                self._subscribers.remove(fn)
+
+    def log(
+        self, message: str, *, level: str = "info", branch: str | None = None, iteration: int | None = None
+    ) -> None:
+        self.emit(LogLine(level=level, message=message, branch=branch, iteration=iteration))  # type: ignore[arg-type]
