@@ -45,6 +45,23 @@ class FileModel(BaseModel):
     def unknown_keys(self) -> list[str]:
         return sorted((self.model_extra or {}).keys())
 
+    def unknown_key_paths(self, prefix: str = "") -> list[str]:
+        """Unknown keys here and in every nested section, as field paths ('reference.blok')."""
+        found = [f"{prefix}.{k}" if prefix else str(k) for k in self.unknown_keys()]
+        for name, info in type(self).model_fields.items():
+            label = info.alias or name
+            where = f"{prefix}.{label}" if prefix else label
+            value = getattr(self, name)
+            if isinstance(value, FileModel):
+                found += value.unknown_key_paths(where)
+            elif isinstance(value, list):
+                for i, item in enumerate(value):
+                    if isinstance(item, FileModel):
+                        named = getattr(item, "name", None)
+                        suffix = f" ({named})" if isinstance(named, str) else ""
+                        found += item.unknown_key_paths(f"{where}[{i}]{suffix}")
+        return found
+
 
 class Dim3Expr(FileModel):
     x: ExprValue = 1
@@ -107,6 +124,14 @@ class CaseSection(FileModel):
     scalars: dict[str, ExprValue] = Field(default_factory=dict)
     files: dict[str, str] = Field(default_factory=dict)
     duration_s: float | None = Field(default=None, gt=0)
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _number_as_name(cls, value: Any) -> Any:
+        # "name: 1024" parses as an int; as a case name it is the text "1024".
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        return value
 
 
 class FloorSection(FileModel):

@@ -25,8 +25,12 @@ def legacy_block(data: dict[str, Any]) -> dict[str, Any] | None:
     return block or None
 
 
-def convert_inline_inputs(data: dict[str, Any], path: Path) -> dict[str, Any]:
-    """Build an inputs.yaml-shaped mapping from inline ``scalars`` and ``vectors``."""
+def convert_inline_inputs(data: dict[str, Any], path: Path, warnings: list[str] | None = None) -> dict[str, Any]:
+    """Build an inputs.yaml-shaped mapping from inline ``scalars`` and ``vectors``.
+
+    When no vector says ``validate``, every output vector (direction out or inout) is
+    validated: the strictest reading of a file that predates the key.
+    """
     args: list[dict[str, Any]] = []
     scalars = data.get("scalars") or {}
     if isinstance(scalars, dict):
@@ -60,4 +64,12 @@ def convert_inline_inputs(data: dict[str, Any], path: Path) -> dict[str, Any]:
                 raise ProblemError(path, f"vectors[{i}].direction", f"unknown direction {direction!r}")
             entry["access"] = _DIRECTION[direction]
         args.append({"kind": "buffer", **entry})
+    buffers = [a for a in args if a["kind"] == "buffer"]
+    if buffers and not any("validate" in b for b in buffers):
+        outputs = [b for b in buffers if b.get("access") in ("write", "readwrite")]
+        for b in outputs:
+            b["validate"] = True
+        if outputs and warnings is not None:
+            names = ", ".join(str(b.get("name")) for b in outputs)
+            warnings.append(f"problem.yaml: vectors: no vector sets validate; validating the outputs ({names})")
     return {"headers": data.get("headers") or [], "args": args}

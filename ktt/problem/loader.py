@@ -21,7 +21,7 @@ from ktt.problem.files import (
     ProblemFile,
     ScalarArg,
 )
-from ktt.problem.legacy import convert_inline_inputs, has_legacy_form, legacy_block
+from ktt.problem.legacy import LEGACY_KEYS, convert_inline_inputs, has_legacy_form, legacy_block
 from ktt.problem.model import Buffer, Dim3, ForbidRule, Problem, Reference, Scalar, Shape
 from ktt.problem.yaml_io import read_yaml_mapping, validate_model
 
@@ -90,13 +90,10 @@ def load_problem(directory: Path | str) -> Problem:
     problem_path = root / "problem.yaml"
     if not problem_path.is_file():
         raise ProblemError(problem_path, "", "file not found (a problem directory needs problem.yaml)")
-    raw = read_yaml_mapping(problem_path)
+    warnings: list[str] = []
+    raw = read_yaml_mapping(problem_path, warnings)
     pfile = validate_model(ProblemFile, raw, problem_path)
-    warnings = [
-        f"problem.yaml: {k}: unknown key (ignored)"
-        for k in pfile.unknown_keys()
-        if k not in ("scalars", "vectors", "block_x", "block_y", "block_z")
-    ]
+    warnings += [f"problem.yaml: {k}: unknown key (ignored)" for k in pfile.unknown_key_paths() if k not in LEGACY_KEYS]
 
     inputs_path = root / "inputs.yaml"
     if has_legacy_form(raw):
@@ -106,16 +103,21 @@ def load_problem(directory: Path | str) -> Problem:
                 "scalars",
                 "inline scalars/vectors and inputs.yaml are both present; keep only inputs.yaml",
             )
-        inputs_raw = convert_inline_inputs(raw, problem_path)
-        inputs_source = problem_path
         warnings.append("problem.yaml: scalars/vectors: converted from the older inline form")
+        inputs_raw = convert_inline_inputs(raw, problem_path, warnings)
+        inputs_source = problem_path
     else:
         if not inputs_path.is_file():
-            raise ProblemError(inputs_path, "", "file not found (the I/O boundary is described in inputs.yaml)")
-        inputs_raw = read_yaml_mapping(inputs_path)
+            raise ProblemError(
+                inputs_path,
+                "",
+                "file not found (the I/O boundary is described in inputs.yaml)",
+                hint="see docs/INPUTS_YAML_GUIDE.md (older problems carry scalars:/vectors: in problem.yaml instead)",
+            )
+        inputs_raw = read_yaml_mapping(inputs_path, warnings)
         inputs_source = inputs_path
     inputs = validate_model(InputsFile, inputs_raw, inputs_source)
-    warnings += [f"{inputs_source.name}: {k}: unknown key (ignored)" for k in inputs.unknown_keys()]
+    warnings += [f"{inputs_source.name}: {k}: unknown key (ignored)" for k in inputs.unknown_key_paths()]
     if inputs.shared_setup.strip():
         warnings.append("inputs.yaml: shared_setup: C++ for the original driver; not supported here, ignored")
 
@@ -232,6 +234,13 @@ def _resolve_args(
         if isinstance(item, BufferArg):
             resolved[i] = _resolve_buffer(item, i, set(env), path, root)
     args = [resolved[i] for i in range(len(inputs.args))]
+    short = [a.name for a in args if isinstance(a, Scalar) and a.is_define and len(a.name) == 1]
+    if short:
+        warnings.append(
+            f"{path.name}: args: one-letter macros ({', '.join(short)}) clash with template parameters in some "
+            f"CUDA headers (<cub/cub.cuh>; -DN also <cuda_pipeline.h>); a kernel including them must wrap the "
+            f"#include in #pragma push_macro / #undef / pop_macro"
+        )
     if not any(isinstance(a, Buffer) for a in args):
         raise ProblemError(path, "args", "no buffer: the boundary needs at least one buffer")
     if not any(isinstance(a, Buffer) and a.validate for a in args):

@@ -15,8 +15,37 @@ M = TypeVar("M", bound=BaseModel)
 _UNION_TAGS = {"scalar", "buffer", "ForbidEntry", "str", "int", "float", "list[int]", "list[str]"}
 
 
-def read_yaml_mapping(path: Path) -> dict[str, Any]:
-    """Parse a YAML file whose top level must be a mapping."""
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that notes keys given twice in one mapping (PyYAML silently keeps the last)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.duplicates: list[tuple[str, int]] = []
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[str] = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                if key_node.value in seen:
+                    self.duplicates.append((key_node.value, key_node.start_mark.line + 1))
+                seen.add(key_node.value)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _load(text: str) -> tuple[Any, list[tuple[str, int]]]:
+    loader = _Loader(text)
+    try:
+        return loader.get_single_data(), loader.duplicates
+    finally:
+        loader.dispose()
+
+
+def read_yaml_mapping(path: Path, warnings: list[str] | None = None) -> dict[str, Any]:
+    """Parse a YAML file whose top level must be a mapping.
+
+    A key given twice in one mapping is legal YAML for PyYAML (the last one wins), so older
+    files that do it still load; it is reported in ``warnings`` when a list is passed.
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -26,16 +55,25 @@ def read_yaml_mapping(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise ProblemError(path, "", f"cannot read: {exc.strerror}") from None
     try:
-        data = yaml.safe_load(text)
+        data, duplicates = _load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(file)"
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ProblemError(path, where, f"YAML syntax error: {problem}") from None
+        raise ProblemError(
+            path,
+            where,
+            f"YAML syntax error: {problem}",
+            hint="quote values that start with * & ! { [ or contain ': ' (e.g. size: '2 * N')",
+        ) from None
     if data is None:
         raise ProblemError(path, "(top level)", "the file is empty; expected a mapping of keys")
     if not isinstance(data, dict):
         raise ProblemError(path, "(top level)", f"expected a mapping of keys, got a {_kind(data)}")
+    if warnings is not None:
+        warnings += [
+            f"{path.name}: line {line}: key {key!r} is given twice; the last one wins" for key, line in duplicates
+        ]
     return data
 
 
@@ -81,7 +119,8 @@ def _message(err: dict[str, Any]) -> str:
     if kind == "union_tag_not_found":
         return "missing 'kind' (must be scalar or buffer)"
     got = err.get("input")
-    if kind in ("literal_error", "enum") or kind.endswith("_type") or kind.endswith("_parsing"):
+    shows_input = kind in ("literal_error", "enum") or kind.startswith(("greater_than", "less_than"))
+    if shows_input or kind.endswith("_type") or kind.endswith("_parsing"):
         return f"{msg[0].lower()}{msg[1:]} (got {got!r})"
     return f"{msg[0].lower()}{msg[1:]}"
 
