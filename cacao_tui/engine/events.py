@@ -9,6 +9,7 @@ they must be quick (buffer and render later).
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -210,12 +211,18 @@ def parse_event(line: str) -> _Event:
 class EventBus:
     """Fan-out of events to subscribers. A failing subscriber is dropped, never the engine."""
 
-    def __init__(self) -> None:
+    def __init__(self, history_limit: int = 20_000) -> None:
         self._subscribers: list[Subscriber] = []
         self._seq = 0
         self.errors: list[str] = []
+        # Recent events (tuning progress excluded) for a view that subscribes late.
+        self.history: deque[_Event] = deque(maxlen=history_limit)
 
-    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
+    def subscribe(self, fn: Subscriber, *, replay: bool = False) -> Callable[[], None]:
+        """Add a subscriber; with ``replay`` it first receives the recorded history."""
+        if replay:
+            for event in list(self.history):
+                fn(event)
         self._subscribers.append(fn)
 
         def unsubscribe() -> None:
@@ -227,6 +234,8 @@ class EventBus:
     def emit(self, event: _Event) -> None:
         self._seq += 1
         event.seq = self._seq
+        if not isinstance(event, TuningProgress):
+            self.history.append(event)
         for fn in list(self._subscribers):
             try:
                 fn(event)

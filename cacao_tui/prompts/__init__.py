@@ -16,9 +16,9 @@ def load(name: str) -> str:
     return (resources.files(__package__) / f"{name}.txt").read_text(encoding="utf-8")
 
 
-def render(name: str, **values: object) -> str:
+def render(template: str, /, **values: object) -> str:
     """Fill a template; a missing placeholder is a bug and raises KeyError."""
-    return string.Template(load(name)).substitute({k: str(v) for k, v in values.items()})
+    return string.Template(load(template)).substitute({k: str(v) for k, v in values.items()})
 
 
 def gpu_knowledge(arch: str) -> str:

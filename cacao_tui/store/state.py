@@ -127,6 +127,15 @@ class BestResult(BaseModel):
     kernel_path: str
     spec_path: str | None = None
 
+    def rank(self) -> tuple[bool, float, float]:
+        """Sort key, larger is better: the case score when there is one, else the shortest time."""
+        return rank_key(self.time_ms, self.score)
+
+
+def rank_key(time_ms: float, score: float | None) -> tuple[bool, float, float]:
+    """Larger is better. With ``cases:`` the geometric-mean score decides; otherwise time."""
+    return (score is not None, score or 0.0, -time_ms)
+
 
 class BranchManifest(_State):
     """Identity, status and results of one branch. Written only by that branch's worker."""
@@ -137,6 +146,7 @@ class BranchManifest(_State):
     parent: str | None = None
     parent_iteration: int | None = None
     depth: int = 0
+    path_before: int = 0  # iterations spent on the path from the root before this branch began
     status: BranchStatus = "pending"
     iterations_done: int = 0
     current_iteration: int | None = None

@@ -1,0 +1,312 @@
+"""The engine: runs the master, then every branch as an independent asyncio task.
+
+Branches are independent: a branch's failure is recorded in its own branch.json and never
+cancels a sibling (no fail-all task group). GPU steps are serialised per device by the
+scheduler; LLM calls overlap them. Front ends call the control methods; they write
+branch_config.json and wake the worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+
+from cacao_tui import __version__
+from cacao_tui.engine.control import read_branch_config, update_branch_config
+from cacao_tui.engine.events import BranchAdded, EventBus, RunFinished, RunStarted
+from cacao_tui.engine.master import Master
+from cacao_tui.engine.runlog import RunLog
+from cacao_tui.engine.worker import BranchWorker, child_name
+from cacao_tui.llm import BudgetExceeded, LLMError
+from cacao_tui.nodes.context import RunDeps
+from cacao_tui.nodes.merge import write_final_results
+from cacao_tui.store.atomic import read_model, write_model
+from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.state import (
+    TERMINAL_BRANCH,
+    BestResult,
+    BranchConfig,
+    BranchManifest,
+    BufferInfo,
+    Context,
+    Strategy,
+)
+
+
+class Engine:
+    def __init__(self, deps: RunDeps, bus: EventBus, *, concurrency: int, resumed: bool = False) -> None:
+        self.deps = deps
+        self.bus = bus
+        self.layout: RunLayout = deps.layout
+        self.slots = asyncio.Semaphore(max(1, concurrency))
+        self.resumed = resumed
+        self.workers: dict[str, BranchWorker] = {}
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.best: BestResult | None = None
+        self.budget_reached = False
+        self.finished: RunFinished | None = None
+        self._stopping = False
+        self._changed = asyncio.Event()
+        self._crash_recorded: set[str] = set()
+
+    # -- the run -----------------------------------------------------------------------------
+    async def run(self) -> RunFinished:
+        """Run to the end; the run log (output/run.jsonl) records the whole event stream."""
+        runlog = RunLog(self.layout.run_log)
+        unsubscribe = self.bus.subscribe(runlog)
+        try:
+            return await self._run()
+        finally:
+            unsubscribe()
+            runlog.close()
+
+    async def _run(self) -> RunFinished:
+        deps = self.deps
+        self.bus.emit(RunStarted(
+            problem=deps.problem.name, problem_dir=str(deps.problem.directory), provider=deps.settings.provider,
+            model=deps.settings.model, gpus=deps.gpu.indices, gpu_name=deps.gpu.name, arch=deps.gpu.arch,
+            dry_run=deps.settings.dry_run, resumed=self.resumed, max_iter=deps.settings.max_iter,
+            max_depth=deps.settings.max_depth, n_strategies=deps.settings.n_strategies,
+        ))
+        self.write_context()
+        for name in self.layout.branch_names():
+            self.announce(name)
+        master = Master(self)
+        try:
+            try:
+                await master.prepare()
+            except (LLMError, RuntimeError) as exc:
+                master.finish(False, str(exc))
+                return self.finish("budget" if isinstance(exc, BudgetExceeded) else "failed", f"master: {exc}")
+            for name in self.layout.branch_names():
+                self.spawn(name)
+            await self.wait_branches()
+        except asyncio.CancelledError:
+            await self._cancel_workers()
+            self.finish("interrupted", "interrupted; continue with --resume")
+            raise
+        if self._stopping:
+            return self.finish("interrupted", "stopped; continue with --resume")
+        master.finish(True)
+        status = "budget" if self.budget_reached else ("ok" if self.best else "no_result")
+        if self.deps.settings.dry_run and status == "no_result":
+            # Nothing is timed in a dry run; it succeeded if some branch got through its iterations.
+            finished = [self.manifest(n).status for n in self.layout.branch_names()]
+            status = "ok" if any(s in ("done", "stopped") for s in finished) else "no_result"
+        message = None
+        if status == "no_result":
+            failed = [self.manifest(n) for n in self.layout.branch_names()]
+            errors = sorted({m.error for m in failed if m.error})
+            message = errors[0] if len(errors) == 1 else ("no valid kernel was found" if not errors else
+                                                          f"no valid kernel; {len(errors)} distinct branch errors")
+        return self.finish(status, message)
+
+    def finish(self, status: str, message: str | None) -> RunFinished:
+        final = write_final_results(self.deps, complete=status in ("ok", "no_result", "budget"))
+        best = final.best
+        event = RunFinished(
+            status=status,  # type: ignore[arg-type]
+            message=message, final_results=str(self.layout.final_results),
+            best_ms=best.time_ms if best else None, speedup=best.speedup if best else None,
+            best_branch=best.branch if best else None,
+        )
+        self.finished = event
+        self.bus.emit(event)
+        return event
+
+    async def wait_branches(self) -> None:
+        while True:
+            pending = [t for t in self.tasks.values() if not t.done()]
+            if not pending:
+                return
+            self._changed.clear()
+            waiter = asyncio.ensure_future(self._changed.wait())
+            try:
+                await asyncio.wait([*pending, waiter], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+            for name, task in list(self.tasks.items()):
+                if task.done() and not task.cancelled() and task.exception() is not None:
+                    exc = task.exception()
+                    self.record_crash(name, exc)
+
+    def record_crash(self, name: str, exc: BaseException | None) -> None:
+        """A bug inside one worker fails that branch only."""
+        if name in self._crash_recorded:
+            return
+        self._crash_recorded.add(name)
+        with contextlib.suppress(Exception):
+            m = self.manifest(name)
+            if m.status not in TERMINAL_BRANCH:
+                m.status = "failed"
+                m.error = f"internal error: {exc!r}"
+                m.stop_reason = m.error
+                write_model(self.layout.branch(name).manifest, m)
+        self.bus.log(f"branch crashed: {exc!r}", level="error", branch=name)
+
+    # -- branches ----------------------------------------------------------------------------
+    def manifest(self, name: str) -> BranchManifest:
+        return read_model(self.layout.branch(name).manifest, BranchManifest)
+
+    def create_branch(self, name: str, strategy: Strategy, *, parent: BranchManifest | None,
+                      parent_iteration: int | None = None) -> str:
+        """Create a branch's directory once; calling it again for the same name does nothing."""
+        b = self.layout.branch(name)
+        if b.manifest.exists():
+            return name
+        settings = self.deps.settings
+        path_before = 0 if parent is None else parent.path_before + (parent_iteration or 0)
+        max_iter = settings.max_iter
+        if settings.path_budget is not None:
+            max_iter = max(0, settings.path_budget - path_before)
+        b.root.mkdir(parents=True, exist_ok=True)
+        # branch_config.json first: the manifest's existence marks the branch as created.
+        if not b.config.exists():
+            write_model(b.config, BranchConfig(max_iter=max_iter))
+        m = BranchManifest(
+            name=name, title=strategy.title, strategy=strategy, parent=parent.name if parent else None,
+            parent_iteration=parent_iteration, depth=0 if parent is None else parent.depth + 1,
+            path_before=path_before,
+        )
+        write_model(b.manifest, m)
+        self.announce(name)
+        return name
+
+    def create_children(self, parent: BranchManifest, iteration: int, subs: list[Strategy]) -> list[str]:
+        names = []
+        for k, s in enumerate(subs, start=1):
+            names.append(self.create_branch(child_name(parent.name, k, s), s, parent=parent,
+                                            parent_iteration=iteration))
+        return names
+
+    def announce(self, name: str) -> None:
+        m = self.manifest(name)
+        cfg = read_branch_config(self.layout.branch(name), self.deps.settings.max_iter)
+        self.bus.emit(BranchAdded(
+            branch=name, title=m.title, description=m.strategy.description, parent=m.parent, depth=m.depth,
+            max_iter=cfg.max_iter, status=m.status, iterations_done=m.iterations_done,
+            best_ms=m.best.time_ms if m.best else None, speedup=m.best.speedup if m.best else None,
+        ))
+        if m.best is not None:
+            self.offer_best(m.best)
+
+    def spawn(self, name: str) -> None:
+        if self._stopping or self.budget_reached:
+            return
+        task = self.tasks.get(name)
+        if task is not None and not task.done():
+            return
+        worker = BranchWorker(self, name)
+        self.workers[name] = worker
+        self.tasks[name] = asyncio.create_task(worker.run(), name=f"branch:{name}")
+        self._changed.set()
+
+    def offer_best(self, candidate: BestResult) -> bool:
+        if self.best is None or candidate.rank() > self.best.rank():
+            self.best = candidate
+            return True
+        return False
+
+    # -- control (EngineControl) -------------------------------------------------------------
+    def _update(self, name: str, **changes: object) -> BranchConfig:
+        cfg = update_branch_config(self.layout.branch(name), self.deps.settings.max_iter, **changes)
+        worker = self.workers.get(name)
+        if worker is not None:
+            worker.wake.set()
+        return cfg
+
+    def pause_branch(self, name: str) -> None:
+        self._update(name, paused=True)
+        self.bus.log("pause requested (takes effect at the next step)", branch=name)
+
+    def resume_branch(self, name: str) -> None:
+        self._update(name, paused=False)
+        self.bus.log("resumed", branch=name)
+
+    def toggle_pause(self, name: str) -> bool:
+        paused = not read_branch_config(self.layout.branch(name), self.deps.settings.max_iter).paused
+        (self.pause_branch if paused else self.resume_branch)(name)
+        return paused
+
+    def pause_all(self) -> None:
+        for name in self.layout.branch_names():
+            if self.manifest(name).status not in TERMINAL_BRANCH:
+                self._update(name, paused=True)
+        self.bus.log("pause requested for every branch")
+
+    def resume_all(self) -> None:
+        for name in self.layout.branch_names():
+            self._update(name, paused=False)
+        self.bus.log("resumed every branch")
+
+    def kill_branch(self, name: str) -> None:
+        self._update(name, killed=True)
+        worker = self.workers.get(name)
+        if worker is not None:
+            worker.request_kill()
+        self.bus.log("kill requested", level="warning", branch=name)
+
+    def change_max_iter(self, name: str, delta: int) -> int:
+        cfg = read_branch_config(self.layout.branch(name), self.deps.settings.max_iter)
+        new = max(1, cfg.max_iter + delta)
+        self._update(name, max_iter=new)
+        self.bus.log(f"max_iter set to {new}", branch=name)
+        return new
+
+    def retry_branch(self, name: str) -> None:
+        m = self.manifest(name)
+        if m.status not in TERMINAL_BRANCH or m.status == "killed":
+            self.bus.log("retry applies to a branch that has finished (done, stopped or failed)", branch=name)
+            return
+        cfg = read_branch_config(self.layout.branch(name), self.deps.settings.max_iter)
+        changes: dict[str, object] = {"retry_nonce": cfg.retry_nonce + 1}
+        if m.iterations_done >= cfg.max_iter:
+            changes["max_iter"] = m.iterations_done + 1
+        self._update(name, **changes)
+        task = self.tasks.get(name)
+        if task is not None and not task.done():  # its worker is still winding down
+            task.add_done_callback(lambda _: self.spawn(name))
+        else:
+            self.spawn(name)
+
+    def is_running(self) -> bool:
+        return any(not t.done() for t in self.tasks.values())
+
+    async def stop(self) -> None:
+        """Stop cleanly: cancel workers (their children are killed as groups); --resume continues."""
+        self._stopping = True
+        self.bus.log("stopping: cancelling branch work (continue later with --resume)", level="warning")
+        await self._cancel_workers()
+        self._changed.set()
+
+    async def _cancel_workers(self) -> None:
+        tasks = [t for t in self.tasks.values() if not t.done()]
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+
+    # -- files -------------------------------------------------------------------------------
+    def write_context(self) -> None:
+        if self.layout.context.exists():
+            return
+        p = self.deps.problem
+        nbytes, flops = p.floor()
+        ctx = Context(
+            problem_name=p.name, problem_dir=str(p.directory), description=p.description,
+            boundary_signature=p.boundary_signature(), scalars={s.name: s.value for s in p.scalars},
+            buffers=[
+                BufferInfo(name=b.name, dtype=b.dtype, elements=p.base.sizes[b.name], bytes=p.base.bytes_of(b),
+                           access=b.access, validate=b.validate)
+                for b in p.buffers
+            ],
+            grid=p.base.grid.as_tuple(), reference_type=p.reference.type,
+            reference_file=str(Path(p.reference.file).relative_to(p.directory)),
+            reference_function=p.reference.function, tolerance=p.tolerance, rules_text=p.rules_text,
+            forbid=[r.pattern.pattern for r in p.forbid], cases=[c.name for c in p.cases],
+            floor_bytes=nbytes, floor_flops=flops, gpu=self.deps.gpu, settings=self.deps.settings,
+            version=__version__,
+        )
+        write_model(self.layout.context, ctx)

@@ -1,0 +1,199 @@
+"""From parsed CLI flags to a running engine, with the Textual app or headless.
+
+The CLI validates flags and the problem; this module picks the provider and GPUs,
+prepares output/ (archiving an earlier run), wires the engine's subscribers and runs
+it until it finishes, the user stops it (Ctrl-C: clean stop, twice: abort), or the
+app detaches and the run goes on headless.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+from ktt.problem import Problem, ProblemError, load_problem
+from cacao_tui.engine.engine import Engine
+from cacao_tui.engine.events import EventBus, LLMCallEvent, RunFinished
+from cacao_tui.engine.gpu import arch_of, detect_gpus
+from cacao_tui.engine.scheduler import GpuScheduler
+from cacao_tui.headless import HeadlessRenderer
+from cacao_tui.ktt_client import KttTuner
+from cacao_tui.llm import LLMError, create_llm, load_env, select_provider
+from cacao_tui.nodes.context import NoDevices, RunDeps
+from cacao_tui.settings import DEFAULTS
+from cacao_tui.store.archive import prepare_output
+from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.state import GpuInfo, RunSettings
+
+EXIT_OK = 0
+EXIT_NO_RESULT = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class LaunchError(Exception):
+    """A problem with the request (flags, machine, provider): one line, exit 2."""
+
+
+def exit_code(event: RunFinished | None) -> int:
+    if event is None:
+        return EXIT_INTERRUPTED
+    if event.status == "ok":
+        return EXIT_OK
+    if event.status == "interrupted":
+        return EXIT_INTERRUPTED
+    if event.status == "budget":
+        return EXIT_OK if event.best_ms is not None else EXIT_NO_RESULT
+    return EXIT_NO_RESULT
+
+
+def _gpu_info(args: argparse.Namespace, problem: Problem) -> GpuInfo:
+    wanted: list[int] = list(args.gpus) if getattr(args, "gpus", None) else list(problem.gpu_indices)
+    detected = detect_gpus()
+    if args.dry_run:
+        first = next((g for g in detected if g.index == wanted[0]), None)
+        if first is not None:
+            return GpuInfo(name=first.name, arch=first.arch, indices=wanted, detected=True)
+        return GpuInfo(name=None, arch=arch_of(problem.compute_capability), indices=wanted, detected=False)
+    if not detected:
+        raise LaunchError("no NVIDIA GPU found (nvidia-smi lists none); use --dry-run to check a problem, "
+                          "a provider and a session without a GPU")
+    by_index = {g.index: g for g in detected}
+    missing = [i for i in wanted if i not in by_index]
+    if missing:
+        have = ", ".join(str(i) for i in sorted(by_index))
+        raise LaunchError(f"GPU {missing[0]} does not exist on this machine (GPUs: {have}); set --gpus or gpu.index")
+    first = by_index[wanted[0]]
+    arches = {by_index[i].arch for i in wanted}
+    if len(arches) > 1:
+        raise LaunchError(f"GPUs {wanted} have different architectures ({', '.join(sorted(arches))}); "
+                          "use GPUs of one kind")
+    return GpuInfo(name=first.name, arch=first.arch, indices=wanted, detected=True)
+
+
+def build_engine(args: argparse.Namespace) -> tuple[Engine, EventBus]:
+    problem = load_problem(args.dir)
+    load_env(problem.directory)
+    choice = select_provider(args.provider, args.model)
+    gpu = _gpu_info(args, problem)
+    layout = RunLayout(problem.directory)
+    if args.resume:
+        if not layout.context.exists() and not layout.master.exists():
+            raise LaunchError(f"{layout.output}: nothing to resume (no earlier run here); start without --resume")
+    else:
+        prepare_output(problem.directory, resume=False, no_clean=args.no_clean)
+    settings = RunSettings(
+        max_iter=args.max_iter if args.max_iter is not None else DEFAULTS.max_iter,
+        max_depth=args.max_depth if args.max_depth is not None else DEFAULTS.max_depth,
+        path_budget=args.path_budget,
+        n_strategies=getattr(args, "strategies", None) or DEFAULTS.n_strategies,
+        timeout_s=args.timeout,
+        dry_run=bool(args.dry_run),
+        provider=choice.provider,
+        model=choice.model,
+        single_shot=bool(getattr(args, "single_shot", False)) or DEFAULTS.single_shot,
+        budget_usd=getattr(args, "budget_usd", None),
+    )
+    bus = EventBus()
+
+    def on_call(record: object) -> None:
+        usage = llm.usage.run
+        bus.emit(LLMCallEvent(
+            branch=record.branch, iteration=record.iteration, node=record.node, index=record.index,  # type: ignore[attr-defined]
+            input_tokens=record.usage.input_tokens, output_tokens=record.usage.output_tokens,  # type: ignore[attr-defined]
+            cached_tokens=record.usage.cached_tokens, cost_usd=record.usage.cost_usd,  # type: ignore[attr-defined]
+            latency_s=record.latency_s, error=record.error,  # type: ignore[attr-defined]
+            record_path=str(record.path) if getattr(record, "path", None) else None,
+            run_input_tokens=usage.input_tokens, run_output_tokens=usage.output_tokens, run_cost_usd=usage.cost_usd,
+        ))
+
+    replay_from = getattr(args, "from_path", None)
+    if choice.provider == "replay" and replay_from is None:
+        replay_from = problem.directory / "session.jsonl"
+    llm = create_llm(choice, record_root=layout.output, budget_usd=settings.budget_usd,
+                     replay_from=Path(replay_from) if replay_from else None, on_call=on_call)
+    devices = NoDevices() if settings.dry_run else GpuScheduler(gpu.indices)
+    deps = RunDeps(problem=problem, layout=layout, llm=llm, tuner=KttTuner(), settings=settings, defaults=DEFAULTS,
+                   gpu=gpu, devices=devices)
+    return Engine(deps, bus, concurrency=DEFAULTS.concurrency, resumed=bool(args.resume)), bus
+
+
+async def run_headless(engine: Engine, bus: EventBus, renderer: HeadlessRenderer, *, replay: bool = False) -> int:
+    loop = asyncio.get_running_loop()
+    bus.subscribe(renderer, replay=replay)
+    task = asyncio.ensure_future(engine.run()) if engine.finished is None else None
+    return await _drive(loop, engine, task, renderer)
+
+
+async def _drive(loop: asyncio.AbstractEventLoop, engine: Engine, task: asyncio.Future | None,
+                 renderer: HeadlessRenderer) -> int:
+    interrupts = 0
+
+    def on_signal() -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts == 1:
+            renderer._print("stopping cleanly… (press Ctrl-C again to abort at once)")
+            asyncio.ensure_future(engine.stop())
+        elif task is not None:
+            task.cancel()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, on_signal)
+        except (NotImplementedError, RuntimeError):
+            pass
+    try:
+        if task is not None:
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.remove_signal_handler(sig)
+            except (NotImplementedError, RuntimeError):
+                pass
+    return exit_code(engine.finished)
+
+
+async def run_with_ui(engine: Engine, bus: EventBus, args: argparse.Namespace) -> int:
+    from cacao_tui.ui.app import CacaoApp  # textual is imported only when the app is used
+
+    task = asyncio.ensure_future(engine.run())
+    app = CacaoApp(engine=engine, bus=bus)
+    result = await app.run_async()
+    if result == "detach" and not task.done():
+        renderer = HeadlessRenderer(json_lines=False, verbose=bool(getattr(args, "verbose", False)))
+        renderer._print("detached from the app; the run goes on here (Ctrl-C stops it cleanly)")
+        bus.subscribe(renderer)
+        return await _drive(asyncio.get_running_loop(), engine, task, renderer)
+    if not task.done():
+        await engine.stop()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    if engine.finished is not None:
+        HeadlessRenderer()(engine.finished)
+    return exit_code(engine.finished)
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        engine, bus = build_engine(args)
+    except (ProblemError, LaunchError, LLMError) as exc:
+        print(f"cacao: {exc}" if not isinstance(exc, ProblemError) else str(exc), file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        if args.no_ui or getattr(args, "json", False):
+            renderer = HeadlessRenderer(json_lines=bool(getattr(args, "json", False)),
+                                        verbose=bool(getattr(args, "verbose", False)))
+            return asyncio.run(run_headless(engine, bus, renderer))
+        return asyncio.run(run_with_ui(engine, bus, args))
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED

@@ -1,0 +1,62 @@
+"""The master: analyze -> strategize -> dispatch, each phase saved in master.json.
+
+On --resume a finished phase is not repeated: the analysis and the strategies are read
+back, and dispatch only creates the branches that do not exist yet.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from cacao_tui.engine.events import MasterPhase
+from cacao_tui.nodes.analyze import analyze
+from cacao_tui.nodes.strategize import strategize
+from cacao_tui.store.atomic import read_model_or_none, write_model
+from cacao_tui.store.state import MasterState
+
+if TYPE_CHECKING:
+    from cacao_tui.engine.engine import Engine
+
+
+class Master:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.path = engine.layout.master
+
+    def _save(self, ms: MasterState, phase: str | None = None, message: str | None = None) -> None:
+        if phase is not None:
+            ms.phase = phase  # type: ignore[assignment]
+        ms.updated_at = time.time()
+        write_model(self.path, ms)
+        if phase is not None:
+            self.engine.bus.emit(MasterPhase(phase=phase, message=message))
+
+    async def prepare(self) -> list[str]:
+        """Run the master's phases that are not done yet; return the root branch names."""
+        deps = self.engine.deps
+        ms = read_model_or_none(self.path, MasterState) or MasterState()
+        if ms.analysis is None:
+            self._save(ms, "analyzing")
+            ms.analysis = await analyze(deps)
+            self._save(ms)
+        deps.analysis = ms.analysis
+        if not ms.strategies:
+            self._save(ms, "strategizing")
+            ms.strategies = await strategize(deps, ms.analysis, deps.settings.n_strategies)
+            if not ms.strategies:
+                ms.error = "the model proposed no strategies"
+                self._save(ms, "failed", ms.error)
+                raise RuntimeError(ms.error)
+            self._save(ms)
+        names = []
+        for i, strategy in enumerate(ms.strategies, start=1):
+            names.append(self.engine.create_branch(f"b{i}-{strategy.name}", strategy, parent=None))
+        if ms.phase != "dispatched":
+            self._save(ms, "dispatched", f"{len(names)} branches")
+        return names
+
+    def finish(self, ok: bool, message: str | None = None) -> None:
+        ms = read_model_or_none(self.path, MasterState) or MasterState()
+        ms.error = None if ok else message
+        self._save(ms, "finished" if ok else "failed", message)

@@ -1,0 +1,157 @@
+"""The --no-ui renderer: one line per state change, tuning progress throttled, a final table.
+
+With --json it prints every event as one JSON line instead. It is a subscriber of the same
+event stream as the Textual app, and keeps no state the engine does not send.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import IO
+
+from cacao_tui.engine.events import (
+    BranchAdded,
+    BranchStatusChanged,
+    DecisionMade,
+    IterationStatusChanged,
+    LLMCallEvent,
+    LogLine,
+    MasterPhase,
+    NewBest,
+    ProfileMetrics,
+    RunFinished,
+    RunStarted,
+    TuningFinished,
+    TuningProgress,
+    _Event,
+)
+from cacao_tui.store.atomic import read_model_or_none
+from cacao_tui.store.state import FinalResults
+
+PROGRESS_EVERY_S = 2.0
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g} ms"
+
+
+def _x(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def results_table(final: FinalResults) -> str:
+    """The final per-branch table, as plain text."""
+    rows = [("branch", "status", "iters", "best", "speedup", "note")]
+    for b in final.branches:
+        rows.append((("  " * b.depth) + b.name, b.status, str(b.iterations), _ms(b.best_ms),
+                     _x(b.score if b.score is not None else b.speedup), (b.stop_reason or "")[:60]))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    if final.best:
+        b = final.best
+        lines.append("")
+        lines.append(f"best: {b.branch} iteration {b.iteration}: {_ms(b.time_ms)}"
+                     + (f", {b.speedup:.2f}x over the reference" if b.speedup else "")
+                     + (f", score {b.score:.2f}" if b.score is not None else "")
+                     + f" — {b.kernel_path}")
+    elif final.dry_run:
+        lines.append("")
+        lines.append("dry run: kernels were compile-checked, nothing was timed")
+    return "\n".join(lines)
+
+
+class HeadlessRenderer:
+    def __init__(self, out: IO[str] | None = None, *, json_lines: bool = False, verbose: bool = False) -> None:
+        self.out = out or sys.stdout
+        self.json_lines = json_lines
+        self.verbose = verbose
+        self._progress_at: dict[tuple[str, int], float] = {}
+        self.finished: RunFinished | None = None
+
+    def _print(self, text: str) -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def __call__(self, event: _Event) -> None:
+        if self.json_lines:
+            self._print(event.model_dump_json())
+            if isinstance(event, RunFinished):
+                self.finished = event
+            return
+        text = self.render(event)
+        if text:
+            self._print(text)
+
+    def render(self, e: _Event) -> str | None:
+        if isinstance(e, RunStarted):
+            gpu = "dry run (no GPU)" if e.dry_run else f"GPU {','.join(map(str, e.gpus))} {e.gpu_name or ''} ({e.arch})"
+            what = "resuming" if e.resumed else "starting"
+            return (f"cacao: {what} {e.problem} · {e.provider}/{e.model} · {gpu.strip()} · "
+                    f"{e.n_strategies} strategies, {e.max_iter} iterations, depth {e.max_depth}")
+        if isinstance(e, MasterPhase):
+            return f"master: {e.phase}" + (f" ({e.message})" if e.message else "")
+        if isinstance(e, BranchAdded):
+            parent = f" from {e.parent}" if e.parent else ""
+            return f"+ {e.branch}{parent}: {e.title} [{e.status}]"
+        if isinstance(e, BranchStatusChanged):
+            reason = f" — {e.reason}" if e.reason else ""
+            return f"{e.branch}: {e.status} ({e.iterations_done}/{e.max_iter}){reason}"
+        if isinstance(e, IterationStatusChanged):
+            return f"{e.branch} #{e.iteration}: {e.status}" + (f" — {e.message}" if e.message else "")
+        if isinstance(e, TuningProgress):
+            key = (e.branch, e.iteration)
+            now = time.monotonic()
+            if now - self._progress_at.get(key, 0.0) < PROGRESS_EVERY_S:
+                return None
+            self._progress_at[key] = now
+            budget = f"/{e.budget_s:.0f}" if e.budget_s else ""
+            return (f"{e.branch} #{e.iteration}: tuning {e.phase} {e.evaluated}/{e.space_size} evaluated, "
+                    f"{e.valid} valid, best {_ms(e.best_ms)} [{e.elapsed_s:.0f}{budget} s]")
+        if isinstance(e, TuningFinished):
+            if not e.ran:
+                return f"{e.branch} #{e.iteration}: {e.message or 'not run'}"
+            fails = ", ".join(f"{k} {v}" for k, v in sorted(e.by_status.items()) if k != "ok")
+            return (f"{e.branch} #{e.iteration}: tuned: best {_ms(e.best_ms)} ({_x(e.speedup)}), "
+                    f"{e.valid}/{e.evaluated} valid" + (f"; {fails}" if fails else ""))
+        if isinstance(e, ProfileMetrics):
+            if not e.ran:
+                return None
+            return f"{e.branch} #{e.iteration}: profile: {e.roofline}"
+        if isinstance(e, DecisionMade):
+            return f"{e.branch} #{e.iteration}: decide → {e.action}: {e.reason}"
+        if isinstance(e, NewBest):
+            star = "new run best" if e.run_best else "new branch best"
+            return f"★ {star}: {e.branch} #{e.iteration} {_ms(e.time_ms)} ({_x(e.speedup)})"
+        if isinstance(e, LogLine):
+            if e.level == "debug" and not self.verbose:
+                return None
+            where = f"{e.branch}" + (f" #{e.iteration}" if e.iteration else "") + ": " if e.branch else ""
+            tag = "" if e.level == "info" else f"{e.level}: "
+            return f"{where}{tag}{e.message}"
+        if isinstance(e, LLMCallEvent):
+            if e.error:
+                return f"{e.branch or 'master'}: LLM call {e.node}#{e.index} failed: {e.error}"
+            if self.verbose:
+                return (f"{e.branch or 'master'}: LLM {e.node}#{e.index} {e.input_tokens}+{e.output_tokens} tokens "
+                        f"{e.latency_s:.1f} s")
+            return None
+        if isinstance(e, RunFinished):
+            self.finished = e
+            lines = []
+            final = read_model_or_none(_path(e.final_results), FinalResults) if e.final_results else None
+            if final is not None and final.branches:
+                lines.append("")
+                lines.append(results_table(final))
+            lines.append("")
+            lines.append(f"run {e.status}" + (f": {e.message}" if e.message else "")
+                         + (f" — {e.final_results}" if e.final_results else ""))
+            return "\n".join(lines)
+        return None
+
+
+def _path(text: str):  # small helper so the import stays local to the renderer
+    from pathlib import Path
+
+    return Path(text)

@@ -1,0 +1,172 @@
+"""The client side of ktt: what the nodes call to compile-check, tune and profile.
+
+Every ktt command runs in its own process (``python -m ktt ...``), so a crashing or
+hanging kernel, compiler or profiler can never take the engine down, and the kernel
+cannot reach the timer that judges it. Results come back as ktt's protocol models.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import ValidationError
+
+from ktt.protocol import (
+    EXIT_BAD_INPUT,
+    EXIT_ENVIRONMENT,
+    CheckReport,
+    ErrorLine,
+    ProfileReport,
+    Progress,
+    TuneSummary,
+)
+from cacao_tui.subprocesses import ProcessResult, run_streaming
+
+CHECK_TIMEOUT_S = 300.0
+PROFILE_TIMEOUT_S = 600.0
+
+
+class TunerError(Exception):
+    """ktt could not do what was asked; the message is one readable line (or a few)."""
+
+    def __init__(self, message: str, *, exit_code: int | None = None, environment: bool = False) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.environment = environment
+
+
+@dataclass(frozen=True)
+class TuneRequest:
+    problem_dir: Path
+    kernel: Path
+    spec: Path
+    out_dir: Path
+    device: int
+    duration_s: float
+    watchdog_s: float
+    reference_time: Path
+    seed: int = 0
+
+
+class Tuner(Protocol):
+    """What the run and profile nodes need; ``KttTuner`` is the real one."""
+
+    async def check(self, problem_dir: Path, kernel: Path, spec: Path, *, sample: int, arch: str) -> CheckReport: ...
+
+    async def tune(self, request: TuneRequest, on_progress: Callable[[Progress], None]) -> TuneSummary: ...
+
+    async def profile(
+        self, problem_dir: Path, kernel: Path, spec: Path, summary: Path, out_dir: Path, *, device: int
+    ) -> ProfileReport: ...
+
+
+def _python_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    # ktt must import from the same tree as the engine, also when run from a checkout.
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def _last_json(lines: list[str], kind: str) -> dict | None:
+    for line in reversed(lines):
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if data.get("type") == kind:
+            return data
+    return None
+
+
+def _failure(result: ProcessResult, what: str) -> TunerError:
+    err = _last_json(result.stdout_lines, "error")
+    if err is not None:
+        line = ErrorLine.model_validate(err)
+        return TunerError(line.message, exit_code=line.exit_code, environment=line.exit_code == EXIT_ENVIRONMENT)
+    if result.timed_out:
+        return TunerError(f"{what} did not finish within its watchdog ({result.seconds:.0f} s) and was killed")
+    tail = result.stderr.strip().splitlines()[-5:]
+    detail = " | ".join(tail) if tail else "no output"
+    return TunerError(
+        f"{what} failed (exit {result.returncode}): {detail}",
+        exit_code=result.returncode,
+        environment=result.returncode == EXIT_ENVIRONMENT,
+    )
+
+
+class KttTuner:
+    """Runs ``python -m ktt`` subprocesses."""
+
+    def __init__(self, python: str | None = None) -> None:
+        self.python = python or sys.executable
+
+    async def check(self, problem_dir: Path, kernel: Path, spec: Path, *, sample: int, arch: str) -> CheckReport:
+        argv = [self.python, "-m", "ktt", "check", "--problem", str(problem_dir), "--kernel", str(kernel),
+                "--spec", str(spec), "--sample", str(sample), "--arch", arch, "--json"]
+        result = await run_streaming(argv, env=_python_env(), timeout_s=CHECK_TIMEOUT_S)
+        data = _last_json(result.stdout_lines, "check")
+        if data is None:
+            raise _failure(result, "ktt check")
+        return CheckReport.model_validate(data)
+
+    async def tune(self, request: TuneRequest, on_progress: Callable[[Progress], None]) -> TuneSummary:
+        argv = [
+            self.python, "-m", "ktt", "tune",
+            "--problem", str(request.problem_dir),
+            "--kernel", str(request.kernel),
+            "--spec", str(request.spec),
+            "--output", str(request.out_dir),
+            "--duration", f"{request.duration_s:g}",
+            "--device", str(request.device),
+            "--reference-time", str(request.reference_time),
+            "--seed", str(request.seed),
+            "--json",
+        ]
+
+        def on_line(line: str) -> None:
+            if '"progress"' not in line:
+                return
+            try:
+                data = json.loads(line)
+                if data.get("type") == "progress":
+                    on_progress(Progress.model_validate(data))
+            except (json.JSONDecodeError, ValidationError):
+                pass
+
+        result = await run_streaming(argv, env=_python_env(), timeout_s=request.watchdog_s, on_stdout_line=on_line)
+        data = _last_json(result.stdout_lines, "result")
+        if data is None:
+            summary_file = request.out_dir / "summary.json"
+            if summary_file.exists() and not result.timed_out:
+                return TuneSummary.model_validate_json(summary_file.read_text(encoding="utf-8"))
+            raise _failure(result, "ktt tune")
+        return TuneSummary.model_validate(data)
+
+    async def profile(
+        self, problem_dir: Path, kernel: Path, spec: Path, summary: Path, out_dir: Path, *, device: int
+    ) -> ProfileReport:
+        argv = [self.python, "-m", "ktt", "profile", "--problem", str(problem_dir), "--kernel", str(kernel),
+                "--spec", str(spec), "--from-summary", str(summary), "--output", str(out_dir),
+                "--device", str(device), "--json"]
+        result = await run_streaming(argv, env=_python_env(), timeout_s=PROFILE_TIMEOUT_S)
+        data = _last_json(result.stdout_lines, "profile")
+        if data is not None:
+            return ProfileReport.model_validate(data)
+        failure = _failure(result, "ktt profile")
+        kind = "no_gpu" if failure.environment else "failed"
+        return ProfileReport(ok=False, error=str(failure), error_kind=kind)  # type: ignore[arg-type]
+
+
+def is_bad_input(exc: TunerError) -> bool:
+    return exc.exit_code == EXIT_BAD_INPUT

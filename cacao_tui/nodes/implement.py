@@ -1,0 +1,30 @@
+"""Implement (single-shot path): one call that returns the whole kernels.cu."""
+
+from __future__ import annotations
+
+from cacao_tui import prompts
+from cacao_tui.llm import CallContext, LLMError, Message
+from cacao_tui.nodes.briefing import base_section, problem_brief
+from cacao_tui.nodes.context import BranchView, RunDeps
+from cacao_tui.nodes.replies import fenced_block
+
+
+async def implement(deps: RunDeps, branch: BranchView, plan: str, errors: str = "") -> str:
+    text = prompts.render(
+        "implement",
+        problem=problem_brief(deps),
+        plan=plan,
+        base=base_section(branch),
+        errors=f"The previous attempt failed the compile check:\n{errors}\n" if errors else "",
+    )
+    resp = await deps.llm.chat(
+        [Message(role="user", content=text)],
+        ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="implement"),
+        system=prompts.load("system"),
+    )
+    source = fenced_block(resp.text, ("cuda", "cu", "cpp", "c++", "c"))
+    if not source or "__global__" not in source:
+        raise LLMError("implement: the reply holds no ```cuda block with a __global__ kernel")
+    branch.it.root.mkdir(parents=True, exist_ok=True)
+    branch.it.kernel.write_text(source, encoding="utf-8")
+    return source

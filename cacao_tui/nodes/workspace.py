@@ -1,0 +1,85 @@
+"""The files an authoring step may see and change.
+
+Writable: this iteration's ``kernels.cu`` and ``tuning.yaml``. Readable besides: the
+starting point (``base/...``), earlier iterations of the same branch (``iterN/...``),
+the reference source (``reference``) and the generated ``inputs.hpp``. Never another
+branch's directory.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ktt.problem.inputs_hpp import render_inputs_hpp
+from cacao_tui.nodes.context import BranchView, RunDeps
+
+WRITABLE = ("kernels.cu", "tuning.yaml")
+MAX_FILE_CHARS = 400_000
+_ITER = re.compile(r"^iter(\d+)/(kernels\.cu|tuning\.yaml)$")
+
+
+class WorkspaceError(Exception):
+    """A tool asked for something it may not have; returned to the model as a tool error."""
+
+
+@dataclass
+class Workspace:
+    deps: RunDeps
+    branch: BranchView
+
+    def readable(self) -> list[str]:
+        names = list(WRITABLE)
+        if self.branch.base_kernel:
+            names.append("base/kernels.cu")
+        if self.branch.base_spec:
+            names.append("base/tuning.yaml")
+        for i in self.branch.layout.iteration_indices():
+            if i < self.branch.iteration and self.branch.layout.iteration(i).kernel.exists():
+                names.append(f"iter{i}/kernels.cu")
+        return [*names, "reference", "inputs.hpp"]
+
+    def read(self, name: str) -> str:
+        name = name.strip().lstrip("./")
+        it = self.branch.it
+        if name in WRITABLE:
+            path = it.root / name
+            if not path.exists():
+                raise WorkspaceError(f"{name} does not exist yet; write it with write_file")
+            return path.read_text(encoding="utf-8", errors="replace")
+        if name == "base/kernels.cu" and self.branch.base_kernel:
+            return self.branch.base_kernel
+        if name == "base/tuning.yaml" and self.branch.base_spec:
+            return self.branch.base_spec
+        if name == "reference":
+            return self.deps.problem.reference.file.read_text(encoding="utf-8", errors="replace")
+        if name == "inputs.hpp":
+            return render_inputs_hpp(self.deps.problem)
+        m = _ITER.match(name)
+        if m and int(m.group(1)) < self.branch.iteration:
+            path = self.branch.layout.iteration(int(m.group(1))).root / m.group(2)
+            if path.exists():
+                return path.read_text(encoding="utf-8", errors="replace")
+        raise WorkspaceError(f"cannot read {name!r}; readable files: {', '.join(self.readable())}")
+
+    def write(self, name: str, content: str) -> str:
+        name = name.strip().lstrip("./")
+        if name not in WRITABLE:
+            raise WorkspaceError(f"only {' and '.join(WRITABLE)} can be written, not {name!r}")
+        if len(content) > MAX_FILE_CHARS:
+            raise WorkspaceError(f"{name} is too large ({len(content):,} characters)")
+        path = self.branch.it.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+        return f"wrote {name} ({content.count(chr(10)) + 1} lines)"
+
+    def edit(self, name: str, old: str, new: str) -> str:
+        text = self.read(name) if name.strip().lstrip("./") in WRITABLE else None
+        if text is None:
+            raise WorkspaceError(f"only {' and '.join(WRITABLE)} can be edited")
+        count = text.count(old) if old else 0
+        if count == 0:
+            raise WorkspaceError(f"the text to replace was not found in {name}; read_file it and copy it exactly")
+        if count > 1:
+            raise WorkspaceError(f"the text to replace occurs {count} times in {name}; include more context")
+        return self.write(name, text.replace(old, new, 1)).replace("wrote", "edited")

@@ -1,0 +1,53 @@
+"""Run the engine on the mmul replay session with the FAKE tuner, in its own process.
+
+Used by the crash-safety tests: ``--kill-after N`` SIGKILLs this process right after the
+N-th event, which lands mid-step, mid-write or between steps depending on N.
+
+    python -m tests.engine.harness PROBLEM_DIR [--resume] [--kill-after N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+from cacao_tui.engine.events import EventBus
+from cacao_tui.llm import ProviderChoice
+from cacao_tui.llm.factory import build_provider
+from tests.engine.conftest import make_engine
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("problem", type=Path)
+    ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--kill-after", type=int, default=0)
+    args = ap.parse_args()
+
+    bus = EventBus()
+    count = 0
+
+    def on_event(event) -> None:
+        nonlocal count
+        count += 1
+        sys.stdout.write(f"{event.seq} {event.type}\n")
+        sys.stdout.flush()
+        if args.kill_after and count >= args.kill_after:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    bus.subscribe(on_event)
+    choice = ProviderChoice(provider="replay", model="replay", source="test")
+    provider = build_provider(choice, replay_from=args.problem / "session.jsonl")
+    engine = make_engine(args.problem, provider, bus=bus, max_iter=5, max_depth=2, n_strategies=4,
+                         resumed=args.resume)
+    finished = asyncio.run(engine.run())
+    print(f"FINISHED {finished.status}")
+    return 0 if finished.status == "ok" else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

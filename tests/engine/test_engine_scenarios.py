@@ -1,0 +1,276 @@
+"""Full engine runs on a scripted model and the fake tuner: the loop, branching, budgets,
+retries, failures, and the control surface (pause, kill, max_iter, retry)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from cacao_tui.engine.events import BranchAdded, DecisionMade, EventBus, NewBest, RunFinished
+from cacao_tui.fake_tuner import FakeTuner
+from cacao_tui.store.atomic import read_model
+from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.state import BranchConfig, BranchManifest, FinalResults, IterState, MasterState
+from tests.engine.conftest import make_engine
+from tests.engine.scenario import SPEC, Scenario, kernel_source
+
+
+def run(engine) -> RunFinished:
+    return asyncio.run(engine.run())
+
+
+def manifests(problem_dir: Path) -> dict[str, BranchManifest]:
+    layout = RunLayout(problem_dir)
+    return {n: read_model(layout.branch(n).manifest, BranchManifest) for n in layout.branch_names()}
+
+
+def test_full_run_writes_state_and_final_results(mmul_dir: Path) -> None:
+    scenario = Scenario(strategies=["alpha", "beta"])
+    bus = EventBus()
+    events: list = []
+    bus.subscribe(events.append)
+    finished = run(make_engine(mmul_dir, scenario.provider(), bus=bus, max_iter=3))
+    assert finished.status == "ok"
+    ms = manifests(mmul_dir)
+    assert set(ms) == {"b1-alpha", "b2-beta"}
+    for m in ms.values():
+        assert m.status == "done" and m.iterations_done == 3
+        assert m.stop_reason == "iteration budget reached (3/3)"
+        assert m.best is not None and m.best.iteration == 3  # time falls with every iteration
+    layout = RunLayout(mmul_dir)
+    st = read_model(layout.branch("b1-alpha").iteration(2).state, IterState)
+    assert st.status == "decided" and st.plan and st.proposal and st.run and st.run.ran
+    assert (layout.branch("b1-alpha").iteration(2).root / "kernels.cu").exists()
+    final = read_model(layout.final_results, FinalResults)
+    assert final.complete and final.best is not None and final.best.time_ms == 2.0 / 3
+    assert read_model(layout.master, MasterState).phase == "finished"
+    assert layout.context.exists()
+    # Every LLM call is recorded beside the iteration that made it.
+    assert (layout.branch("b1-alpha").iteration(1).root / "llm" / "plan_000.json").exists()
+    assert (layout.output / "llm" / "analyze_000.json").exists()
+    # The run log holds the same stream, one JSON object per line.
+    lines = layout.run_log.read_text().splitlines()
+    assert json.loads(lines[0])["type"] == "run_started" and json.loads(lines[-1])["type"] == "run_finished"
+    kinds = {type(e).__name__ for e in events}
+    assert {"RunStarted", "BranchAdded", "IterationStatusChanged", "TuningFinished", "NewBest"} <= kinds
+
+
+def test_branch_spawns_children_up_to_max_depth(mmul_dir: Path) -> None:
+    def decide(branch: str, iteration: int) -> dict:
+        subs = [{"name": "left", "title": "L", "description": "l"}, {"name": "right", "title": "R", "description": "r"}]
+        return {"action": "branch", "reason": "two ways", "sub_strategies": subs}
+
+    scenario = Scenario(strategies=["alpha"], decide=decide)
+    finished = run(make_engine(mmul_dir, scenario.provider(), max_iter=2, max_depth=1, n_strategies=1))
+    assert finished.status == "ok"
+    ms = manifests(mmul_dir)
+    assert set(ms) == {"b1-alpha", "b1-alpha.1-left", "b1-alpha.2-right"}
+    assert ms["b1-alpha"].status == "done" and ms["b1-alpha"].children == ["b1-alpha.1-left", "b1-alpha.2-right"]
+    child = ms["b1-alpha.1-left"]
+    assert child.parent == "b1-alpha" and child.depth == 1 and child.parent_iteration == 1
+    # At the depth limit a branch decision becomes "continue": the children run their full budget.
+    assert child.iterations_done == 2 and child.status == "done"
+
+
+def test_child_starts_from_the_parents_kernel(mmul_dir: Path) -> None:
+    seen: list[str] = []
+
+    def decide(branch: str, iteration: int) -> dict:
+        if branch == "b1-alpha":
+            return {"action": "branch", "reason": "x", "sub_strategies": [{"name": "c", "title": "C", "description": "c"}]}
+        return {"action": "stop", "reason": "enough"}
+
+    scenario = Scenario(strategies=["alpha"], decide=decide)
+    original = scenario.respond
+
+    def spy(request):  # the child's plan prompt must carry the parent's kernel
+        if request.key.node == "plan" and request.key.branch == "b1-alpha.1-c":
+            seen.append(request.messages[-1].content)
+        return original(request)
+
+    scenario.respond = spy  # type: ignore[method-assign]
+    run(make_engine(mmul_dir, scenario.provider(), max_iter=3, max_depth=1, n_strategies=1))
+    assert seen and "FAKE_TIME_MS: 2.0" in seen[0] and "branch b1-alpha, iteration 1" in seen[0]
+
+
+def test_path_budget_limits_root_to_leaf_iterations(mmul_dir: Path) -> None:
+    def decide(branch: str, iteration: int) -> dict:
+        if branch == "b1-alpha" and iteration == 2:
+            return {"action": "branch", "reason": "x", "sub_strategies": [{"name": "c", "title": "C", "description": "c"}]}
+        return {"action": "continue", "reason": "more"}
+
+    scenario = Scenario(strategies=["alpha"], decide=decide)
+    run(make_engine(mmul_dir, scenario.provider(), max_iter=10, max_depth=2, path_budget=5, n_strategies=1))
+    ms = manifests(mmul_dir)
+    assert ms["b1-alpha"].iterations_done == 2
+    child = ms["b1-alpha.1-c"]
+    assert child.path_before == 2 and child.iterations_done == 3  # 2 + 3 = the path budget of 5
+
+
+def test_retry_then_retry_limit(mmul_dir: Path) -> None:
+    scenario = Scenario(strategies=["alpha"], decide=lambda b, i: {"action": "retry", "reason": "flaky"})
+    run(make_engine(mmul_dir, scenario.provider(), max_iter=10, n_strategies=1))
+    m = manifests(mmul_dir)["b1-alpha"]
+    # iteration_retries = 2 retries are allowed; the third retry decision stops the branch.
+    assert m.status == "stopped" and m.stop_reason == "retry limit reached" and m.iterations_done == 3
+
+
+def test_compile_error_is_fixed_inside_the_step(mmul_dir: Path) -> None:
+    def author(branch: str, iteration: int, index: int) -> dict | None:
+        if iteration != 1:
+            return None
+        if index == 0:
+            return {"tool_calls": [
+                {"id": "a", "name": "write_file", "arguments": {"path": "kernels.cu",
+                                                                 "content": kernel_source(1.0, "// FAKE_COMPILE_ERROR\n")}},
+                {"id": "b", "name": "write_file", "arguments": {"path": "tuning.yaml", "content": SPEC}},
+                {"id": "c", "name": "check_compilation", "arguments": {}},
+            ]}
+        if index == 1:
+            return {"tool_calls": [
+                {"id": "d", "name": "edit_file", "arguments": {"path": "kernels.cu",
+                                                                "old_text": "// FAKE_COMPILE_ERROR\n", "new_text": ""}},
+                {"id": "e", "name": "check_compilation", "arguments": {}},
+            ]}
+        return {"tool_calls": [{"id": "f", "name": "end_step", "arguments": {"summary": "fixed"}}]}
+
+    scenario = Scenario(strategies=["alpha"], author_script=author, decide=lambda b, i: {"action": "stop", "reason": "ok"})
+    provider = scenario.provider()
+    run(make_engine(mmul_dir, provider, n_strategies=1))
+    st = read_model(RunLayout(mmul_dir).branch("b1-alpha").iteration(1).state, IterState)
+    assert st.author is not None and st.author.ok and st.author.compile_failures == 1 and st.author.compile_checks == 2
+    assert st.run is not None and st.run.best_ms == 1.0
+    # The model saw the planted error at its line.
+    tool_results = [m.content for r in provider.requests for m in r.messages if m.role == "tool"]
+    assert any("kernels.cu:2" in t and "planted error" in t for t in tool_results)
+
+
+def test_authoring_that_never_compiles_fails_the_iteration_not_the_run(mmul_dir: Path) -> None:
+    def author(branch: str, iteration: int, index: int) -> dict:
+        return {"tool_calls": [
+            {"id": "a", "name": "write_file", "arguments": {"path": "kernels.cu",
+                                                             "content": kernel_source(1.0, "// FAKE_COMPILE_ERROR\n")}},
+            {"id": "b", "name": "write_file", "arguments": {"path": "tuning.yaml", "content": SPEC}},
+            {"id": "c", "name": "end_step", "arguments": {"summary": "try"}},
+        ]}
+
+    scenario = Scenario(strategies=["alpha"], author_script=author)
+    finished = run(make_engine(mmul_dir, scenario.provider(), max_iter=10, n_strategies=1))
+    m = manifests(mmul_dir)["b1-alpha"]
+    assert m.status == "stopped" and m.best is None
+    st1 = read_model(RunLayout(mmul_dir).branch("b1-alpha").iteration(1).state, IterState)
+    assert st1.status == "failed" and st1.decision and st1.decision.action == "retry"
+    assert "end_step rejected" in (st1.error or "")
+    assert finished.status == "no_result"
+
+
+def test_malformed_tool_arguments_go_back_to_the_model(mmul_dir: Path) -> None:
+    def author(branch: str, iteration: int, index: int) -> dict | None:
+        if index == 0:
+            return {"tool_calls": [{"id": "x", "name": "write_file", "arguments": {}, "error": "not valid JSON"}]}
+        if index == 1:
+            return {"tool_calls": [
+                {"id": "w1", "name": "write_file", "arguments": {"path": "kernels.cu", "content": kernel_source(1.5)}},
+                {"id": "w2", "name": "write_file", "arguments": {"path": "tuning.yaml", "content": SPEC}},
+                {"id": "w3", "name": "read_file", "arguments": {"path": "../../../etc/passwd"}},
+                {"id": "c1", "name": "check_compilation", "arguments": {}},
+            ]}
+        return {"tool_calls": [{"id": "e", "name": "end_step", "arguments": {"summary": "ok"}}]}
+
+    scenario = Scenario(strategies=["alpha"], author_script=author, decide=lambda b, i: {"action": "stop", "reason": "x"})
+    provider = scenario.provider()
+    run(make_engine(mmul_dir, provider, n_strategies=1))
+    results = [m for r in provider.requests for m in r.messages if m.role == "tool"]
+    assert any(m.is_error and "malformed arguments" in m.content for m in results)
+    assert any(m.is_error and "cannot read" in m.content for m in results)
+    assert manifests(mmul_dir)["b1-alpha"].best is not None
+
+
+def test_one_failing_branch_never_cancels_its_siblings(mmul_dir: Path) -> None:
+    scenario = Scenario(strategies=["alpha", "beta"], fail_nodes={("b1-alpha", "plan")},
+                        decide=lambda b, i: {"action": "stop", "reason": "done"})
+    finished = run(make_engine(mmul_dir, scenario.provider(), n_strategies=2))
+    ms = manifests(mmul_dir)
+    assert ms["b1-alpha"].status == "failed" and "scripted failure" in (ms["b1-alpha"].error or "")
+    assert ms["b2-beta"].status == "stopped" and ms["b2-beta"].best is not None
+    assert finished.status == "ok"
+
+
+def test_master_failure_ends_the_run_with_one_message(mmul_dir: Path) -> None:
+    scenario = Scenario(fail_nodes={(None, "analyze")})
+    finished = run(make_engine(mmul_dir, scenario.provider()))
+    assert finished.status == "failed" and "scripted failure in analyze" in (finished.message or "")
+    assert RunLayout(mmul_dir).final_results.exists()
+
+
+def test_kill_pause_and_max_iter_through_the_control_surface(mmul_dir: Path) -> None:
+    scenario = Scenario(strategies=["alpha", "beta", "gamma"])
+    bus = EventBus()
+    engine = make_engine(mmul_dir, scenario.provider(), bus=bus, max_iter=4, n_strategies=3,
+                         tuner=FakeTuner(delay_s=0.05))
+    layout = RunLayout(mmul_dir)
+    done: list[str] = []
+
+    def on_event(event) -> None:
+        if isinstance(event, BranchAdded) and event.branch == "b1-alpha":
+            engine.kill_branch("b1-alpha")
+        if isinstance(event, BranchAdded) and event.branch == "b2-beta":
+            engine.change_max_iter("b2-beta", -2)  # 4 -> 2
+        if isinstance(event, BranchAdded) and event.branch == "b3-gamma":
+            engine.pause_branch("b3-gamma")
+            asyncio.get_running_loop().call_later(0.3, engine.resume_branch, "b3-gamma")
+        if isinstance(event, DecisionMade):
+            done.append(event.branch)
+
+    bus.subscribe(on_event)
+    run(engine)
+    ms = manifests(mmul_dir)
+    assert ms["b1-alpha"].status == "killed" and ms["b1-alpha"].iterations_done == 0
+    assert ms["b2-beta"].iterations_done == 2 and ms["b2-beta"].status == "done"
+    assert ms["b3-gamma"].iterations_done == 4
+    assert read_model(layout.branch("b1-alpha").config, BranchConfig).killed
+    assert "b1-alpha" not in done
+
+
+def test_kill_cancels_a_step_in_flight(mmul_dir: Path) -> None:
+    scenario = Scenario(strategies=["alpha"])
+    bus = EventBus()
+    engine = make_engine(mmul_dir, scenario.provider(), bus=bus, n_strategies=1, tuner=FakeTuner(delay_s=30))
+
+    def on_event(event) -> None:
+        if getattr(event, "type", "") == "iteration_status" and event.status == "running":
+            asyncio.get_running_loop().call_later(0.1, engine.kill_branch, "b1-alpha")
+
+    bus.subscribe(on_event)
+    finished = asyncio.run(asyncio.wait_for(engine.run(), 10))
+    assert manifests(mmul_dir)["b1-alpha"].status == "killed"
+    assert finished.status == "no_result"
+
+
+def test_retry_reopens_a_finished_branch(mmul_dir: Path) -> None:
+    scenario = Scenario(strategies=["alpha"], decide=lambda b, i: {"action": "stop", "reason": "enough"})
+    bus = EventBus()
+    engine = make_engine(mmul_dir, scenario.provider(), bus=bus, max_iter=5, n_strategies=1)
+    retried: list[bool] = []
+
+    def on_event(event) -> None:
+        if getattr(event, "type", "") == "branch_status" and event.status == "stopped" and not retried:
+            retried.append(True)
+            engine.retry_branch("b1-alpha")
+
+    bus.subscribe(on_event)
+    run(engine)
+    m = manifests(mmul_dir)["b1-alpha"]
+    assert m.iterations_done == 2 and m.status == "stopped"
+
+
+def test_new_best_events_rank_by_time(mmul_dir: Path) -> None:
+    times = {1: 3.0, 2: 1.0, 3: 2.0}
+    scenario = Scenario(strategies=["alpha"], time_ms=lambda b, i: times[i])
+    bus = EventBus()
+    bests: list[NewBest] = []
+    bus.subscribe(lambda e: bests.append(e) if isinstance(e, NewBest) else None)
+    run(make_engine(mmul_dir, scenario.provider(), bus=bus, max_iter=3, n_strategies=1))
+    assert [b.time_ms for b in bests] == [3.0, 1.0]
+    assert manifests(mmul_dir)["b1-alpha"].best.iteration == 2  # type: ignore[union-attr]
