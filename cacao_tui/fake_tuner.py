@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ktt.protocol import CheckedConfig, CheckReport, ConfigResult, Diagnostic, ProfileReport, Progress, TuneSummary
 from cacao_tui.ktt_client import TuneRequest
+from ktt.protocol import CheckedConfig, CheckReport, ConfigResult, Diagnostic, ProfileReport, Progress, TuneSummary
 
 _TIME = re.compile(r"//\s*FAKE_TIME_MS:\s*([0-9.]+)")
 
@@ -49,7 +49,12 @@ class FakeTuner:
         if not source or not spec.exists():
             diags.append(Diagnostic(file="kernels.cu" if not source else "tuning.yaml", message="file missing"))
         return CheckReport(
-            ok=ok, kernel_file=str(kernel), spec_file=str(spec), arch=arch, space_size=4, sampled=1,
+            ok=ok,
+            kernel_file=str(kernel),
+            spec_file=str(spec),
+            arch=arch,
+            space_size=4,
+            sampled=1,
             configs=[CheckedConfig(config={"P": 1}, ok=ok, diagnostics=diags)],
         )
 
@@ -62,22 +67,49 @@ class FakeTuner:
             await asyncio.sleep(self.delay_s)
         no_valid = "FAKE_NO_VALID" in source
         t = _fake_time(source)
-        on_progress(Progress(evaluated=4, valid=0 if no_valid else 4, space_size=4, best_ms=None if no_valid else t,
-                             elapsed_s=time.time() - start, budget_s=request.duration_s))
+        on_progress(
+            Progress(
+                evaluated=4,
+                valid=0 if no_valid else 4,
+                space_size=4,
+                best_ms=None if no_valid else t,
+                elapsed_s=time.time() - start,
+                budget_s=request.duration_s,
+            )
+        )
         results = []
         for i in range(4):
             status = "validation_failed" if no_valid else "ok"
-            results.append(ConfigResult(index=i, config={"P": i}, status=status,  # type: ignore[arg-type]
-                                        time_ms=None if no_valid else t * (1 + i / 10), repeats=7))
+            results.append(
+                ConfigResult(
+                    index=i,
+                    config={"P": i},
+                    status=status,  # type: ignore[arg-type]
+                    time_ms=None if no_valid else t * (1 + i / 10),
+                    repeats=7,
+                )
+            )
         (request.out_dir / "results.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in results))
         best = None if no_valid else results[0]
         summary = TuneSummary(
-            ok=best is not None, problem=request.problem_dir.name, kernel_file=str(request.kernel),
-            spec_file=str(request.spec), device="fake", arch="sm_90", space_size=4, evaluated=4,
-            valid=0 if no_valid else 4, by_status={"validation_failed": 4} if no_valid else {"ok": 4},
-            strategy="exhaustive", seed=request.seed, best=best, confirmed_on_fresh_input=best is not None,
-            reference_ms=self.reference_ms, reference_source="fake",
-            speedup=None if best is None else self.reference_ms / t, wall_s=time.time() - start,
+            ok=best is not None,
+            problem=request.problem_dir.name,
+            kernel_file=str(request.kernel),
+            spec_file=str(request.spec),
+            device="fake",
+            arch="sm_90",
+            space_size=4,
+            evaluated=4,
+            valid=0 if no_valid else 4,
+            by_status={"validation_failed": 4} if no_valid else {"ok": 4},
+            strategy="exhaustive",
+            seed=request.seed,
+            best=best,
+            confirmed_on_fresh_input=best is not None,
+            reference_ms=self.reference_ms,
+            reference_source="fake",
+            speedup=None if best is None else self.reference_ms / t,
+            wall_s=time.time() - start,
             results_file=str(request.out_dir / "results.jsonl"),
         )
         (request.out_dir / "summary.json").write_text(summary.model_dump_json(indent=2))
@@ -88,6 +120,10 @@ class FakeTuner:
     ) -> ProfileReport:
         self.calls.append("profile")
         data = json.loads(summary.read_text(encoding="utf-8"))
-        report = ProfileReport(ok=False, config=(data.get("best") or {}).get("config", {}),
-                               error="the fake tuner does not profile", error_kind="failed")
+        report = ProfileReport(
+            ok=False,
+            config=(data.get("best") or {}).get("config", {}),
+            error="the fake tuner does not profile",
+            error_kind="failed",
+        )
         return report

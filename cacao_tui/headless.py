@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from typing import IO
 
 from cacao_tui.engine.events import (
@@ -44,18 +45,28 @@ def results_table(final: FinalResults) -> str:
     """The final per-branch table, as plain text."""
     rows = [("branch", "status", "iters", "best", "speedup", "note")]
     for b in final.branches:
-        rows.append((("  " * b.depth) + b.name, b.status, str(b.iterations), _ms(b.best_ms),
-                     _x(b.score if b.score is not None else b.speedup), (b.stop_reason or "")[:60]))
+        rows.append(
+            (
+                ("  " * b.depth) + b.name,
+                b.status,
+                str(b.iterations),
+                _ms(b.best_ms),
+                _x(b.score if b.score is not None else b.speedup),
+                (b.stop_reason or "")[:60],
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     if final.best:
         b = final.best
         lines.append("")
-        lines.append(f"best: {b.branch} iteration {b.iteration}: {_ms(b.time_ms)}"
-                     + (f", {b.speedup:.2f}x over the reference" if b.speedup else "")
-                     + (f", score {b.score:.2f}" if b.score is not None else "")
-                     + f" — {b.kernel_path}")
+        lines.append(
+            f"best: {b.branch} iteration {b.iteration}: {_ms(b.time_ms)}"
+            + (f", {b.speedup:.2f}x over the reference" if b.speedup else "")
+            + (f", score {b.score:.2f}" if b.score is not None else "")
+            + f" — {b.kernel_path}"
+        )
     elif final.dry_run:
         lines.append("")
         lines.append("dry run: kernels were compile-checked, nothing was timed")
@@ -70,26 +81,28 @@ class HeadlessRenderer:
         self._progress_at: dict[tuple[str, int], float] = {}
         self.finished: RunFinished | None = None
 
-    def _print(self, text: str) -> None:
+    def print_line(self, text: str) -> None:
         self.out.write(text + "\n")
         self.out.flush()
 
     def __call__(self, event: _Event) -> None:
         if self.json_lines:
-            self._print(event.model_dump_json())
+            self.print_line(event.model_dump_json())
             if isinstance(event, RunFinished):
                 self.finished = event
             return
         text = self.render(event)
         if text:
-            self._print(text)
+            self.print_line(text)
 
     def render(self, e: _Event) -> str | None:
         if isinstance(e, RunStarted):
             gpu = "dry run (no GPU)" if e.dry_run else f"GPU {','.join(map(str, e.gpus))} {e.gpu_name or ''} ({e.arch})"
             what = "resuming" if e.resumed else "starting"
-            return (f"cacao: {what} {e.problem} · {e.provider}/{e.model} · {gpu.strip()} · "
-                    f"{e.n_strategies} strategies, {e.max_iter} iterations, depth {e.max_depth}")
+            return (
+                f"cacao: {what} {e.problem} · {e.provider}/{e.model} · {gpu.strip()} · "
+                f"{e.n_strategies} strategies, {e.max_iter} iterations, depth {e.max_depth}"
+            )
         if isinstance(e, MasterPhase):
             return f"master: {e.phase}" + (f" ({e.message})" if e.message else "")
         if isinstance(e, BranchAdded):
@@ -107,14 +120,18 @@ class HeadlessRenderer:
                 return None
             self._progress_at[key] = now
             budget = f"/{e.budget_s:.0f}" if e.budget_s else ""
-            return (f"{e.branch} #{e.iteration}: tuning {e.phase} {e.evaluated}/{e.space_size} evaluated, "
-                    f"{e.valid} valid, best {_ms(e.best_ms)} [{e.elapsed_s:.0f}{budget} s]")
+            return (
+                f"{e.branch} #{e.iteration}: tuning {e.phase} {e.evaluated}/{e.space_size} evaluated, "
+                f"{e.valid} valid, best {_ms(e.best_ms)} [{e.elapsed_s:.0f}{budget} s]"
+            )
         if isinstance(e, TuningFinished):
             if not e.ran:
                 return f"{e.branch} #{e.iteration}: {e.message or 'not run'}"
             fails = ", ".join(f"{k} {v}" for k, v in sorted(e.by_status.items()) if k != "ok")
-            return (f"{e.branch} #{e.iteration}: tuned: best {_ms(e.best_ms)} ({_x(e.speedup)}), "
-                    f"{e.valid}/{e.evaluated} valid" + (f"; {fails}" if fails else ""))
+            return (
+                f"{e.branch} #{e.iteration}: tuned: best {_ms(e.best_ms)} ({_x(e.speedup)}), "
+                f"{e.valid}/{e.evaluated} valid" + (f"; {fails}" if fails else "")
+            )
         if isinstance(e, ProfileMetrics):
             if not e.ran:
                 return None
@@ -134,24 +151,23 @@ class HeadlessRenderer:
             if e.error:
                 return f"{e.branch or 'master'}: LLM call {e.node}#{e.index} failed: {e.error}"
             if self.verbose:
-                return (f"{e.branch or 'master'}: LLM {e.node}#{e.index} {e.input_tokens}+{e.output_tokens} tokens "
-                        f"{e.latency_s:.1f} s")
+                return (
+                    f"{e.branch or 'master'}: LLM {e.node}#{e.index} {e.input_tokens}+{e.output_tokens} tokens "
+                    f"{e.latency_s:.1f} s"
+                )
             return None
         if isinstance(e, RunFinished):
             self.finished = e
             lines = []
-            final = read_model_or_none(_path(e.final_results), FinalResults) if e.final_results else None
+            final = read_model_or_none(Path(e.final_results), FinalResults) if e.final_results else None
             if final is not None and final.branches:
                 lines.append("")
                 lines.append(results_table(final))
             lines.append("")
-            lines.append(f"run {e.status}" + (f": {e.message}" if e.message else "")
-                         + (f" — {e.final_results}" if e.final_results else ""))
+            lines.append(
+                f"run {e.status}"
+                + (f": {e.message}" if e.message else "")
+                + (f" — {e.final_results}" if e.final_results else "")
+            )
             return "\n".join(lines)
         return None
-
-
-def _path(text: str):  # small helper so the import stays local to the renderer
-    from pathlib import Path
-
-    return Path(text)

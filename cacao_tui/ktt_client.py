@@ -17,6 +17,7 @@ from typing import Protocol
 
 from pydantic import ValidationError
 
+from cacao_tui.subprocesses import ProcessResult, run_streaming
 from ktt.protocol import (
     EXIT_BAD_INPUT,
     EXIT_ENVIRONMENT,
@@ -26,7 +27,6 @@ from ktt.protocol import (
     Progress,
     TuneSummary,
 )
-from cacao_tui.subprocesses import ProcessResult, run_streaming
 
 CHECK_TIMEOUT_S = 300.0
 PROFILE_TIMEOUT_S = 600.0
@@ -112,8 +112,23 @@ class KttTuner:
         self.python = python or sys.executable
 
     async def check(self, problem_dir: Path, kernel: Path, spec: Path, *, sample: int, arch: str) -> CheckReport:
-        argv = [self.python, "-m", "ktt", "check", "--problem", str(problem_dir), "--kernel", str(kernel),
-                "--spec", str(spec), "--sample", str(sample), "--arch", arch, "--json"]
+        argv = [
+            self.python,
+            "-m",
+            "ktt",
+            "check",
+            "--problem",
+            str(problem_dir),
+            "--kernel",
+            str(kernel),
+            "--spec",
+            str(spec),
+            "--sample",
+            str(sample),
+            "--arch",
+            arch,
+            "--json",
+        ]
         result = await run_streaming(argv, env=_python_env(), timeout_s=CHECK_TIMEOUT_S)
         data = _last_json(result.stdout_lines, "check")
         if data is None:
@@ -122,15 +137,26 @@ class KttTuner:
 
     async def tune(self, request: TuneRequest, on_progress: Callable[[Progress], None]) -> TuneSummary:
         argv = [
-            self.python, "-m", "ktt", "tune",
-            "--problem", str(request.problem_dir),
-            "--kernel", str(request.kernel),
-            "--spec", str(request.spec),
-            "--output", str(request.out_dir),
-            "--duration", f"{request.duration_s:g}",
-            "--device", str(request.device),
-            "--reference-time", str(request.reference_time),
-            "--seed", str(request.seed),
+            self.python,
+            "-m",
+            "ktt",
+            "tune",
+            "--problem",
+            str(request.problem_dir),
+            "--kernel",
+            str(request.kernel),
+            "--spec",
+            str(request.spec),
+            "--output",
+            str(request.out_dir),
+            "--duration",
+            f"{request.duration_s:g}",
+            "--device",
+            str(request.device),
+            "--reference-time",
+            str(request.reference_time),
+            "--seed",
+            str(request.seed),
             "--json",
         ]
 
@@ -156,9 +182,25 @@ class KttTuner:
     async def profile(
         self, problem_dir: Path, kernel: Path, spec: Path, summary: Path, out_dir: Path, *, device: int
     ) -> ProfileReport:
-        argv = [self.python, "-m", "ktt", "profile", "--problem", str(problem_dir), "--kernel", str(kernel),
-                "--spec", str(spec), "--from-summary", str(summary), "--output", str(out_dir),
-                "--device", str(device), "--json"]
+        argv = [
+            self.python,
+            "-m",
+            "ktt",
+            "profile",
+            "--problem",
+            str(problem_dir),
+            "--kernel",
+            str(kernel),
+            "--spec",
+            str(spec),
+            "--from-summary",
+            str(summary),
+            "--output",
+            str(out_dir),
+            "--device",
+            str(device),
+            "--json",
+        ]
         result = await run_streaming(argv, env=_python_env(), timeout_s=PROFILE_TIMEOUT_S)
         data = _last_json(result.stdout_lines, "profile")
         if data is not None:

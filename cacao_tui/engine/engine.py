@@ -63,12 +63,22 @@ class Engine:
 
     async def _run(self) -> RunFinished:
         deps = self.deps
-        self.bus.emit(RunStarted(
-            problem=deps.problem.name, problem_dir=str(deps.problem.directory), provider=deps.settings.provider,
-            model=deps.settings.model, gpus=deps.gpu.indices, gpu_name=deps.gpu.name, arch=deps.gpu.arch,
-            dry_run=deps.settings.dry_run, resumed=self.resumed, max_iter=deps.settings.max_iter,
-            max_depth=deps.settings.max_depth, n_strategies=deps.settings.n_strategies,
-        ))
+        self.bus.emit(
+            RunStarted(
+                problem=deps.problem.name,
+                problem_dir=str(deps.problem.directory),
+                provider=deps.settings.provider,
+                model=deps.settings.model,
+                gpus=deps.gpu.indices,
+                gpu_name=deps.gpu.name,
+                arch=deps.gpu.arch,
+                dry_run=deps.settings.dry_run,
+                resumed=self.resumed,
+                max_iter=deps.settings.max_iter,
+                max_depth=deps.settings.max_depth,
+                n_strategies=deps.settings.n_strategies,
+            )
+        )
         self.write_context()
         for name in self.layout.branch_names():
             self.announce(name)
@@ -98,8 +108,15 @@ class Engine:
         if status == "no_result":
             failed = [self.manifest(n) for n in self.layout.branch_names()]
             errors = sorted({m.error for m in failed if m.error})
-            message = errors[0] if len(errors) == 1 else ("no valid kernel was found" if not errors else
-                                                          f"no valid kernel; {len(errors)} distinct branch errors")
+            message = (
+                errors[0]
+                if len(errors) == 1
+                else (
+                    "no valid kernel was found"
+                    if not errors
+                    else f"no valid kernel; {len(errors)} distinct branch errors"
+                )
+            )
         return self.finish(status, message)
 
     def finish(self, status: str, message: str | None) -> RunFinished:
@@ -107,8 +124,10 @@ class Engine:
         best = final.best
         event = RunFinished(
             status=status,  # type: ignore[arg-type]
-            message=message, final_results=str(self.layout.final_results),
-            best_ms=best.time_ms if best else None, speedup=best.speedup if best else None,
+            message=message,
+            final_results=str(self.layout.final_results),
+            best_ms=best.time_ms if best else None,
+            speedup=best.speedup if best else None,
             best_branch=best.branch if best else None,
         )
         self.finished = event
@@ -149,8 +168,9 @@ class Engine:
     def manifest(self, name: str) -> BranchManifest:
         return read_model(self.layout.branch(name).manifest, BranchManifest)
 
-    def create_branch(self, name: str, strategy: Strategy, *, parent: BranchManifest | None,
-                      parent_iteration: int | None = None) -> str:
+    def create_branch(
+        self, name: str, strategy: Strategy, *, parent: BranchManifest | None, parent_iteration: int | None = None
+    ) -> str:
         """Create a branch's directory once; calling it again for the same name does nothing."""
         b = self.layout.branch(name)
         if b.manifest.exists():
@@ -165,8 +185,12 @@ class Engine:
         if not b.config.exists():
             write_model(b.config, BranchConfig(max_iter=max_iter))
         m = BranchManifest(
-            name=name, title=strategy.title, strategy=strategy, parent=parent.name if parent else None,
-            parent_iteration=parent_iteration, depth=0 if parent is None else parent.depth + 1,
+            name=name,
+            title=strategy.title,
+            strategy=strategy,
+            parent=parent.name if parent else None,
+            parent_iteration=parent_iteration,
+            depth=0 if parent is None else parent.depth + 1,
             path_before=path_before,
         )
         write_model(b.manifest, m)
@@ -176,18 +200,28 @@ class Engine:
     def create_children(self, parent: BranchManifest, iteration: int, subs: list[Strategy]) -> list[str]:
         names = []
         for k, s in enumerate(subs, start=1):
-            names.append(self.create_branch(child_name(parent.name, k, s), s, parent=parent,
-                                            parent_iteration=iteration))
+            names.append(
+                self.create_branch(child_name(parent.name, k, s), s, parent=parent, parent_iteration=iteration)
+            )
         return names
 
     def announce(self, name: str) -> None:
         m = self.manifest(name)
         cfg = read_branch_config(self.layout.branch(name), self.deps.settings.max_iter)
-        self.bus.emit(BranchAdded(
-            branch=name, title=m.title, description=m.strategy.description, parent=m.parent, depth=m.depth,
-            max_iter=cfg.max_iter, status=m.status, iterations_done=m.iterations_done,
-            best_ms=m.best.time_ms if m.best else None, speedup=m.best.speedup if m.best else None,
-        ))
+        self.bus.emit(
+            BranchAdded(
+                branch=name,
+                title=m.title,
+                description=m.strategy.description,
+                parent=m.parent,
+                depth=m.depth,
+                max_iter=cfg.max_iter,
+                status=m.status,
+                iterations_done=m.iterations_done,
+                best_ms=m.best.time_ms if m.best else None,
+                speedup=m.best.speedup if m.best else None,
+            )
+        )
         if m.best is not None:
             self.offer_best(m.best)
 
@@ -295,18 +329,34 @@ class Engine:
         p = self.deps.problem
         nbytes, flops = p.floor()
         ctx = Context(
-            problem_name=p.name, problem_dir=str(p.directory), description=p.description,
-            boundary_signature=p.boundary_signature(), scalars={s.name: s.value for s in p.scalars},
+            problem_name=p.name,
+            problem_dir=str(p.directory),
+            description=p.description,
+            boundary_signature=p.boundary_signature(),
+            scalars={s.name: s.value for s in p.scalars},
             buffers=[
-                BufferInfo(name=b.name, dtype=b.dtype, elements=p.base.sizes[b.name], bytes=p.base.bytes_of(b),
-                           access=b.access, validate=b.validate)
+                BufferInfo(
+                    name=b.name,
+                    dtype=b.dtype,
+                    elements=p.base.sizes[b.name],
+                    bytes=p.base.bytes_of(b),
+                    access=b.access,
+                    validate=b.validate,
+                )
                 for b in p.buffers
             ],
-            grid=p.base.grid.as_tuple(), reference_type=p.reference.type,
+            grid=p.base.grid.as_tuple(),
+            reference_type=p.reference.type,
             reference_file=str(Path(p.reference.file).relative_to(p.directory)),
-            reference_function=p.reference.function, tolerance=p.tolerance, rules_text=p.rules_text,
-            forbid=[r.pattern.pattern for r in p.forbid], cases=[c.name for c in p.cases],
-            floor_bytes=nbytes, floor_flops=flops, gpu=self.deps.gpu, settings=self.deps.settings,
+            reference_function=p.reference.function,
+            tolerance=p.tolerance,
+            rules_text=p.rules_text,
+            forbid=[r.pattern.pattern for r in p.forbid],
+            cases=[c.name for c in p.cases],
+            floor_bytes=nbytes,
+            floor_flops=flops,
+            gpu=self.deps.gpu,
+            settings=self.deps.settings,
             version=__version__,
         )
         write_model(self.layout.context, ctx)

@@ -25,7 +25,10 @@ def detect_gpus(timeout_s: float = 20.0) -> list[DetectedGpu]:
     try:
         out = subprocess.run(
             [exe, "--query-gpu=index,name,compute_cap", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=timeout_s, check=False,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return []

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import signal
 import sys
 from pathlib import Path
 
-from ktt.problem import Problem, ProblemError, load_problem
 from cacao_tui.engine.engine import Engine
 from cacao_tui.engine.events import EventBus, LLMCallEvent, RunFinished
 from cacao_tui.engine.gpu import arch_of, detect_gpus
@@ -27,6 +27,7 @@ from cacao_tui.settings import DEFAULTS
 from cacao_tui.store.archive import prepare_output
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import GpuInfo, RunSettings
+from ktt.problem import Problem, ProblemError, load_problem
 
 EXIT_OK = 0
 EXIT_NO_RESULT = 1
@@ -59,8 +60,10 @@ def _gpu_info(args: argparse.Namespace, problem: Problem) -> GpuInfo:
             return GpuInfo(name=first.name, arch=first.arch, indices=wanted, detected=True)
         return GpuInfo(name=None, arch=arch_of(problem.compute_capability), indices=wanted, detected=False)
     if not detected:
-        raise LaunchError("no NVIDIA GPU found (nvidia-smi lists none); use --dry-run to check a problem, "
-                          "a provider and a session without a GPU")
+        raise LaunchError(
+            "no NVIDIA GPU found (nvidia-smi lists none); use --dry-run to check a problem, "
+            "a provider and a session without a GPU"
+        )
     by_index = {g.index: g for g in detected}
     missing = [i for i in wanted if i not in by_index]
     if missing:
@@ -69,8 +72,9 @@ def _gpu_info(args: argparse.Namespace, problem: Problem) -> GpuInfo:
     first = by_index[wanted[0]]
     arches = {by_index[i].arch for i in wanted}
     if len(arches) > 1:
-        raise LaunchError(f"GPUs {wanted} have different architectures ({', '.join(sorted(arches))}); "
-                          "use GPUs of one kind")
+        raise LaunchError(
+            f"GPUs {wanted} have different architectures ({', '.join(sorted(arches))}); use GPUs of one kind"
+        )
     return GpuInfo(name=first.name, arch=first.arch, indices=wanted, detected=True)
 
 
@@ -101,23 +105,46 @@ def build_engine(args: argparse.Namespace) -> tuple[Engine, EventBus]:
 
     def on_call(record: object) -> None:
         usage = llm.usage.run
-        bus.emit(LLMCallEvent(
-            branch=record.branch, iteration=record.iteration, node=record.node, index=record.index,  # type: ignore[attr-defined]
-            input_tokens=record.usage.input_tokens, output_tokens=record.usage.output_tokens,  # type: ignore[attr-defined]
-            cached_tokens=record.usage.cached_tokens, cost_usd=record.usage.cost_usd,  # type: ignore[attr-defined]
-            latency_s=record.latency_s, error=record.error,  # type: ignore[attr-defined]
-            record_path=str(record.path) if getattr(record, "path", None) else None,
-            run_input_tokens=usage.input_tokens, run_output_tokens=usage.output_tokens, run_cost_usd=usage.cost_usd,
-        ))
+        bus.emit(
+            LLMCallEvent(
+                branch=record.branch,
+                iteration=record.iteration,
+                node=record.node,
+                index=record.index,  # type: ignore[attr-defined]
+                input_tokens=record.usage.input_tokens,
+                output_tokens=record.usage.output_tokens,  # type: ignore[attr-defined]
+                cached_tokens=record.usage.cached_tokens,
+                cost_usd=record.usage.cost_usd,  # type: ignore[attr-defined]
+                latency_s=record.latency_s,
+                error=record.error,  # type: ignore[attr-defined]
+                record_path=str(record.path) if getattr(record, "path", None) else None,
+                run_input_tokens=usage.input_tokens,
+                run_output_tokens=usage.output_tokens,
+                run_cost_usd=usage.cost_usd,
+            )
+        )
 
     replay_from = getattr(args, "from_path", None)
     if choice.provider == "replay" and replay_from is None:
         replay_from = problem.directory / "session.jsonl"
-    llm = create_llm(choice, record_root=layout.output, budget_usd=settings.budget_usd,
-                     replay_from=Path(replay_from) if replay_from else None, on_call=on_call)
+    llm = create_llm(
+        choice,
+        record_root=layout.output,
+        budget_usd=settings.budget_usd,
+        replay_from=Path(replay_from) if replay_from else None,
+        on_call=on_call,
+    )
     devices = NoDevices() if settings.dry_run else GpuScheduler(gpu.indices)
-    deps = RunDeps(problem=problem, layout=layout, llm=llm, tuner=KttTuner(), settings=settings, defaults=DEFAULTS,
-                   gpu=gpu, devices=devices)
+    deps = RunDeps(
+        problem=problem,
+        layout=layout,
+        llm=llm,
+        tuner=KttTuner(),
+        settings=settings,
+        defaults=DEFAULTS,
+        gpu=gpu,
+        devices=devices,
+    )
     return Engine(deps, bus, concurrency=DEFAULTS.concurrency, resumed=bool(args.resume)), bus
 
 
@@ -128,36 +155,32 @@ async def run_headless(engine: Engine, bus: EventBus, renderer: HeadlessRenderer
     return await _drive(loop, engine, task, renderer)
 
 
-async def _drive(loop: asyncio.AbstractEventLoop, engine: Engine, task: asyncio.Future | None,
-                 renderer: HeadlessRenderer) -> int:
+async def _drive(
+    loop: asyncio.AbstractEventLoop, engine: Engine, task: asyncio.Future | None, renderer: HeadlessRenderer
+) -> int:
     interrupts = 0
+    stopping: set[asyncio.Future] = set()
 
     def on_signal() -> None:
         nonlocal interrupts
         interrupts += 1
         if interrupts == 1:
-            renderer._print("stopping cleanly… (press Ctrl-C again to abort at once)")
-            asyncio.ensure_future(engine.stop())
+            renderer.print_line("stopping cleanly… (press Ctrl-C again to abort at once)")
+            stopping.add(asyncio.ensure_future(engine.stop()))
         elif task is not None:
             task.cancel()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, on_signal)
-        except (NotImplementedError, RuntimeError):
-            pass
     try:
         if task is not None:
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await task
-            except asyncio.CancelledError:
-                pass
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)
-            except (NotImplementedError, RuntimeError):
-                pass
     return exit_code(engine.finished)
 
 
@@ -169,15 +192,13 @@ async def run_with_ui(engine: Engine, bus: EventBus, args: argparse.Namespace) -
     result = await app.run_async()
     if result == "detach" and not task.done():
         renderer = HeadlessRenderer(json_lines=False, verbose=bool(getattr(args, "verbose", False)))
-        renderer._print("detached from the app; the run goes on here (Ctrl-C stops it cleanly)")
+        renderer.print_line("detached from the app; the run goes on here (Ctrl-C stops it cleanly)")
         bus.subscribe(renderer)
         return await _drive(asyncio.get_running_loop(), engine, task, renderer)
     if not task.done():
         await engine.stop()
-    try:
+    with contextlib.suppress(asyncio.CancelledError):
         await task
-    except asyncio.CancelledError:
-        pass
     if engine.finished is not None:
         HeadlessRenderer()(engine.finished)
     return exit_code(engine.finished)
@@ -191,8 +212,9 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         if args.no_ui or getattr(args, "json", False):
-            renderer = HeadlessRenderer(json_lines=bool(getattr(args, "json", False)),
-                                        verbose=bool(getattr(args, "verbose", False)))
+            renderer = HeadlessRenderer(
+                json_lines=bool(getattr(args, "json", False)), verbose=bool(getattr(args, "verbose", False))
+            )
             return asyncio.run(run_headless(engine, bus, renderer))
         return asyncio.run(run_with_ui(engine, bus, args))
     except KeyboardInterrupt:

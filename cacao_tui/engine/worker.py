@@ -10,12 +10,12 @@ branch.json and of its iterations' state.json; it only reads branch_config.json.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from ktt.protocol import Progress
 from cacao_tui.engine.control import read_branch_config
 from cacao_tui.engine.events import (
     BranchStatusChanged,
@@ -46,8 +46,8 @@ from cacao_tui.store.state import (
     Decision,
     IterState,
     Strategy,
-    rank_key,
 )
+from ktt.protocol import Progress
 
 if TYPE_CHECKING:
     from cacao_tui.engine.engine import Engine
@@ -72,17 +72,32 @@ class BranchReporter:
 
     def tuning_progress(self, progress: Progress) -> None:
         w = self.worker
-        w.engine.bus.emit(TuningProgress(
-            branch=w.name, iteration=w.iteration or 0, evaluated=progress.evaluated, valid=progress.valid,
-            space_size=progress.space_size, best_ms=progress.best_ms, best_config=progress.best_config,
-            by_status=progress.by_status, elapsed_s=progress.elapsed_s, budget_s=progress.budget_s,
-            phase=progress.phase,
-        ))
+        w.engine.bus.emit(
+            TuningProgress(
+                branch=w.name,
+                iteration=w.iteration or 0,
+                evaluated=progress.evaluated,
+                valid=progress.valid,
+                space_size=progress.space_size,
+                best_ms=progress.best_ms,
+                best_config=progress.best_config,
+                by_status=progress.by_status,
+                elapsed_s=progress.elapsed_s,
+                budget_s=progress.budget_s,
+                phase=progress.phase,
+            )
+        )
 
     def kernel_written(self, kernel: Path, spec: Path | None) -> None:
         w = self.worker
-        w.engine.bus.emit(KernelWritten(branch=w.name, iteration=w.iteration or 0, kernel_path=str(kernel),
-                                        spec_path=str(spec) if spec else None))
+        w.engine.bus.emit(
+            KernelWritten(
+                branch=w.name,
+                iteration=w.iteration or 0,
+                kernel_path=str(kernel),
+                spec_path=str(spec) if spec else None,
+            )
+        )
 
 
 class BranchWorker:
@@ -125,16 +140,23 @@ class BranchWorker:
             m.stop_reason = reason
         self.save(m)
         cfg = self.config()
-        self.engine.bus.emit(BranchStatusChanged(
-            branch=self.name, status=status, iteration=m.current_iteration, iterations_done=m.iterations_done,
-            max_iter=self.max_iter(m, cfg), reason=reason,
-        ))
+        self.engine.bus.emit(
+            BranchStatusChanged(
+                branch=self.name,
+                status=status,
+                iteration=m.current_iteration,
+                iterations_done=m.iterations_done,
+                max_iter=self.max_iter(m, cfg),
+                reason=reason,
+            )
+        )
 
     def set_iter_status(self, st: IterState, status: str, message: str | None = None) -> None:
         st.status = status  # type: ignore[assignment]
         self.save_state(st)
-        self.engine.bus.emit(IterationStatusChanged(branch=self.name, iteration=st.index, status=status,
-                                                    message=message))
+        self.engine.bus.emit(
+            IterationStatusChanged(branch=self.name, iteration=st.index, status=status, message=message)
+        )
 
     # -- control -----------------------------------------------------------------------------
     async def honour_control(self, m: BranchManifest) -> BranchConfig:
@@ -146,10 +168,8 @@ class BranchWorker:
                 self.set_status(m, "paused")
                 paused_here = True
             self.wake.clear()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.wake.wait(), PAUSE_POLL_S)
-            except TimeoutError:
-                pass
             cfg = self.config()
         if cfg.killed or self.kill_requested:
             raise BranchKilled()
@@ -232,9 +252,19 @@ class BranchWorker:
             base_kernel, base_spec = _read_pair(parent_root)
             label = f"the kernel this branch starts from (branch {m.parent}, iteration {m.parent_iteration})"
         return BranchView(
-            name=self.name, title=m.title, strategy=m.strategy, depth=m.depth, parent=m.parent,
-            layout=self.layout, reporter=self.reporter, iteration=idx, iterations_done=m.iterations_done,
-            max_iter=self.max_iter(m, cfg), best=m.best, base_kernel=base_kernel, base_spec=base_spec,
+            name=self.name,
+            title=m.title,
+            strategy=m.strategy,
+            depth=m.depth,
+            parent=m.parent,
+            layout=self.layout,
+            reporter=self.reporter,
+            iteration=idx,
+            iterations_done=m.iterations_done,
+            max_iter=self.max_iter(m, cfg),
+            best=m.best,
+            base_kernel=base_kernel,
+            base_spec=base_spec,
             base_label=label,
         )
 
@@ -248,7 +278,6 @@ class BranchWorker:
         if st.plan is None:
             self.set_iter_status(st, "planning")
             st.plan = await self.guarded(lambda: plan(deps, view))
-            self.save_state(st)
 
         if st.author is None or not st.author.ok:
             await self.honour_control(m)
@@ -272,13 +301,24 @@ class BranchWorker:
             await self.honour_control(m)
             self.set_iter_status(st, "running")
             st.run = await self.guarded(lambda: run_tuning(deps, view))
-            self.save_state(st)
+            self.save_state(st)  # before the events: a crash after them must not lose the tuning
             r = st.run
-            self.engine.bus.emit(TuningFinished(
-                branch=self.name, iteration=idx, ran=r.ran, best_ms=r.best_ms, speedup=r.speedup, score=r.score,
-                evaluated=r.evaluated, valid=r.valid, by_status=r.by_status, best_config=r.best_config,
-                summary_path=r.summary_path, message=r.message,
-            ))
+            self.engine.bus.emit(
+                TuningFinished(
+                    branch=self.name,
+                    iteration=idx,
+                    ran=r.ran,
+                    best_ms=r.best_ms,
+                    speedup=r.speedup,
+                    score=r.score,
+                    evaluated=r.evaluated,
+                    valid=r.valid,
+                    by_status=r.by_status,
+                    best_config=r.best_config,
+                    summary_path=r.summary_path,
+                    message=r.message,
+                )
+            )
             self.note_best(m, st)
 
         if st.profile is None:
@@ -286,18 +326,25 @@ class BranchWorker:
             self.set_iter_status(st, "profiling")
             run = st.run
             st.profile = await self.guarded(lambda: profile_best(deps, view, run))
-            self.save_state(st)
             p = st.profile
             if not p.ran and p.message:
                 self.reporter.log(p.message, "info" if deps.settings.dry_run else "warning")
-            self.engine.bus.emit(ProfileMetrics(branch=self.name, iteration=idx, ran=p.ran, roofline=p.roofline,
-                                                path=p.path, headline=p.headline, message=p.message))
+            self.engine.bus.emit(
+                ProfileMetrics(
+                    branch=self.name,
+                    iteration=idx,
+                    ran=p.ran,
+                    roofline=p.roofline,
+                    path=p.path,
+                    headline=p.headline,
+                    message=p.message,
+                )
+            )
 
         if st.proposal is None:
             await self.honour_control(m)
             self.set_iter_status(st, "proposing")
             st.proposal = await self.guarded(lambda: propose(deps, view, st))
-            self.save_state(st)
 
         if st.decision is None:
             await self.honour_control(m)
@@ -327,8 +374,9 @@ class BranchWorker:
 
     def emit_decision(self, st: IterState) -> None:
         assert st.decision is not None
-        self.engine.bus.emit(DecisionMade(branch=self.name, iteration=st.index, action=st.decision.action,
-                                          reason=st.decision.reason))
+        self.engine.bus.emit(
+            DecisionMade(branch=self.name, iteration=st.index, action=st.decision.action, reason=st.decision.reason)
+        )
 
     def note_best(self, m: BranchManifest, st: IterState) -> None:
         r = st.run
@@ -338,16 +386,23 @@ class BranchWorker:
             self.reporter.log("not eligible as best: a case failed or was not run", "warning")
             return
         candidate = BestResult(
-            branch=self.name, iteration=st.index, time_ms=r.best_ms, speedup=r.speedup, score=r.score,
-            config=r.best_config or {}, kernel_path=st.kernel_path or "", spec_path=st.spec_path,
+            branch=self.name,
+            iteration=st.index,
+            time_ms=r.best_ms,
+            speedup=r.speedup,
+            score=r.score,
+            config=r.best_config or {},
+            kernel_path=st.kernel_path or "",
+            spec_path=st.spec_path,
         )
         if m.best is not None and m.best.rank() >= candidate.rank():
             return
         m.best = candidate
         self.save(m)
         run_best = self.engine.offer_best(candidate)
-        self.engine.bus.emit(NewBest(branch=self.name, iteration=st.index, time_ms=r.best_ms, speedup=r.speedup,
-                                     run_best=run_best))
+        self.engine.bus.emit(
+            NewBest(branch=self.name, iteration=st.index, time_ms=r.best_ms, speedup=r.speedup, run_best=run_best)
+        )
 
     async def apply(self, m: BranchManifest, st: IterState) -> bool:
         """Act on a decided iteration. Returns True when the branch is finished."""
@@ -382,7 +437,10 @@ class BranchWorker:
 
 def _read_pair(root: Path) -> tuple[str | None, str | None]:
     k, s = root / "kernels.cu", root / "tuning.yaml"
-    return (k.read_text(encoding="utf-8") if k.exists() else None, s.read_text(encoding="utf-8") if s.exists() else None)
+    return (
+        k.read_text(encoding="utf-8") if k.exists() else None,
+        s.read_text(encoding="utf-8") if s.exists() else None,
+    )
 
 
 def child_name(parent: str, k: int, strategy: Strategy) -> str:

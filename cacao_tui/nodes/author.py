@@ -42,7 +42,8 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
     tools = tool_specs(branch.iteration)
     query_note = (
         "\nYou can also ask about this branch's earlier iterations: query_tuning, query_history, query_errors."
-        if branch.iteration > 1 else ""
+        if branch.iteration > 1
+        else ""
     )
     text = prompts.render(
         "author",
@@ -68,9 +69,12 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
             nudges += 1
             if nudges > MAX_NUDGES:
                 raise AuthorFailed("the model stopped calling tools before end_step", outcome)
-            hint = ("Your reply was cut off at the token limit. Write large files in parts: write_file a "
-                    "skeleton, then edit_file." if resp.stop_reason == "max_tokens"
-                    else "Use the tools: write_file, check_compilation, then end_step when the check passed.")
+            hint = (
+                "Your reply was cut off at the token limit. Write large files in parts: write_file a "
+                "skeleton, then edit_file."
+                if resp.stop_reason == "max_tokens"
+                else "Use the tools: write_file, check_compilation, then end_step when the check passed."
+            )
             messages.append(Message(role="user", content=hint))
             continue
         for call in resp.tool_calls:
@@ -100,7 +104,9 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
                 before = _files_digest(branch) if call.name in ("write_file", "edit_file") else None
                 result = run_file_tool(call, ws, queries)
                 if before is not None and not result.is_error:
-                    branch.reporter.kernel_written(branch.it.kernel, branch.it.spec if branch.it.spec.exists() else None)
+                    branch.reporter.kernel_written(
+                        branch.it.kernel, branch.it.spec if branch.it.spec.exists() else None
+                    )
             messages.append(_tool_message(call.id, call.name, result))
         nudges = 0
 

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from ktt.protocol import ConfigResult
 from cacao_tui.llm import ToolCall, ToolSpec
 from cacao_tui.nodes.briefing import outcome_text
 from cacao_tui.nodes.context import BranchView
 from cacao_tui.nodes.workspace import Workspace, WorkspaceError
 from cacao_tui.store.atomic import StateFileError, read_model_or_none
 from cacao_tui.store.state import IterState
+from ktt.protocol import ConfigResult
 
 
 def _spec(name: str, description: str, properties: dict, required: list[str]) -> ToolSpec:
@@ -25,30 +25,65 @@ def _spec(name: str, description: str, properties: dict, required: list[str]) ->
     )
 
 
-FILE_PARAM = {"type": "string", "description": "kernels.cu or tuning.yaml (read_file also takes the other listed files)"}
+FILE_PARAM = {
+    "type": "string",
+    "description": "kernels.cu or tuning.yaml (read_file also takes the other listed files)",
+}
 
 AUTHOR_TOOLS = [
-    _spec("write_file", "Create or replace kernels.cu or tuning.yaml with the full content.",
-          {"path": FILE_PARAM, "content": {"type": "string"}}, ["path", "content"]),
-    _spec("edit_file", "Replace one exact, unique occurrence of old_text with new_text in kernels.cu or tuning.yaml.",
-          {"path": FILE_PARAM, "old_text": {"type": "string"}, "new_text": {"type": "string"}},
-          ["path", "old_text", "new_text"]),
-    _spec("read_file", "Read a file: kernels.cu, tuning.yaml, base/..., iterN/..., reference, inputs.hpp.",
-          {"path": FILE_PARAM}, ["path"]),
-    _spec("check_compilation", "Check the forbid rules, then compile kernels.cu with NVRTC for a sample of "
-          "configurations of tuning.yaml (restrictions applied). Returns errors with line numbers.", {}, []),
-    _spec("end_step", "Finish this step. Only accepted when the latest check_compilation passed on the "
-          "current files.", {"summary": {"type": "string", "description": "what you wrote, one paragraph"}},
-          ["summary"]),
+    _spec(
+        "write_file",
+        "Create or replace kernels.cu or tuning.yaml with the full content.",
+        {"path": FILE_PARAM, "content": {"type": "string"}},
+        ["path", "content"],
+    ),
+    _spec(
+        "edit_file",
+        "Replace one exact, unique occurrence of old_text with new_text in kernels.cu or tuning.yaml.",
+        {"path": FILE_PARAM, "old_text": {"type": "string"}, "new_text": {"type": "string"}},
+        ["path", "old_text", "new_text"],
+    ),
+    _spec(
+        "read_file",
+        "Read a file: kernels.cu, tuning.yaml, base/..., iterN/..., reference, inputs.hpp.",
+        {"path": FILE_PARAM},
+        ["path"],
+    ),
+    _spec(
+        "check_compilation",
+        "Check the forbid rules, then compile kernels.cu with NVRTC for a sample of "
+        "configurations of tuning.yaml (restrictions applied). Returns errors with line numbers.",
+        {},
+        [],
+    ),
+    _spec(
+        "end_step",
+        "Finish this step. Only accepted when the latest check_compilation passed on the current files.",
+        {"summary": {"type": "string", "description": "what you wrote, one paragraph"}},
+        ["summary"],
+    ),
 ]
 
 QUERY_TOOLS = [
-    _spec("query_tuning", "Top configurations and failures by status of an earlier iteration of this branch.",
-          {"iteration": {"type": "integer"}, "top": {"type": "integer", "default": 10}}, ["iteration"]),
-    _spec("query_history", "Plan, result, proposal and decision of an earlier iteration of this branch.",
-          {"iteration": {"type": "integer"}}, ["iteration"]),
-    _spec("query_errors", "Errors seen so far in this branch: failed steps, compile errors, failed "
-          "configurations by status with their first messages.", {}, []),
+    _spec(
+        "query_tuning",
+        "Top configurations and failures by status of an earlier iteration of this branch.",
+        {"iteration": {"type": "integer"}, "top": {"type": "integer", "default": 10}},
+        ["iteration"],
+    ),
+    _spec(
+        "query_history",
+        "Plan, result, proposal and decision of an earlier iteration of this branch.",
+        {"iteration": {"type": "integer"}},
+        ["iteration"],
+    ),
+    _spec(
+        "query_errors",
+        "Errors seen so far in this branch: failed steps, compile errors, failed "
+        "configurations by status with their first messages.",
+        {},
+        [],
+    ),
 ]
 
 
@@ -109,9 +144,13 @@ class QueryTools:
     def history(self, iteration: int) -> str:
         st = self._earlier(iteration)
         data = {
-            "status": st.status, "plan": st.plan, "result": outcome_text(st.run),
+            "status": st.status,
+            "plan": st.plan,
+            "result": outcome_text(st.run),
             "profile": (st.profile.roofline, st.profile.headline) if st.profile else None,
-            "proposal": st.proposal, "decision": st.decision.model_dump() if st.decision else None, "error": st.error,
+            "proposal": st.proposal,
+            "decision": st.decision.model_dump() if st.decision else None,
+            "error": st.error,
         }
         return json.dumps(data, indent=1, default=str)
 
@@ -150,8 +189,13 @@ def run_file_tool(call: ToolCall, ws: Workspace, queries: QueryTools) -> ToolOut
         if call.name == "write_file":
             return ToolOutcome(ws.write(str(argument(call, "path", str)), str(argument(call, "content", str))))
         if call.name == "edit_file":
-            return ToolOutcome(ws.edit(str(argument(call, "path", str)), str(argument(call, "old_text", str)),
-                                       str(argument(call, "new_text", str))))
+            return ToolOutcome(
+                ws.edit(
+                    str(argument(call, "path", str)),
+                    str(argument(call, "old_text", str)),
+                    str(argument(call, "new_text", str)),
+                )
+            )
         if call.name == "read_file":
             return ToolOutcome(ws.read(str(argument(call, "path", str))))
         if call.name == "query_tuning" and ws.branch.iteration > 1:

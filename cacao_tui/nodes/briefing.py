@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ktt.problem import Buffer, Problem
 from cacao_tui import prompts
 from cacao_tui.nodes.context import BranchView, RunDeps
 from cacao_tui.store.atomic import read_model_or_none
 from cacao_tui.store.state import IterState, TuneOutcome
+from ktt.problem import Buffer, Problem
 
 MAX_REFERENCE_CHARS = 12_000
 
@@ -41,9 +41,7 @@ def problem_brief(deps: RunDeps) -> str:
     defines = ", ".join(f"{k}={v}" for k, v in p.defines().items()) or "none"
     rules = [f"- {t}" for t in p.rules_text]
     rules += [f"- forbidden: /{r.pattern.pattern}/" + (f" ({r.reason})" if r.reason else "") for r in p.forbid]
-    shapes = "; ".join(
-        f"{s.name}: " + ", ".join(f"{k}={v}" for k, v in s.scalars.items()) for s in p.shapes
-    )
+    shapes = "; ".join(f"{s.name}: " + ", ".join(f"{k}={v}" for k, v in s.scalars.items()) for s in p.shapes)
     if p.cases:
         shapes += " (score = geometric mean of the per-shape speedups; every shape must pass)"
     budget = deps.settings.timeout_s or p.base.duration_s

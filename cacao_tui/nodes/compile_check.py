@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ktt.protocol import CheckReport
 from cacao_tui.ktt_client import TunerError
 from cacao_tui.nodes.context import BranchView, RunDeps
+from ktt.protocol import CheckReport
 
 MAX_REPORTED = 12
 
@@ -29,8 +29,10 @@ def format_report(report: CheckReport, source: str) -> str:
     if report.ok:
         n_ok = sum(1 for c in report.configs if c.ok)
         size = report.restricted_size if report.restricted_size is not None else report.space_size
-        return f"compile check passed: {n_ok}/{len(report.configs)} sampled configurations compiled " \
-               f"(space: {size} configurations after restrictions)."
+        return (
+            f"compile check passed: {n_ok}/{len(report.configs)} sampled configurations compiled "
+            f"(space: {size} configurations after restrictions)."
+        )
     out = ["compile check FAILED."]
     if report.message:
         out.append(report.message)
@@ -50,8 +52,9 @@ def format_report(report: CheckReport, source: str) -> str:
             seen.add(key)
             where = f"{d.file}:{d.line}" if d.line else d.file
             code = _source_line(source, d.line) if d.file.endswith("kernels.cu") else ""
-            out.append(f"{where}: {d.severity}: {d.message}" + (f"\n    {code}" if code else "")
-                       + f"   [config {cfg.config}]")
+            out.append(
+                f"{where}: {d.severity}: {d.message}" + (f"\n    {code}" if code else "") + f"   [config {cfg.config}]"
+            )
             if len(seen) >= MAX_REPORTED:
                 break
     return "\n".join(out)
@@ -65,7 +68,9 @@ async def check_compilation(deps: RunDeps, branch: BranchView) -> CheckOutcome:
     source = it.kernel.read_text(encoding="utf-8", errors="replace")
     hits = deps.problem.forbid_hits(source)
     if hits:
-        return CheckOutcome(False, "compile check FAILED (rules.forbid):\n" + "\n".join(f"kernels.cu {h}" for h in hits))
+        return CheckOutcome(
+            False, "compile check FAILED (rules.forbid):\n" + "\n".join(f"kernels.cu {h}" for h in hits)
+        )
     try:
         report = await deps.tuner.check(
             deps.problem.directory, it.kernel, it.spec, sample=deps.defaults.check_sample, arch=deps.gpu.arch

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from ktt.problem import Problem
-from ktt.protocol import Progress
 from cacao_tui.ktt_client import Tuner
 from cacao_tui.llm import TrackedLLM
 from cacao_tui.settings import Defaults
 from cacao_tui.store.layout import BranchLayout, IterLayout, RunLayout
 from cacao_tui.store.state import BestResult, GpuInfo, RunSettings, Strategy
+from ktt.problem import Problem
+from ktt.protocol import Progress
 
 
 class Reporter(Protocol):

@@ -48,7 +48,9 @@ async def decide(deps: RunDeps, branch: BranchView, state: IterState, path_note:
         proposal=state.proposal or "-",
         plateau=(
             f"\nPLATEAU: less than {deps.defaults.plateau_gain:.0%} gain over the last "
-            f"{deps.defaults.plateau_iterations} iterations; prefer branch or stop.\n" if is_plateau else ""
+            f"{deps.defaults.plateau_iterations} iterations; prefer branch or stop.\n"
+            if is_plateau
+            else ""
         ),
         branch_note="" if can_branch else " (NOT available: the depth limit is reached)",
     )

@@ -14,12 +14,14 @@ from cacao_tui.store.state import FinalResults
 def write_final_results(deps: RunDeps, *, complete: bool) -> FinalResults:
     final = rebuild_final_results(deps.layout)
     usage = deps.llm.usage.run
-    final = final.model_copy(update={
-        "complete": complete,
-        "rebuilt": False,
-        "dry_run": deps.settings.dry_run,
-        "tokens": {"input": usage.input_tokens, "output": usage.output_tokens, "cached": usage.cached_tokens},
-        "cost_usd": usage.cost_usd,
-    })
+    final = final.model_copy(
+        update={
+            "complete": complete,
+            "rebuilt": False,
+            "dry_run": deps.settings.dry_run,
+            "tokens": {"input": usage.input_tokens, "output": usage.output_tokens, "cached": usage.cached_tokens},
+            "cost_usd": usage.cost_usd,
+        }
+    )
     write_model(deps.layout.final_results, final)
     return final

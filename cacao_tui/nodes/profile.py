@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ktt.protocol import KernelProfile, ProfileReport
 from cacao_tui.nodes.context import BranchView, RunDeps
 from cacao_tui.store.state import ProfileOutcome, TuneOutcome
+from ktt.protocol import KernelProfile, ProfileReport
 
 HEADLINE_SECTIONS = ("speed_of_light", "occupancy")
 MAX_HEADLINE = 8
@@ -31,14 +31,22 @@ async def profile_best(deps: RunDeps, branch: BranchView, run: TuneOutcome) -> P
     it = branch.it
     async with deps.devices.acquire() as device:
         branch.reporter.log(f"profiling the best configuration with Nsight Compute on GPU {device}")
-        report = await deps.tuner.profile(deps.problem.directory, it.kernel, it.spec, it.tune_summary, it.root,
-                                          device=device)
+        report = await deps.tuner.profile(
+            deps.problem.directory, it.kernel, it.spec, it.tune_summary, it.root, device=device
+        )
     if not report.ok:
         return ProfileOutcome(ran=False, message=f"profile failed ({report.error_kind}): {report.error}")
-    roofline = report.kernels[0].roofline if len(report.kernels) == 1 else ", ".join(
-        f"{k.kernel}: {k.roofline}" for k in report.kernels)
-    return ProfileOutcome(ran=True, path=str(it.profile.relative_to(deps.layout.output)), roofline=roofline,
-                          headline=_headline(report.kernels))
+    roofline = (
+        report.kernels[0].roofline
+        if len(report.kernels) == 1
+        else ", ".join(f"{k.kernel}: {k.roofline}" for k in report.kernels)
+    )
+    return ProfileOutcome(
+        ran=True,
+        path=str(it.profile.relative_to(deps.layout.output)),
+        roofline=roofline,
+        headline=_headline(report.kernels),
+    )
 
 
 def profile_text(deps: RunDeps, branch: BranchView, outcome: ProfileOutcome | None) -> str:

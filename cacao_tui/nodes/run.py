@@ -19,16 +19,18 @@ async def run_tuning(deps: RunDeps, branch: BranchView) -> TuneOutcome:
     problem = deps.problem
     if deps.settings.dry_run:
         try:
-            report = await deps.tuner.check(problem.directory, it.kernel, it.spec, sample=DRY_RUN_SAMPLE,
-                                            arch=deps.gpu.arch)
+            report = await deps.tuner.check(
+                problem.directory, it.kernel, it.spec, sample=DRY_RUN_SAMPLE, arch=deps.gpu.arch
+            )
         except TunerError as exc:
             return TuneOutcome(ran=False, message=f"dry run: compile check could not run: {exc}")
         n_ok = sum(1 for c in report.configs if c.ok)
         size = report.restricted_size if report.restricted_size is not None else report.space_size
         return TuneOutcome(
-            ran=False, space_size=size,
+            ran=False,
+            space_size=size,
             message=f"dry run: not run on a GPU; {n_ok}/{len(report.configs)} sampled configurations compiled"
-                    + ("" if report.ok else " (check failed)"),
+            + ("" if report.ok else " (check failed)"),
         )
     budget = deps.settings.timeout_s or problem.base.duration_s
     it.tune_dir.mkdir(parents=True, exist_ok=True)
@@ -37,10 +39,15 @@ async def run_tuning(deps: RunDeps, branch: BranchView) -> TuneOutcome:
             branch.reporter.log(f"tuning on GPU {device} for up to {budget:g} s")
             summary = await deps.tuner.tune(
                 TuneRequest(
-                    problem_dir=problem.directory, kernel=it.kernel, spec=it.spec, out_dir=it.tune_dir,
-                    device=device, duration_s=budget,
+                    problem_dir=problem.directory,
+                    kernel=it.kernel,
+                    spec=it.spec,
+                    out_dir=it.tune_dir,
+                    device=device,
+                    duration_s=budget,
                     watchdog_s=tuner_watchdog_s(budget + 60.0 * (1 + len(problem.cases))),
-                    reference_time=deps.layout.reference_time, seed=branch.iteration,
+                    reference_time=deps.layout.reference_time,
+                    seed=branch.iteration,
                 ),
                 branch.reporter.tuning_progress,
             )

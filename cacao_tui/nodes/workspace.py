@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ktt.problem.inputs_hpp import render_inputs_hpp
 from cacao_tui.nodes.context import BranchView, RunDeps
+from ktt.problem.inputs_hpp import render_inputs_hpp
 
 WRITABLE = ("kernels.cu", "tuning.yaml")
 MAX_FILE_CHARS = 400_000

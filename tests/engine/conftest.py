@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from ktt.problem import load_problem
 from cacao_tui.engine.engine import Engine
 from cacao_tui.engine.events import EventBus
 from cacao_tui.engine.scheduler import GpuScheduler
@@ -17,6 +16,7 @@ from cacao_tui.nodes.context import RunDeps
 from cacao_tui.settings import DEFAULTS, Defaults
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import GpuInfo, RunSettings
+from ktt.problem import load_problem
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,16 +28,31 @@ def mmul_dir(tmp_path: Path) -> Path:
     return target
 
 
-def make_engine(problem_dir: Path, provider: Provider, *, tuner: object | None = None, bus: EventBus | None = None,
-                defaults: Defaults = DEFAULTS, concurrency: int = 4, resumed: bool = False,
-                **settings: object) -> Engine:
+def make_engine(
+    problem_dir: Path,
+    provider: Provider,
+    *,
+    tuner: object | None = None,
+    bus: EventBus | None = None,
+    defaults: Defaults = DEFAULTS,
+    concurrency: int = 4,
+    resumed: bool = False,
+    **settings: object,
+) -> Engine:
     problem = load_problem(problem_dir)
     layout = RunLayout(problem.directory)
     llm = TrackedLLM(provider, record_root=layout.output)
     base = {"max_iter": 3, "max_depth": 1, "n_strategies": 2, "provider": provider.name, "model": provider.model}
     base.update(settings)
     run_settings = RunSettings(**base)  # type: ignore[arg-type]
-    deps = RunDeps(problem=problem, layout=layout, llm=llm, tuner=tuner or FakeTuner(),  # type: ignore[arg-type]
-                   settings=run_settings, defaults=defaults, gpu=GpuInfo(name="fake", arch="sm_90"),
-                   devices=GpuScheduler([0]))
+    deps = RunDeps(
+        problem=problem,
+        layout=layout,
+        llm=llm,
+        tuner=tuner or FakeTuner(),  # type: ignore[arg-type]
+        settings=run_settings,
+        defaults=defaults,
+        gpu=GpuInfo(name="fake", arch="sm_90"),
+        devices=GpuScheduler([0]),
+    )
     return Engine(deps, bus or EventBus(), concurrency=concurrency, resumed=resumed)

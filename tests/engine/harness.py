@@ -42,8 +42,7 @@ def main() -> int:
     bus.subscribe(on_event)
     choice = ProviderChoice(provider="replay", model="replay", source="test")
     provider = build_provider(choice, replay_from=args.problem / "session.jsonl")
-    engine = make_engine(args.problem, provider, bus=bus, max_iter=5, max_depth=2, n_strategies=4,
-                         resumed=args.resume)
+    engine = make_engine(args.problem, provider, bus=bus, max_iter=5, max_depth=2, n_strategies=4, resumed=args.resume)
     finished = asyncio.run(engine.run())
     print(f"FINISHED {finished.status}")
     return 0 if finished.status == "ok" else 1

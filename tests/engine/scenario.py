@@ -24,9 +24,7 @@ def kernel_source(time_ms: float, extra: str = "") -> str:
     )
 
 
-SPEC = (
-    "tune_params:\n  P: [1, 2]\nlaunches:\n  - kernel: k\n    grid: {x: 1}\n    block: {x: P}\n"
-)
+SPEC = "tune_params:\n  P: [1, 2]\nlaunches:\n  - kernel: k\n    grid: {x: 1}\n    block: {x: P}\n"
 
 
 @dataclass
@@ -63,11 +61,17 @@ class Scenario:
                     return custom
             if key.index == 0:
                 t = self.time_ms(key.branch or "", key.iteration or 0)
-                return {"tool_calls": [
-                    {"id": "w1", "name": "write_file", "arguments": {"path": "kernels.cu", "content": kernel_source(t)}},
-                    {"id": "w2", "name": "write_file", "arguments": {"path": "tuning.yaml", "content": SPEC}},
-                    {"id": "c1", "name": "check_compilation", "arguments": {}},
-                ]}
+                return {
+                    "tool_calls": [
+                        {
+                            "id": "w1",
+                            "name": "write_file",
+                            "arguments": {"path": "kernels.cu", "content": kernel_source(t)},
+                        },
+                        {"id": "w2", "name": "write_file", "arguments": {"path": "tuning.yaml", "content": SPEC}},
+                        {"id": "c1", "name": "check_compilation", "arguments": {}},
+                    ]
+                }
             return {"tool_calls": [{"id": "e1", "name": "end_step", "arguments": {"summary": "done"}}]}
         raise AssertionError(f"unexpected node {key.node}")
 

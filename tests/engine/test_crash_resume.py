@@ -21,8 +21,14 @@ EXPECTED = {"b1-tiling", "b1-tiling.1-vec-dbuf", "b1-tiling.2-vec-smem", "b2-str
 
 def harness(problem: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "tests.engine.harness", str(problem), *extra],
-                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=240)
+    return subprocess.run(
+        [sys.executable, "-m", "tests.engine.harness", str(problem), *extra],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=240,
+    )
 
 
 def decided_iterations(layout: RunLayout) -> dict[tuple[str, int], float]:

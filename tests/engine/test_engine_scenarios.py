@@ -78,7 +78,11 @@ def test_child_starts_from_the_parents_kernel(mmul_dir: Path) -> None:
 
     def decide(branch: str, iteration: int) -> dict:
         if branch == "b1-alpha":
-            return {"action": "branch", "reason": "x", "sub_strategies": [{"name": "c", "title": "C", "description": "c"}]}
+            return {
+                "action": "branch",
+                "reason": "x",
+                "sub_strategies": [{"name": "c", "title": "C", "description": "c"}],
+            }
         return {"action": "stop", "reason": "enough"}
 
     scenario = Scenario(strategies=["alpha"], decide=decide)
@@ -97,7 +101,11 @@ def test_child_starts_from_the_parents_kernel(mmul_dir: Path) -> None:
 def test_path_budget_limits_root_to_leaf_iterations(mmul_dir: Path) -> None:
     def decide(branch: str, iteration: int) -> dict:
         if branch == "b1-alpha" and iteration == 2:
-            return {"action": "branch", "reason": "x", "sub_strategies": [{"name": "c", "title": "C", "description": "c"}]}
+            return {
+                "action": "branch",
+                "reason": "x",
+                "sub_strategies": [{"name": "c", "title": "C", "description": "c"}],
+            }
         return {"action": "continue", "reason": "more"}
 
     scenario = Scenario(strategies=["alpha"], decide=decide)
@@ -121,21 +129,33 @@ def test_compile_error_is_fixed_inside_the_step(mmul_dir: Path) -> None:
         if iteration != 1:
             return None
         if index == 0:
-            return {"tool_calls": [
-                {"id": "a", "name": "write_file", "arguments": {"path": "kernels.cu",
-                                                                 "content": kernel_source(1.0, "// FAKE_COMPILE_ERROR\n")}},
-                {"id": "b", "name": "write_file", "arguments": {"path": "tuning.yaml", "content": SPEC}},
-                {"id": "c", "name": "check_compilation", "arguments": {}},
-            ]}
+            return {
+                "tool_calls": [
+                    {
+                        "id": "a",
+                        "name": "write_file",
+                        "arguments": {"path": "kernels.cu", "content": kernel_source(1.0, "// FAKE_COMPILE_ERROR\n")},
+                    },
+                    {"id": "b", "name": "write_file", "arguments": {"path": "tuning.yaml", "content": SPEC}},
+                    {"id": "c", "name": "check_compilation", "arguments": {}},
+                ]
+            }
         if index == 1:
-            return {"tool_calls": [
-                {"id": "d", "name": "edit_file", "arguments": {"path": "kernels.cu",
-                                                                "old_text": "// FAKE_COMPILE_ERROR\n", "new_text": ""}},
-                {"id": "e", "name": "check_compilation", "arguments": {}},
-            ]}
+            return {
+                "tool_calls": [
+                    {
+                        "id": "d",
+                        "name": "edit_file",
+                        "arguments": {"path": "kernels.cu", "old_text": "// FAKE_COMPILE_ERROR\n", "new_text": ""},
+                    },
+                    {"id": "e", "name": "check_compilation", "arguments": {}},
+                ]
+            }
         return {"tool_calls": [{"id": "f", "name": "end_step", "arguments": {"summary": "fixed"}}]}
 
-    scenario = Scenario(strategies=["alpha"], author_script=author, decide=lambda b, i: {"action": "stop", "reason": "ok"})
+    scenario = Scenario(
+        strategies=["alpha"], author_script=author, decide=lambda b, i: {"action": "stop", "reason": "ok"}
+    )
     provider = scenario.provider()
     run(make_engine(mmul_dir, provider, n_strategies=1))
     st = read_model(RunLayout(mmul_dir).branch("b1-alpha").iteration(1).state, IterState)
@@ -148,12 +168,17 @@ def test_compile_error_is_fixed_inside_the_step(mmul_dir: Path) -> None:
 
 def test_authoring_that_never_compiles_fails_the_iteration_not_the_run(mmul_dir: Path) -> None:
     def author(branch: str, iteration: int, index: int) -> dict:
-        return {"tool_calls": [
-            {"id": "a", "name": "write_file", "arguments": {"path": "kernels.cu",
-                                                             "content": kernel_source(1.0, "// FAKE_COMPILE_ERROR\n")}},
-            {"id": "b", "name": "write_file", "arguments": {"path": "tuning.yaml", "content": SPEC}},
-            {"id": "c", "name": "end_step", "arguments": {"summary": "try"}},
-        ]}
+        return {
+            "tool_calls": [
+                {
+                    "id": "a",
+                    "name": "write_file",
+                    "arguments": {"path": "kernels.cu", "content": kernel_source(1.0, "// FAKE_COMPILE_ERROR\n")},
+                },
+                {"id": "b", "name": "write_file", "arguments": {"path": "tuning.yaml", "content": SPEC}},
+                {"id": "c", "name": "end_step", "arguments": {"summary": "try"}},
+            ]
+        }
 
     scenario = Scenario(strategies=["alpha"], author_script=author)
     finished = run(make_engine(mmul_dir, scenario.provider(), max_iter=10, n_strategies=1))
@@ -170,15 +195,23 @@ def test_malformed_tool_arguments_go_back_to_the_model(mmul_dir: Path) -> None:
         if index == 0:
             return {"tool_calls": [{"id": "x", "name": "write_file", "arguments": {}, "error": "not valid JSON"}]}
         if index == 1:
-            return {"tool_calls": [
-                {"id": "w1", "name": "write_file", "arguments": {"path": "kernels.cu", "content": kernel_source(1.5)}},
-                {"id": "w2", "name": "write_file", "arguments": {"path": "tuning.yaml", "content": SPEC}},
-                {"id": "w3", "name": "read_file", "arguments": {"path": "../../../etc/passwd"}},
-                {"id": "c1", "name": "check_compilation", "arguments": {}},
-            ]}
+            return {
+                "tool_calls": [
+                    {
+                        "id": "w1",
+                        "name": "write_file",
+                        "arguments": {"path": "kernels.cu", "content": kernel_source(1.5)},
+                    },
+                    {"id": "w2", "name": "write_file", "arguments": {"path": "tuning.yaml", "content": SPEC}},
+                    {"id": "w3", "name": "read_file", "arguments": {"path": "../../../etc/passwd"}},
+                    {"id": "c1", "name": "check_compilation", "arguments": {}},
+                ]
+            }
         return {"tool_calls": [{"id": "e", "name": "end_step", "arguments": {"summary": "ok"}}]}
 
-    scenario = Scenario(strategies=["alpha"], author_script=author, decide=lambda b, i: {"action": "stop", "reason": "x"})
+    scenario = Scenario(
+        strategies=["alpha"], author_script=author, decide=lambda b, i: {"action": "stop", "reason": "x"}
+    )
     provider = scenario.provider()
     run(make_engine(mmul_dir, provider, n_strategies=1))
     results = [m for r in provider.requests for m in r.messages if m.role == "tool"]
@@ -188,8 +221,11 @@ def test_malformed_tool_arguments_go_back_to_the_model(mmul_dir: Path) -> None:
 
 
 def test_one_failing_branch_never_cancels_its_siblings(mmul_dir: Path) -> None:
-    scenario = Scenario(strategies=["alpha", "beta"], fail_nodes={("b1-alpha", "plan")},
-                        decide=lambda b, i: {"action": "stop", "reason": "done"})
+    scenario = Scenario(
+        strategies=["alpha", "beta"],
+        fail_nodes={("b1-alpha", "plan")},
+        decide=lambda b, i: {"action": "stop", "reason": "done"},
+    )
     finished = run(make_engine(mmul_dir, scenario.provider(), n_strategies=2))
     ms = manifests(mmul_dir)
     assert ms["b1-alpha"].status == "failed" and "scripted failure" in (ms["b1-alpha"].error or "")
@@ -207,8 +243,9 @@ def test_master_failure_ends_the_run_with_one_message(mmul_dir: Path) -> None:
 def test_kill_pause_and_max_iter_through_the_control_surface(mmul_dir: Path) -> None:
     scenario = Scenario(strategies=["alpha", "beta", "gamma"])
     bus = EventBus()
-    engine = make_engine(mmul_dir, scenario.provider(), bus=bus, max_iter=4, n_strategies=3,
-                         tuner=FakeTuner(delay_s=0.05))
+    engine = make_engine(
+        mmul_dir, scenario.provider(), bus=bus, max_iter=4, n_strategies=3, tuner=FakeTuner(delay_s=0.05)
+    )
     layout = RunLayout(mmul_dir)
     done: list[str] = []
 

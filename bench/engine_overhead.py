@@ -1,0 +1,121 @@
+"""Engine overhead per iteration, with zero-latency fakes (target: <= 20 ms per iteration).
+
+The model is the scripted FAKE provider and the tuner is the FAKE tuner, both answering at
+once, so what is left is the engine itself: state files (atomic writes with fsync), call
+records, prompts, events, the run log and the scheduling of the branch tasks.
+
+    python bench/engine_overhead.py [--branches 8] [--iterations 10] [--repeats 3]
+
+Prints a table: wall time, iterations, ms per iteration (median of the repeats).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from cacao_tui.engine.engine import Engine  # noqa: E402
+from cacao_tui.engine.events import EventBus  # noqa: E402
+from cacao_tui.engine.scheduler import GpuScheduler  # noqa: E402
+from cacao_tui.fake_tuner import FakeTuner  # noqa: E402
+from cacao_tui.llm import ChatRequest, ScriptedProvider, TrackedLLM  # noqa: E402
+from cacao_tui.nodes.context import RunDeps  # noqa: E402
+from cacao_tui.settings import DEFAULTS  # noqa: E402
+from cacao_tui.store.layout import RunLayout  # noqa: E402
+from cacao_tui.store.state import GpuInfo, RunSettings  # noqa: E402
+from ktt.problem import load_problem  # noqa: E402
+
+SPEC = "tune_params:\n  P: [1, 2]\nlaunches:\n  - kernel: k\n    grid: {x: 1}\n    block: {x: P}\n"
+
+
+def respond(n_branches: int):
+    def answer(request: ChatRequest) -> object:
+        k = request.key
+        if k.node == "analyze":
+            return "analysis"
+        if k.node == "strategize":
+            items = [{"name": f"s{i}", "title": f"S{i}", "description": "d"} for i in range(n_branches)]
+            return json.dumps({"strategies": items})
+        if k.node in ("plan", "propose"):
+            return f"{k.node} text"
+        if k.node == "decide":
+            return json.dumps({"action": "continue", "reason": "more"})
+        if k.index == 0:
+            src = f'// FAKE_TIME_MS: {1.0 / (k.iteration or 1)}\nextern "C" __global__ void k(float* a) {{}}\n'
+            return {
+                "tool_calls": [
+                    {"id": "a", "name": "write_file", "arguments": {"path": "kernels.cu", "content": src}},
+                    {"id": "b", "name": "write_file", "arguments": {"path": "tuning.yaml", "content": SPEC}},
+                    {"id": "c", "name": "check_compilation", "arguments": {}},
+                ]
+            }
+        return {"tool_calls": [{"id": "e", "name": "end_step", "arguments": {"summary": "ok"}}]}
+
+    return answer
+
+
+async def one_run(problem_dir: Path, branches: int, iterations: int) -> tuple[float, int]:
+    problem = load_problem(problem_dir)
+    layout = RunLayout(problem.directory)
+    llm = TrackedLLM(ScriptedProvider(respond(branches)), record_root=layout.output)
+    settings = RunSettings(
+        max_iter=iterations, max_depth=0, n_strategies=branches, provider="scripted", model="scripted"
+    )
+    deps = RunDeps(
+        problem=problem,
+        layout=layout,
+        llm=llm,
+        tuner=FakeTuner(),
+        settings=settings,  # type: ignore[arg-type]
+        defaults=DEFAULTS,
+        gpu=GpuInfo(name="fake"),
+        devices=GpuScheduler([0]),
+    )
+    engine = Engine(deps, EventBus(), concurrency=branches)
+    start = time.perf_counter()
+    finished = await engine.run()
+    wall = time.perf_counter() - start
+    assert finished.status == "ok", finished
+    return wall, branches * iterations
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--branches", type=int, default=8)
+    ap.add_argument("--iterations", type=int, default=10)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    per_iter = []
+    walls = []
+    for _ in range(args.repeats):
+        with tempfile.TemporaryDirectory() as tmp:
+            target = Path(tmp) / "mmul"
+            shutil.copytree(ROOT / "problems" / "mmul", target, ignore=shutil.ignore_patterns("output", "archive"))
+            wall, n = asyncio.run(one_run(target, args.branches, args.iterations))
+            walls.append(wall)
+            per_iter.append(wall / n * 1000)
+    ms = statistics.median(per_iter)
+    print(f"{'branches':>9} {'iters':>6} {'wall s (median)':>16} {'ms/iteration':>13} {'target':>8} {'ok':>4}")
+    print(
+        f"{args.branches:>9} {args.branches * args.iterations:>6} {statistics.median(walls):>16.2f} "
+        f"{ms:>13.1f} {'<= 20':>8} {'yes' if ms <= 20 else 'NO':>4}"
+    )
+    print(
+        f"(repeats: {', '.join(f'{v:.1f}' for v in per_iter)} ms/iteration; one iteration = plan, authoring "
+        "(2 model calls, 3 tools, a compile check), tune, profile, propose, decide)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
