@@ -4,6 +4,7 @@ retries, failures, and the control surface (pause, kill, max_iter, retry)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from pathlib import Path
 
@@ -311,3 +312,54 @@ def test_new_best_events_rank_by_time(mmul_dir: Path) -> None:
     run(make_engine(mmul_dir, scenario.provider(), bus=bus, max_iter=3, n_strategies=1))
     assert [b.time_ms for b in bests] == [3.0, 1.0]
     assert manifests(mmul_dir)["b1-alpha"].best.iteration == 2  # type: ignore[union-attr]
+
+
+class RecordingTuner(FakeTuner):
+    """The FAKE tuner, noting which device each tuning ran on and when."""
+
+    def __init__(self) -> None:
+        super().__init__(delay_s=0.2)
+        self.spans: list[tuple[int, float, float]] = []
+
+    async def tune(self, request, on_progress):  # type: ignore[no-untyped-def]
+        start = asyncio.get_running_loop().time()
+        summary = await super().tune(request, on_progress)
+        self.spans.append((request.device, start, asyncio.get_running_loop().time()))
+        return summary
+
+
+def test_gpu_steps_are_serialised_per_device_and_spread_over_devices(mmul_dir: Path) -> None:
+    from cacao_tui.engine.scheduler import GpuScheduler
+
+    scenario = Scenario(strategies=["a", "b", "c", "d"], decide=lambda b, i: {"action": "stop", "reason": "x"})
+    tuner = RecordingTuner()
+    engine = make_engine(mmul_dir, scenario.provider(), tuner=tuner, n_strategies=4)
+    engine.deps.devices = GpuScheduler([0, 1])
+    run(engine)
+    assert {d for d, _, _ in tuner.spans} == {0, 1}
+    for device in (0, 1):
+        spans = sorted((s, e) for d, s, e in tuner.spans if d == device)
+        assert all(a_end <= b_start + 1e-6 for (_, a_end), (b_start, _) in itertools.pairwise(spans))
+    # Two devices: some tuning ran at the same time on different GPUs.
+    overlap = any(s0 < e1 and s1 < e0 for d0, s0, e0 in tuner.spans for d1, s1, e1 in tuner.spans if d0 != d1)
+    assert overlap
+
+
+def test_single_shot_path(mmul_dir: Path) -> None:
+    scenario = Scenario(strategies=["alpha"], decide=lambda b, i: {"action": "stop", "reason": "x"})
+    original = scenario.respond
+
+    def respond(request):  # type: ignore[no-untyped-def]
+        node = request.key.node
+        if node == "implement":
+            return "Here it is:\n```cuda\n" + kernel_source(0.75) + "```\n"
+        if node == "configure":
+            return "```yaml\n" + SPEC + "```"
+        return original(request)
+
+    scenario.respond = respond  # type: ignore[method-assign]
+    provider = scenario.provider()
+    run(make_engine(mmul_dir, provider, n_strategies=1, single_shot=True))
+    nodes = {r.key.node for r in provider.requests}
+    assert {"implement", "configure"} <= nodes and "author" not in nodes
+    assert manifests(mmul_dir)["b1-alpha"].best.time_ms == 0.75  # type: ignore[union-attr]
