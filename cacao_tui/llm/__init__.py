@@ -1,0 +1,54 @@
+"""The LLM layer: one interface for chat with tools and structured output, four provider
+adapters (anthropic, openai/cerit, gemini) on their official SDKs, replay of recorded
+runs, and a scripted fake for tests. No SDK is imported until its provider is built.
+
+    load_env(problem_dir)
+    choice = select_provider(cli_provider, cli_model)
+    llm = create_llm(choice, record_root=output_dir, budget_usd=..., replay_from=..., on_call=...)
+    resp = await llm.chat(messages, tools, ctx=CallContext(branch, iteration, "author"))
+    plan = await llm.structured(messages, Plan, ctx=CallContext(branch, iteration, "plan"))
+"""
+
+from cacao_tui.llm.env import load_env
+from cacao_tui.llm.errors import BudgetExceeded, LLMError, ProviderError, ReplayMismatch
+from cacao_tui.llm.factory import create_llm
+from cacao_tui.llm.models_table import DEFAULT_MODELS, Price, price_for
+from cacao_tui.llm.provider import ChatRequest, Provider
+from cacao_tui.llm.recording import CallRecord, recording_path
+from cacao_tui.llm.retry import RetryPolicy
+from cacao_tui.llm.scripted import ScriptedProvider
+from cacao_tui.llm.selection import ProviderChoice, select_provider
+from cacao_tui.llm.tracked import RetryNotice, TrackedLLM
+from cacao_tui.llm.types import CallContext, CallKey, ChatResponse, Message, ToolCall, ToolSpec, Usage
+from cacao_tui.llm.usage import UsageSum, UsageTotals
+
+__all__ = [
+    "DEFAULT_MODELS",
+    "BudgetExceeded",
+    "CallContext",
+    "CallKey",
+    "CallRecord",
+    "ChatRequest",
+    "ChatResponse",
+    "LLMError",
+    "Message",
+    "Price",
+    "Provider",
+    "ProviderChoice",
+    "ProviderError",
+    "ReplayMismatch",
+    "RetryNotice",
+    "RetryPolicy",
+    "ScriptedProvider",
+    "ToolCall",
+    "ToolSpec",
+    "TrackedLLM",
+    "Usage",
+    "UsageSum",
+    "UsageTotals",
+    "create_llm",
+    "load_env",
+    "price_for",
+    "recording_path",
+    "select_provider",
+]

@@ -1,0 +1,245 @@
+"""Gemini generateContent with function calling, through the official ``google-genai`` SDK.
+
+The SDK is imported when the provider is built. Its retries are off (one attempt);
+automatic function calling is off (the engine runs the tools). The endpoint comes from
+``GOOGLE_GEMINI_BASE_URL``, which google-genai reads itself; we pass it explicitly as
+``http_options.base_url`` when the selection found it, so a .env value counts too.
+The model's content is kept verbatim in ``provider_data`` and sent back on the next
+turn, because Gemini 3 models reject function-call history without its thought
+signatures.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from cacao_tui.llm.errors import ProviderError
+from cacao_tui.llm.provider import ChatRequest
+from cacao_tui.llm.retry import is_retryable_status, parse_retry_after
+from cacao_tui.llm.tool_arguments import parse_tool_arguments
+from cacao_tui.llm.types import ChatResponse, Message, StopReason, ToolCall, ToolSpec, Usage
+
+CONTENT_KEY = "gemini_content"
+SYNTHETIC_ID_PREFIX = "gemini-call-"  # ids we invent when the API sends none; never sent back
+EMPTY_TURN = "(no reply)"
+
+_FINISH_REASONS: dict[str, StopReason] = {"STOP": "end", "MAX_TOKENS": "max_tokens"}
+_DURATION = re.compile(r"^\s*([0-9.]+)s\s*$")
+
+
+class GeminiProvider:
+    name = "gemini"
+
+    def __init__(self, model: str, *, api_key: str, base_url: str | None = None, timeout_s: float = 600.0) -> None:
+        from google import genai
+        from google.genai import errors, types
+
+        self._types = types
+        self._errors = errors
+        self.model = model
+        http_options = types.HttpOptions(
+            timeout=max(1, int(timeout_s * 1000)),  # milliseconds
+            retry_options=types.HttpRetryOptions(attempts=1),
+        )
+        if base_url:
+            http_options.base_url = base_url
+        self._client = genai.Client(api_key=api_key, vertexai=False, http_options=http_options)
+        self._transport_errors = _transport_error_types()
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        types = self._types
+        system, contents = to_gemini_contents(request.messages, request.system, types)
+        config: dict[str, Any] = {
+            "max_output_tokens": request.max_tokens,
+            "automatic_function_calling": types.AutomaticFunctionCallingConfig(disable=True),
+        }
+        if system:
+            config["system_instruction"] = system
+        if request.tools:
+            config["tools"] = [types.Tool(function_declarations=[to_gemini_function(t, types) for t in request.tools])]
+        elif request.json_output:
+            config["response_mime_type"] = "application/json"
+        try:
+            response = await self._client.aio.models.generate_content(
+                model=self.model, contents=contents, config=types.GenerateContentConfig(**config)
+            )
+        except self._errors.APIError as exc:
+            raise _status_error(exc) from None
+        except self._transport_errors as exc:
+            raise _transport_error(exc) from None
+        return from_gemini_response(response, self.model)
+
+    async def aclose(self) -> None:
+        close = getattr(self._client.aio, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def _transport_error_types() -> tuple[type[BaseException], ...]:
+    found: list[type[BaseException]] = []
+    for module_name in ("httpx2", "httpx"):
+        try:
+            module = __import__(module_name)
+        except ImportError:
+            continue
+        found.append(module.TransportError)
+    return tuple(found) or (OSError,)
+
+
+def _transport_error(exc: BaseException) -> ProviderError:
+    if "timeout" in type(exc).__name__.lower():
+        return ProviderError("request timed out", kind="timeout", retryable=True)
+    return ProviderError(f"connection failed: {type(exc).__name__}: {exc}", kind="connection", retryable=True)
+
+
+def _retry_delay_from_body(details: Any) -> float | None:
+    """Gemini puts the wait in the error body (google.rpc.RetryInfo), not in a header."""
+    error = details.get("error", details) if isinstance(details, dict) else None
+    for item in (error or {}).get("details", []) if isinstance(error, dict) else []:
+        if isinstance(item, dict) and str(item.get("@type", "")).endswith("RetryInfo"):
+            match = _DURATION.match(str(item.get("retryDelay", "")))
+            if match:
+                return float(match.group(1))
+    return None
+
+
+def _status_error(exc: Any) -> ProviderError:
+    status = int(getattr(exc, "code", 0) or 0)
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    retry_after = parse_retry_after(dict(headers) if headers is not None else None)
+    if retry_after is None:
+        retry_after = _retry_delay_from_body(getattr(exc, "details", None))
+    message = getattr(exc, "message", None) or str(exc)
+    status_name = getattr(exc, "status", None)
+    text = f"HTTP {status}" + (f" {status_name}" if status_name else "") + f": {' '.join(str(message).split())[:300]}"
+    if status in (401, 403) or (status == 400 and "API key" in str(message)):
+        text += " (check GEMINI_API_KEY / GOOGLE_API_KEY)"
+    return ProviderError(text, status=status, retryable=is_retryable_status(status), retry_after_s=retry_after)
+
+
+def to_gemini_function(tool: ToolSpec, types: Any) -> Any:
+    return types.FunctionDeclaration(
+        name=tool.name, description=tool.description, parameters_json_schema=tool.parameters
+    )
+
+
+def to_gemini_contents(messages: list[Message], system: str | None, types: Any) -> tuple[str | None, list[Any]]:
+    """System instruction and contents; tool results become function responses in user
+    turns (a failed one is sent under ``error``), consecutive same-role turns are merged."""
+    systems = [system] if system else []
+    names: dict[str, str] = {}
+    contents: list[Any] = []
+
+    def add(role: str, parts: list[Any]) -> None:
+        if contents and contents[-1].role == role:
+            contents[-1].parts.extend(parts)
+        else:
+            contents.append(types.Content(role=role, parts=list(parts)))
+
+    for m in messages:
+        if m.role == "system":
+            if m.content:
+                systems.append(m.content)
+        elif m.role == "user":
+            add("user", [types.Part(text=m.content or EMPTY_TURN)])
+        elif m.role == "assistant":
+            for call in m.tool_calls:
+                names[call.id] = call.name
+            add("model", _model_parts(m, types))
+        else:
+            name = names.get(m.tool_call_id or "", "")
+            content = m.content or "(no output)"
+            if not name:  # the answer to a malformed call that has no function_call part
+                add("user", [types.Part(text=f"Error in your previous function call: {content}")])
+                continue
+            call_id = None if (m.tool_call_id or "").startswith(SYNTHETIC_ID_PREFIX) else m.tool_call_id
+            payload = {"error": content} if m.is_error else {"output": content}
+            response = types.FunctionResponse(id=call_id, name=name, response=payload)
+            add("user", [types.Part(function_response=response)])
+    return ("\n\n".join(systems) or None), contents
+
+
+def _model_parts(m: Message, types: Any) -> list[Any]:
+    raw = (m.provider_data or {}).get(CONTENT_KEY)
+    parts: list[Any] = []
+    if isinstance(raw, dict):
+        content = types.Content.model_validate(raw)
+        parts = list(content.parts or [])
+    else:
+        if m.content:
+            parts.append(types.Part(text=m.content))
+        for call in m.tool_calls:
+            if call.name:
+                call_id = None if call.id.startswith(SYNTHETIC_ID_PREFIX) else call.id
+                parts.append(
+                    types.Part(function_call=types.FunctionCall(id=call_id, name=call.name, args=call.arguments))
+                )
+    if any(not c.name for c in m.tool_calls):
+        parts.append(types.Part(text="(I attempted a function call that was malformed.)"))
+    return parts or [types.Part(text=EMPTY_TURN)]
+
+
+def from_gemini_response(response: Any, model: str) -> ChatResponse:
+    candidates = getattr(response, "candidates", None) or []
+    meta = getattr(response, "usage_metadata", None)
+    usage = Usage(
+        input_tokens=getattr(meta, "prompt_token_count", 0) or 0,
+        output_tokens=(getattr(meta, "candidates_token_count", 0) or 0)
+        + (getattr(meta, "thoughts_token_count", 0) or 0),
+        cached_tokens=getattr(meta, "cached_content_token_count", 0) or 0,
+    )
+    model_name = getattr(response, "model_version", None) or model
+    if not candidates:
+        feedback = getattr(response, "prompt_feedback", None)
+        reason = getattr(feedback, "block_reason", None)
+        raw = f"PROMPT_BLOCKED:{_enum_name(reason)}" if reason else "NO_CANDIDATES"
+        return ChatResponse(stop_reason="other", raw_stop_reason=raw, usage=usage, model=model_name)
+    candidate = candidates[0]
+    content = getattr(candidate, "content", None)
+    parts = list(getattr(content, "parts", None) or [])
+    text = "".join(p.text for p in parts if getattr(p, "text", None) and not getattr(p, "thought", False))
+    calls: list[ToolCall] = []
+    for p in parts:
+        fc = getattr(p, "function_call", None)
+        if fc is None:
+            continue
+        arguments, error = parse_tool_arguments(fc.args)
+        call_id = fc.id or f"{SYNTHETIC_ID_PREFIX}{len(calls)}"
+        calls.append(ToolCall(id=call_id, name=fc.name or "", arguments=arguments, error=error))
+    raw_reason = _enum_name(getattr(candidate, "finish_reason", None))
+    stop = _FINISH_REASONS.get(raw_reason, "other")
+    if raw_reason == "MALFORMED_FUNCTION_CALL":
+        message = getattr(candidate, "finish_message", None) or "the function call could not be parsed"
+        calls.append(
+            ToolCall(
+                id=f"{SYNTHETIC_ID_PREFIX}malformed-{len(calls)}",
+                name="",
+                error=(
+                    f"your function call was malformed and was not run: {message}. "
+                    "Call the tool again with valid JSON arguments."
+                ),
+            )
+        )
+        stop = "tool_use"
+    elif calls and stop == "end":
+        stop = "tool_use"
+    provider_data = None
+    if content is not None and parts:
+        provider_data = {CONTENT_KEY: content.model_dump(mode="json", exclude_none=True)}
+    return ChatResponse(
+        text=text,
+        tool_calls=calls,
+        stop_reason=stop,
+        raw_stop_reason=raw_reason or None,
+        usage=usage,
+        model=model_name,
+        provider_data=provider_data,
+    )
+
+
+def _enum_name(value: Any) -> str:
+    if value is None:
+        return ""
+    return str(getattr(value, "value", None) or getattr(value, "name", None) or value)

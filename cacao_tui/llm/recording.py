@@ -1,0 +1,108 @@
+"""Every call saved as JSON beside the iteration that made it.
+
+Layout under the run's output directory (``record_root``)::
+
+    branches/<branch>/iter<N>/llm/<node>_<index:03d>.json   a branch's iteration
+    branches/<branch>/llm/<node>_<index:03d>.json           a branch call outside an iteration
+    llm/<node>_<index:03d>.json                             the master (analyze, strategize)
+    iter<N>/llm/<node>_<index:03d>.json                     (no branch but an iteration: unused today)
+
+Each file is one ``CallRecord``, written atomically; the UI reads them as they appear.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from cacao_tui.llm.errors import LLMError
+from cacao_tui.llm.types import CallKey, ChatResponse, Message, ToolSpec, Usage
+from cacao_tui.store.atomic import write_model
+
+RECORD_SCHEMA_VERSION = 1
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+_RECORD_FILE = re.compile(r"^(?P<node>.+)_(?P<index>\d{3,})\.json$")
+
+
+class AttemptRecord(BaseModel):
+    """One failed attempt that was retried (or was the last one)."""
+
+    started_at: float
+    latency_s: float
+    error: str
+    kind: str = "http"
+    status: int | None = None
+    retry_after_s: float | None = None
+    delay_s: float | None = None  # the wait before the next attempt; None when none followed
+
+
+class CallRecord(BaseModel):
+    """A call as recorded: the request, the response or final error, tokens, cost, attempts."""
+
+    model_config = ConfigDict(extra="ignore")
+    schema_version: int = RECORD_SCHEMA_VERSION
+    branch: str | None = None
+    iteration: int | None = None
+    node: str
+    index: int
+    purpose: str = "chat"  # chat | structured | reask
+    provider: str
+    model: str
+    started_at: float = Field(default_factory=time.time)
+    latency_s: float = 0.0  # the whole call, retries and waits included
+    system: str | None = None
+    messages: list[Message] = Field(default_factory=list)
+    tools: list[ToolSpec] = Field(default_factory=list)
+    max_tokens: int | None = None
+    response: ChatResponse | None = None
+    usage: Usage = Field(default_factory=Usage)
+    error: str | None = None
+    retries: int = 0
+    attempts: list[AttemptRecord] = Field(default_factory=list)
+    path: Path | None = Field(default=None, exclude=True)  # where it was written; not saved
+
+    @property
+    def key(self) -> CallKey:
+        return CallKey(self.branch, self.iteration, self.node, self.index)
+
+
+def safe_node_name(node: str) -> str:
+    return _UNSAFE.sub("_", node) or "call"
+
+
+def recording_path(record_root: Path, key: CallKey) -> Path:
+    base = Path(record_root)
+    if key.branch is not None:
+        base = base / "branches" / key.branch
+    if key.iteration is not None:
+        base = base / f"iter{key.iteration}"
+    return base / "llm" / f"{safe_node_name(key.node)}_{key.index:03d}.json"
+
+
+def write_record(record_root: Path, record: CallRecord) -> Path:
+    path = recording_path(record_root, record.key)
+    write_model(path, record)
+    record.path = path
+    return path
+
+
+def record_files(output_dir: Path) -> list[Path]:
+    """Every call record under a run's output directory (any depth, in ``llm/`` folders)."""
+    return sorted(p for p in Path(output_dir).rglob("*.json") if p.parent.name == "llm" and _RECORD_FILE.match(p.name))
+
+
+def read_record(path: Path) -> CallRecord:
+    try:
+        record = CallRecord.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, ValidationError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise LLMError(f"cannot read LLM call record {path}: {first}") from None
+    record.path = path
+    return record
+
+
+def read_records(output_dir: Path) -> list[CallRecord]:
+    return sorted((read_record(p) for p in record_files(output_dir)), key=lambda r: r.key.sort_key())

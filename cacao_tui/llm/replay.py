@@ -1,0 +1,76 @@
+"""``--provider replay``: serve a recorded run's responses, keyed by
+(branch, iteration, node, index). Imports no SDK and costs nothing.
+
+The source is a run's output directory (or an archived ``archive/output_N``), whose
+``llm/`` records are read, or a session file (see ``session_file``). Tool calls in the
+responses are executed for real by the engine, so a replay rebuilds the run's files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cacao_tui.llm.errors import LLMError, ReplayMismatch
+from cacao_tui.llm.provider import ChatRequest
+from cacao_tui.llm.recording import read_records
+from cacao_tui.llm.session_file import SessionEntry, entry_from_record, read_session_file
+from cacao_tui.llm.types import CallKey, ChatResponse
+
+
+def load_replay_source(source: Path) -> dict[CallKey, SessionEntry]:
+    source = Path(source)
+    if source.is_dir():
+        records = read_records(source)
+        if not records:
+            raise LLMError(f"replay source {source} holds no LLM call records (llm/*.json)")
+        return {r.key: entry_from_record(r) for r in records}
+    if source.is_file():
+        entries = read_session_file(source)
+        if not entries:
+            raise LLMError(f"replay session file {source} holds no calls")
+        return entries
+    raise LLMError(
+        f"replay source not found: {source} (pass --from a run's output directory, an archive/output_N "
+        "directory, or a session .jsonl file)"
+    )
+
+
+class ReplayProvider:
+    """Answers each call with the recorded response for its key; a missing key is a
+    ``ReplayMismatch`` naming the key and the source."""
+
+    name = "replay"
+
+    def __init__(self, source: Path, *, model: str | None = None) -> None:
+        self.source = Path(source)
+        self._entries = load_replay_source(self.source)
+        first = next(iter(self._entries.values()))
+        recorded_model = first.response.model if first.response is not None else ""
+        self.model = model or recorded_model or "replay"
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        entry = self._entries.get(request.key)
+        if entry is None:
+            raise ReplayMismatch(
+                f"replay: no recorded call for {request.key} in {self.source}{self._hint(request.key)}"
+            )
+        if entry.response is None:
+            raise LLMError(f"replay: the recorded call for {request.key} failed: {entry.error}")
+        return entry.response.model_copy(deep=True)
+
+    def _hint(self, key: CallKey) -> str:
+        same_node = sorted(
+            k.index for k in self._entries if (k.branch, k.iteration, k.node) == (key.branch, key.iteration, key.node)
+        )
+        if same_node:
+            return f" (recorded calls of this node: {', '.join(map(str, same_node))})"
+        nodes = sorted({k.node for k in self._entries if (k.branch, k.iteration) == (key.branch, key.iteration)})
+        if nodes:
+            return f" (recorded nodes here: {', '.join(nodes)})"
+        return " (nothing recorded for this branch and iteration)"
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,62 @@
+"""Running token and cost totals: per run, per branch, per (branch, iteration, node)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from cacao_tui.llm.types import Usage
+
+NodeKey = tuple[str | None, int | None, str]
+
+
+@dataclass
+class UsageSum:
+    calls: int = 0
+    failed_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def add(self, usage: Usage | None, *, failed: bool = False) -> None:
+        self.calls += 1
+        if failed:
+            self.failed_calls += 1
+        if usage is None:
+            return
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.cached_tokens += usage.cached_tokens
+        self.cache_write_tokens += usage.cache_write_tokens
+        self.cost_usd += usage.cost_usd
+
+
+@dataclass
+class UsageTotals:
+    """``run`` is everything; ``by_branch`` is keyed by branch name (None for the master);
+    ``by_node`` by (branch, iteration, node)."""
+
+    run: UsageSum = field(default_factory=UsageSum)
+    by_branch: dict[str | None, UsageSum] = field(default_factory=dict)
+    by_node: dict[NodeKey, UsageSum] = field(default_factory=dict)
+
+    def add(self, branch: str | None, iteration: int | None, node: str, usage: Usage | None, *, failed: bool) -> None:
+        self.run.add(usage, failed=failed)
+        self.by_branch.setdefault(branch, UsageSum()).add(usage, failed=failed)
+        self.by_node.setdefault((branch, iteration, node), UsageSum()).add(usage, failed=failed)
+
+    def branch(self, name: str | None) -> UsageSum:
+        return self.by_branch.get(name, UsageSum())
+
+    def node(self, branch: str | None, iteration: int | None, node: str) -> UsageSum:
+        return self.by_node.get((branch, iteration, node), UsageSum())
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary (for final_results.json or the UI)."""
+        return {
+            "run": asdict(self.run),
+            "branches": {("" if b is None else b): asdict(s) for b, s in self.by_branch.items()},
+            "nodes": [{"branch": b, "iteration": i, "node": n, **asdict(s)} for (b, i, n), s in self.by_node.items()],
+        }

@@ -1,0 +1,333 @@
+"""Loopback HTTP servers that speak each provider's wire protocol, for tests.
+
+A ``WireServer`` answers POSTs from a queue of scripted ``Reply`` objects (the last
+``repeat`` reply answers everything after the queue runs dry) and keeps every request.
+The ``Dialect`` classes build bodies in the Anthropic Messages, OpenAI Chat Completions
+and Gemini generateContent formats, and build a real SDK-backed provider pointed at the
+server. Nothing leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from cacao_tui.llm import ProviderChoice
+from cacao_tui.llm.factory import build_provider
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+
+
+@dataclass
+class Seen:
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+
+class WireServer:
+    def __init__(self) -> None:
+        self.replies: deque[Reply] = deque()
+        self.repeat: Reply | None = None
+        self.requests: list[Seen] = []
+        self._lock = threading.Lock()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output quiet
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = raw.decode("utf-8", "replace")
+                reply = owner._next(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                if reply.delay_s:
+                    time.sleep(reply.delay_s)
+                payload = json.dumps(reply.body).encode() if not isinstance(reply.body, bytes) else reply.body
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(payload)))
+                    for k, v in reply.headers.items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
+
+        self._server = _Server(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+
+    def _next(self, seen: Seen) -> Reply:
+        with self._lock:
+            self.requests.append(seen)
+            if self.replies:
+                return self.replies.popleft()
+            if self.repeat is not None:
+                return self.repeat
+        return Reply(500, {"error": {"message": "no scripted reply left"}})
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def push(self, *replies: Reply) -> None:
+        with self._lock:
+            self.replies.extend(replies)
+
+    def start(self) -> WireServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+# -- dialects ----------------------------------------------------------------------------
+
+
+class Dialect:
+    """One provider's wire format. ``provider`` is the name given to create_llm."""
+
+    provider: str
+    model: str
+    key_var: str
+
+    def build(self, server: WireServer, timeout_s: float = 10.0) -> Any:
+        choice = ProviderChoice(self.provider, self.model, "test", self.key_var, base_url=self.base_url(server))
+        return build_provider(choice, timeout_s=timeout_s, env={self.key_var: "test-key"})
+
+    def base_url(self, server: WireServer) -> str:
+        return server.url
+
+    def text(self, text: str, *, truncated: bool = False, usage: tuple[int, int, int] = (100, 20, 0)) -> Reply:
+        raise NotImplementedError
+
+    def tool_call(
+        self, name: str, arguments: dict[str, Any], call_id: str = "call_1", truncated: bool = False
+    ) -> Reply:
+        raise NotImplementedError
+
+    def malformed_tool_call(self, name: str) -> Reply:
+        raise NotImplementedError
+
+    def error(self, status: int, message: str, headers: dict[str, str] | None = None) -> Reply:
+        raise NotImplementedError
+
+    # What the client sent.
+    def sent_tool_names(self, body: dict[str, Any]) -> list[str]:
+        raise NotImplementedError
+
+    def sent_tool_results(self, body: dict[str, Any]) -> list[tuple[str | None, str, bool]]:
+        """(call id, content, is_error) of every tool result in a request."""
+        raise NotImplementedError
+
+    def sent_texts(self, body: dict[str, Any]) -> list[str]:
+        """Text of every user / system turn in a request (re-ask reminders land here)."""
+        raise NotImplementedError
+
+
+class AnthropicDialect(Dialect):
+    provider, model, key_var = "anthropic", "claude-sonnet-5-5", "ANTHROPIC_API_KEY"
+
+    def _message(self, content: list[dict[str, Any]], stop: str, usage: tuple[int, int, int]) -> Reply:
+        fresh, out, cached = usage
+        return Reply(
+            body={
+                "id": "msg_test",
+                "type": "message",
+                "role": "assistant",
+                "model": self.model,
+                "content": content,
+                "stop_reason": stop,
+                "stop_sequence": None,
+                "usage": {"input_tokens": fresh, "output_tokens": out, "cache_read_input_tokens": cached},
+            }
+        )
+
+    def text(self, text, *, truncated=False, usage=(100, 20, 0)):
+        return self._message([{"type": "text", "text": text}], "max_tokens" if truncated else "end_turn", usage)
+
+    def tool_call(self, name, arguments, call_id="call_1", truncated=False):
+        block = {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
+        return self._message(
+            [{"type": "text", "text": "Let me look."}, block], "max_tokens" if truncated else "tool_use", (100, 20, 0)
+        )
+
+    def malformed_tool_call(self, name):
+        # The input arrives as a string that is not JSON.
+        block = {"type": "tool_use", "id": "call_bad", "name": name, "input": '{"path": "a.cu",'}
+        return self._message([block], "tool_use", (100, 20, 0))
+
+    def error(self, status, message, headers=None):
+        kinds = {429: "rate_limit_error", 500: "api_error", 401: "authentication_error", 529: "overloaded_error"}
+        body = {"type": "error", "error": {"type": kinds.get(status, "api_error"), "message": message}}
+        return Reply(status, body, headers or {})
+
+    def sent_tool_names(self, body):
+        return [t["name"] for t in body.get("tools", [])]
+
+    def sent_tool_results(self, body):
+        out = []
+        for turn in body["messages"]:
+            for block in turn["content"] if isinstance(turn["content"], list) else []:
+                if block.get("type") == "tool_result":
+                    out.append((block["tool_use_id"], block["content"], bool(block.get("is_error"))))
+        return out
+
+    def sent_texts(self, body):
+        texts = [b["text"] for b in body.get("system", [])]
+        for turn in body["messages"]:
+            if turn["role"] == "user":
+                texts += [b["text"] for b in turn["content"] if b.get("type") == "text"]
+        return texts
+
+
+class OpenAIDialect(Dialect):
+    provider, model, key_var = "openai", "gpt-6.1-sol", "OPENAI_API_KEY"
+
+    def base_url(self, server):
+        return server.url + "/v1"
+
+    def _completion(self, message: dict[str, Any], finish: str, usage: tuple[int, int, int]) -> Reply:
+        prompt, out, cached = usage
+        return Reply(
+            body={
+                "id": "chatcmpl-test",
+                "object": "chat.completion",
+                "created": 1700000000,
+                "model": self.model,
+                "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}],
+                "usage": {
+                    "prompt_tokens": prompt + cached,
+                    "completion_tokens": out,
+                    "total_tokens": prompt + cached + out,
+                    "prompt_tokens_details": {"cached_tokens": cached},
+                },
+            }
+        )
+
+    def text(self, text, *, truncated=False, usage=(100, 20, 0)):
+        return self._completion({"content": text}, "length" if truncated else "stop", usage)
+
+    def _call(self, call_id: str, name: str, arguments: str) -> dict[str, Any]:
+        return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+    def tool_call(self, name, arguments, call_id="call_1", truncated=False):
+        raw = json.dumps(arguments)
+        if truncated:
+            raw = raw[: len(raw) // 2]
+        message = {"content": None, "tool_calls": [self._call(call_id, name, raw)]}
+        return self._completion(message, "length" if truncated else "tool_calls", (100, 20, 0))
+
+    def malformed_tool_call(self, name):
+        message = {"content": None, "tool_calls": [self._call("call_bad", name, '{"path": "a.cu",')]}
+        return self._completion(message, "tool_calls", (100, 20, 0))
+
+    def error(self, status, message, headers=None):
+        return Reply(status, {"error": {"message": message, "type": "server_error", "code": None}}, headers or {})
+
+    def sent_tool_names(self, body):
+        return [t["function"]["name"] for t in body.get("tools", [])]
+
+    def sent_tool_results(self, body):
+        return [
+            (m["tool_call_id"], m["content"], m["content"].startswith("Error"))
+            for m in body["messages"]
+            if m["role"] == "tool"
+        ]
+
+    def sent_texts(self, body):
+        return [m["content"] for m in body["messages"] if m["role"] in ("user", "system")]
+
+
+class CeritDialect(OpenAIDialect):
+    provider, model, key_var = "cerit", "qwen3.5", "CERIT_API_KEY"
+
+
+class GeminiDialect(Dialect):
+    provider, model, key_var = "gemini", "gemini-3.1-pro-preview", "GEMINI_API_KEY"
+
+    def _response(self, parts: list[dict[str, Any]] | None, finish: str, usage=(100, 20, 0), **extra: Any) -> Reply:
+        prompt, out, cached = usage
+        candidate: dict[str, Any] = {"finishReason": finish, "index": 0, **extra}
+        if parts is not None:
+            candidate["content"] = {"role": "model", "parts": parts}
+        return Reply(
+            body={
+                "candidates": [candidate],
+                "usageMetadata": {
+                    "promptTokenCount": prompt + cached,
+                    "candidatesTokenCount": out,
+                    "cachedContentTokenCount": cached,
+                    "totalTokenCount": prompt + cached + out,
+                },
+                "modelVersion": self.model,
+            }
+        )
+
+    def text(self, text, *, truncated=False, usage=(100, 20, 0)):
+        return self._response([{"text": text}], "MAX_TOKENS" if truncated else "STOP", usage)
+
+    def tool_call(self, name, arguments, call_id="call_1", truncated=False):
+        part = {"functionCall": {"id": call_id, "name": name, "args": arguments}, "thoughtSignature": "c2lnbmF0dXJl"}
+        return self._response([part], "MAX_TOKENS" if truncated else "STOP")
+
+    def malformed_tool_call(self, name):
+        return self._response(None, "MALFORMED_FUNCTION_CALL", finishMessage=f"Malformed function call: {name}(path=")
+
+    def error(self, status, message, headers=None):
+        names = {429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 401: "UNAUTHENTICATED", 503: "UNAVAILABLE"}
+        body = {"error": {"code": status, "message": message, "status": names.get(status, "UNKNOWN")}}
+        return Reply(status, body, headers or {})
+
+    def sent_tool_names(self, body):
+        return [f["name"] for t in body.get("tools", []) for f in t.get("functionDeclarations", [])]
+
+    def sent_tool_results(self, body):
+        out = []
+        for content in body["contents"]:
+            for part in content.get("parts", []):
+                fr = part.get("functionResponse")
+                if fr:
+                    response = fr.get("response", {})
+                    is_error = "error" in response
+                    out.append((fr.get("id"), response.get("error", response.get("output")), is_error))
+        return out
+
+    def sent_texts(self, body):
+        texts = [p["text"] for p in (body.get("systemInstruction") or {}).get("parts", []) if "text" in p]
+        for content in body["contents"]:
+            if content.get("role") == "user":
+                texts += [p["text"] for p in content.get("parts", []) if "text" in p]
+        return texts
+
+
+DIALECTS: dict[str, Dialect] = {
+    "anthropic": AnthropicDialect(),
+    "openai": OpenAIDialect(),
+    "cerit": CeritDialect(),
+    "gemini": GeminiDialect(),
+}
