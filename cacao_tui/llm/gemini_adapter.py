@@ -11,6 +11,7 @@ signatures.
 
 from __future__ import annotations
 
+import importlib
 import re
 from typing import Any
 
@@ -80,7 +81,7 @@ def _transport_error_types() -> tuple[type[BaseException], ...]:
     found: list[type[BaseException]] = []
     for module_name in ("httpx2", "httpx"):
         try:
-            module = __import__(module_name)
+            module = importlib.import_module(module_name)
         except ImportError:
             continue
         found.append(module.TransportError)

@@ -266,9 +266,7 @@ class TrackedLLM:
                 break
             delay = wait if wait is not None else policy.backoff_s(attempt)
             record.attempts[-1].delay_s = delay
-            log.warning(
-                "LLM %s call %s failed (%s); retry %d in %.1f s", self.provider, key, failure, attempt + 1, delay
-            )
+            log.info("LLM %s call %s failed (%s); retry %d in %.1f s", self.provider, key, failure, attempt + 1, delay)
             self._notify_retry(RetryNotice(key, self.provider, attempt + 1, delay, str(failure), failure.status))
             await policy.sleep(delay)
 
