@@ -148,10 +148,14 @@ def from_openai_completion(completion: Any, model: str) -> ChatResponse:
     stop = _FINISH_REASONS.get(raw_reason, "other")
     if calls and stop == "end":
         stop = "tool_use"
+    text = _text_of(message.content)
+    refusal = getattr(message, "refusal", None)
+    if refusal and not text and not calls:
+        text, stop, raw_reason = str(refusal), "other", "refusal"
     usage = getattr(completion, "usage", None)
     details = getattr(usage, "prompt_tokens_details", None)
     return ChatResponse(
-        text=message.content or "",
+        text=text,
         tool_calls=calls,
         stop_reason=stop,
         raw_stop_reason=raw_reason or None,
@@ -162,3 +166,14 @@ def from_openai_completion(completion: Any, model: str) -> ChatResponse:
         ),
         model=getattr(completion, "model", None) or model,
     )
+
+
+def _text_of(content: Any) -> str:
+    """Message content as text; a few compatible servers send a list of parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+    return str(content)

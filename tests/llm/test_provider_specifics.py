@@ -120,3 +120,17 @@ def test_openai_official_endpoint_uses_max_completion_tokens() -> None:
 
     assert OpenAIProvider("gpt-6.1-sol", api_key="k")._token_param == "max_completion_tokens"
     assert OpenAIProvider("m", api_key="k", base_url="http://localhost:8000/v1")._token_param == "max_tokens"
+
+
+def test_openai_refusal_and_list_content() -> None:
+    from types import SimpleNamespace as NS
+
+    from cacao_tui.llm.openai_adapter import from_openai_completion
+
+    def completion(message: NS, finish: str = "stop") -> NS:
+        return NS(choices=[NS(message=message, finish_reason=finish)], usage=None, model="m")
+
+    refused = from_openai_completion(completion(NS(content=None, refusal="I can't help", tool_calls=None)), "m")
+    assert (refused.text, refused.stop_reason, refused.raw_stop_reason) == ("I can't help", "other", "refusal")
+    parts = [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]
+    assert from_openai_completion(completion(NS(content=parts, tool_calls=None)), "m").text == "ab"
