@@ -1,0 +1,185 @@
+"""The Textual front end of a run, and the results view for ``--best``.
+
+The engine runs as a task in the same asyncio loop. The app subscribes to the event bus;
+the subscriber only appends to buffers, and a timer folds them into the view ten times a
+second, so a burst of log lines costs one redraw, not one per line.
+
+    app = CacaoApp(engine=engine, bus=bus, run_info=run_started)
+    result = await app.run_async()   # "finished", "stopped" or "detach"
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Final, Literal
+
+from textual.app import App, SystemCommand
+from textual.screen import Screen
+
+from cacao_tui.engine import events as ev
+from cacao_tui.engine.control import EngineControl
+from cacao_tui.engine.events import EventBus
+from cacao_tui.store.layout import RunLayout
+from cacao_tui.ui import keymap
+from cacao_tui.ui.log_store import LogEntry, LogStore
+from cacao_tui.ui.run_view import RunView
+from cacao_tui.ui.screens.dialogs import BusyScreen, QuitScreen
+from cacao_tui.ui.screens.main import MainScreen
+from cacao_tui.ui.screens.results import ResultsScreen
+
+AppResult = Literal["finished", "stopped", "detach"]
+FINISHED: Final = "finished"  # the engine was not running any more when the user quit
+STOPPED: Final = "stopped"  # the user chose "stop": engine.stop() was awaited before exiting
+DETACH: Final = "detach"  # the user chose "detach": the engine task goes on, headless
+
+FLUSH_INTERVAL_S = 0.1
+PENDING_LOG_LINES = 50_000  # between two flushes; past this the oldest are dropped (and counted)
+
+
+class CacaoApp(App[AppResult]):
+    """Watch and steer a running search.
+
+    engine: the running engine (EngineControl; its ``layout`` says where the files are).
+    bus: the engine's EventBus; the app subscribes at construction and unsubscribes on exit.
+    run_info: the RunStarted event, if it was emitted before the app was constructed.
+    clock: wall-clock source for the elapsed time (tests pass a fixed one).
+    flush_interval: seconds between folding buffered events into the screen.
+    """
+
+    CSS_PATH = "cacao.tcss"
+    TITLE = "cacao"
+
+    def __init__(
+        self,
+        engine: EngineControl,
+        bus: EventBus,
+        run_info: ev.RunStarted | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        flush_interval: float = FLUSH_INTERVAL_S,
+    ) -> None:
+        super().__init__()
+        self.engine = engine
+        self.bus = bus
+        self.view = RunView()
+        if run_info is not None:
+            self.view.apply(run_info)
+        self.store = LogStore()
+        self.clock = clock
+        self.flush_interval = flush_interval
+        self._events: list[object] = []
+        self._logs: deque[ev.LogLine] = deque(maxlen=PENDING_LOG_LINES)
+        self.dropped_log_lines = 0
+        self.flushes = 0
+        self._unsubscribe: Callable[[], None] | None = bus.subscribe(self._receive)
+
+    # ---- the subscriber: called synchronously by the engine; must stay cheap ----------
+    def _receive(self, event: object) -> None:
+        if isinstance(event, ev.LogLine):
+            if len(self._logs) == PENDING_LOG_LINES:
+                self.dropped_log_lines += 1
+            self._logs.append(event)
+        else:
+            self._events.append(event)
+
+    # ---- lifecycle ---------------------------------------------------------------
+    def get_default_screen(self) -> Screen:
+        self.main_screen = MainScreen(self.view, self.store, self.engine, self.clock, id="main")
+        return self.main_screen
+
+    def on_mount(self) -> None:
+        self.set_interval(self.flush_interval, self.flush_events)
+
+    def on_unmount(self) -> None:
+        self.detach_from_bus()
+
+    def detach_from_bus(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    # ---- the flush timer -------------------------------------------------------------
+    def flush_events(self) -> None:
+        """Fold the buffered events into the view and update only what they changed."""
+        if not self.main_screen.ready or (not self._events and not self._logs):
+            return
+        events, self._events = self._events, []
+        lines = list(self._logs)
+        self._logs.clear()
+        self.flushes += 1
+        changed: set[str] = set()
+        for event in self._coalesce(events):
+            changed |= self.view.apply(event)
+        entries = [LogEntry.from_event(line) for line in lines]
+        for entry in entries:
+            self.store.add(entry)
+        with self.batch_update():
+            self.main_screen.apply(changed, entries, events)
+
+    @staticmethod
+    def _coalesce(events: list[object]) -> Iterable[object]:
+        """Keep only the newest tuning progress of each iteration (they are snapshots)."""
+        latest: dict[tuple[str, int], int] = {}
+        for i, e in enumerate(events):
+            if isinstance(e, ev.TuningProgress):
+                latest[(e.branch, e.iteration)] = i
+        keep = set(latest.values())
+        return (e for i, e in enumerate(events) if not isinstance(e, ev.TuningProgress) or i in keep)
+
+    # ---- quitting --------------------------------------------------------------------
+    async def action_quit(self) -> None:
+        """q, ctrl+q and the palette's Quit: ask while branches run, else leave."""
+        if isinstance(self.screen, QuitScreen | BusyScreen):
+            return
+        if not self.engine.is_running():
+            self.exit(FINISHED)
+            return
+        running = sum(1 for b in self.view.branches.values() if b.active) or 1
+        self.push_screen(QuitScreen(running), self._quit_chosen)
+
+    def _quit_chosen(self, choice: str | None) -> None:
+        if choice == "detach":
+            self.detach_from_bus()
+            self.exit(DETACH)
+        elif choice == "stop":
+            self.run_worker(self._stop_then_exit(), exclusive=True, group="stop")
+
+    async def _stop_then_exit(self) -> None:
+        self.push_screen(BusyScreen("Stopping every branch cleanly…\nrunning steps finish or are cancelled."))
+        try:
+            await self.engine.stop()
+        finally:
+            self.exit(STOPPED)
+
+    # ---- command palette: the keymap's actions by name ------------------------------------
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        if isinstance(screen, MainScreen):
+            for key in keymap.palette_entries():
+                yield SystemCommand(
+                    key.palette or key.help, f"{key.help} (key: {key.shown})", self._palette_action(screen, key.action)
+                )
+        else:
+            yield from super().get_system_commands(screen)
+
+    @staticmethod
+    def _palette_action(screen: Screen, action: str) -> Callable[[], object]:
+        async def run() -> None:
+            await screen.run_action(action)
+
+        return run
+
+
+class ResultsApp(App[None]):
+    """``cacao --dir X --best`` without --no-ui: the results view of a run directory."""
+
+    CSS_PATH = "cacao.tcss"
+    TITLE = "cacao results"
+
+    def __init__(self, layout: RunLayout) -> None:
+        super().__init__()
+        self.run_layout = layout
+
+    def get_default_screen(self) -> Screen:
+        return ResultsScreen(self.run_layout, standalone=True)

@@ -1,0 +1,296 @@
+"""Read-only loading of what the details panes show, from a run's files.
+
+Everything here runs in a worker thread (``asyncio.to_thread``) and never raises for a
+missing, half-written or unexpected file: a pane shows what it can and says what is absent.
+The app never writes a file; changes go through EngineControl.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from cacao_tui.store.atomic import StateFileError, read_model
+from cacao_tui.store.layout import BranchLayout, IterLayout, RunLayout
+from cacao_tui.store.state import BranchConfig, BranchManifest, IterState
+from cacao_tui.ui.run_view import Selection
+from ktt.protocol import ConfigResult, ProfileReport, TuneSummary
+
+M = TypeVar("M", bound=BaseModel)
+TOP_CONFIGS = 10
+MAX_SOURCE_BYTES = 512 * 1024
+
+
+def read_quietly(path: Path, model: type[M]) -> M | None:
+    try:
+        return read_model(path, model) if path.exists() else None
+    except (StateFileError, OSError):
+        return None
+
+
+def read_text_quietly(path: Path, limit: int = MAX_SOURCE_BYTES) -> str | None:
+    try:
+        with path.open("rb") as f:
+            data = f.read(limit + 1)
+    except OSError:
+        return None
+    text = data[:limit].decode("utf-8", errors="replace")
+    return text + "\n/* … cut at 512 KiB … */\n" if len(data) > limit else text
+
+
+# ---- branches -----------------------------------------------------------------
+@dataclass
+class BranchFiles:
+    name: str
+    manifest: BranchManifest | None = None
+    config: BranchConfig | None = None
+    states: list[IterState] = field(default_factory=list)
+
+
+def read_branch_files(layout: RunLayout, name: str) -> BranchFiles:
+    branch = layout.branch(name)
+    files = BranchFiles(name, read_quietly(branch.manifest, BranchManifest), read_quietly(branch.config, BranchConfig))
+    for index in branch.iteration_indices():
+        state = read_quietly(branch.iteration(index).state, IterState)
+        if state is not None:
+            files.states.append(state)
+    return files
+
+
+def read_all_branches(layout: RunLayout) -> list[BranchFiles]:
+    return [read_branch_files(layout, name) for name in layout.branch_names()]
+
+
+# ---- LLM call records -----------------------------------------------------------
+@dataclass
+class LLMCallView:
+    """One recorded LLM call, read tolerantly (the record format belongs to cacao_tui.llm)."""
+
+    path: Path
+    node: str
+    index: int
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    model: str = ""
+    error: str | None = None
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+    response_text: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    stop_reason: str | None = None
+
+    @property
+    def key(self) -> str:
+        return self.path.name
+
+
+def _dig(data: dict[str, Any], *paths: str) -> Any:
+    for path in paths:
+        node: Any = data
+        for part in path.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node not in (None, "", [], {}):
+            return node
+    return None
+
+
+def parse_llm_record(path: Path, data: dict[str, Any]) -> LLMCallView:
+    stem_node, _, stem_index = path.stem.rpartition("_")
+    node = _dig(data, "node", "key.node", "context.node") or stem_node or path.stem
+    index = _dig(data, "index", "key.index")
+    if index is None:
+        index = int(stem_index) if stem_index.isdigit() else 0
+    usage = _dig(data, "usage", "response.usage") or {}
+    response = data.get("response") if isinstance(data.get("response"), dict) else {}
+    text = _dig(data, "response.text", "response_text", "text") or ""
+    if isinstance(data.get("response"), str):
+        text = data["response"]
+    tools = _dig(data, "tools", "request.tools") or []
+    error = _dig(data, "error", "response.error")
+    return LLMCallView(
+        path=path,
+        node=str(node),
+        index=int(index),
+        input_tokens=int(usage.get("input_tokens", 0) or _dig(data, "input_tokens") or 0),
+        output_tokens=int(usage.get("output_tokens", 0) or _dig(data, "output_tokens") or 0),
+        cost_usd=float(usage.get("cost_usd", 0.0) or _dig(data, "cost_usd") or 0.0),
+        latency_s=float(_dig(data, "latency_s", "response.latency_s") or 0.0),
+        model=str(_dig(data, "model", "response.model", "request.model") or ""),
+        error=error if isinstance(error, str) else (json.dumps(error) if error else None),
+        messages=[m for m in (_dig(data, "messages", "request.messages") or []) if isinstance(m, dict)],
+        tools=[t.get("name", "?") if isinstance(t, dict) else str(t) for t in tools],
+        response_text=str(text),
+        tool_calls=[t for t in (_dig(data, "tool_calls", "response.tool_calls") or []) if isinstance(t, dict)],
+        stop_reason=response.get("stop_reason") if isinstance(response, dict) else None,
+    )
+
+
+def read_llm_calls(directory: Path) -> list[LLMCallView]:
+    if not directory.is_dir():
+        return []
+    calls = []
+    for path in sorted(directory.glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            calls.append(parse_llm_record(path, data))
+    calls.sort(key=lambda c: (path_mtime(c.path), c.node, c.index))
+    return calls
+
+
+def path_mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+# ---- one iteration -------------------------------------------------------------
+@dataclass
+class TuningView:
+    summary: TuneSummary | None = None
+    top: list[ConfigResult] = field(default_factory=list)
+    evaluated: int = 0
+    valid: int = 0
+    by_status: dict[str, int] = field(default_factory=dict)
+    failures: list[ConfigResult] = field(default_factory=list)  # the last few, with their errors
+
+
+def read_tuning(it: IterLayout) -> TuningView:
+    view = TuningView(summary=read_quietly(it.tune_summary, TuneSummary))
+    try:
+        lines = it.tune_results.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        lines = []
+    ok: list[ConfigResult] = []
+    for line in lines:
+        try:
+            result = ConfigResult.model_validate_json(line)
+        except ValueError:
+            continue  # a line being written
+        view.evaluated += 1
+        view.by_status[result.status] = view.by_status.get(result.status, 0) + 1
+        if result.status == "ok" and result.time_ms is not None:
+            ok.append(result)
+        elif result.status != "ok":
+            view.failures.append(result)
+    view.valid = view.by_status.get("ok", 0)
+    view.top = heapq.nsmallest(TOP_CONFIGS, ok, key=lambda r: r.time_ms or 0.0)
+    view.failures = view.failures[-5:]
+    if view.summary is not None and view.evaluated == 0:
+        view.evaluated, view.valid = view.summary.evaluated, view.summary.valid
+        view.by_status = dict(view.summary.by_status)
+        if view.summary.best is not None:
+            view.top = [view.summary.best]
+    return view
+
+
+@dataclass
+class IterationDetails:
+    branch: str
+    index: int
+    state: IterState | None = None
+    kernel: str | None = None
+    base_kernel: str | None = None  # what the diff compares against
+    base_label: str | None = None
+    tuning: TuningView = field(default_factory=TuningView)
+    profile: ProfileReport | None = None
+    prev_profile: ProfileReport | None = None
+    prev_label: str | None = None
+
+
+def _previous_with(branch: BranchLayout, index: int, path_of: str) -> tuple[int, Path] | None:
+    for i in sorted((i for i in branch.iteration_indices() if i < index), reverse=True):
+        path = getattr(branch.iteration(i), path_of)
+        if path.exists():
+            return i, path
+    return None
+
+
+def _parent_kernel(layout: RunLayout, manifest: BranchManifest | None) -> tuple[str, str] | None:
+    if manifest is None or manifest.parent is None:
+        return None
+    parent = layout.branch(manifest.parent)
+    order = parent.iteration_indices()
+    if manifest.parent_iteration is not None:
+        order = [manifest.parent_iteration] + [i for i in reversed(order) if i != manifest.parent_iteration]
+    else:
+        order = list(reversed(order))
+    for i in order:
+        text = read_text_quietly(parent.iteration(i).kernel)
+        if text is not None:
+            return text, f"parent {manifest.parent}/iter{i}"
+    return None
+
+
+def read_iteration(
+    layout: RunLayout, branch_name: str, index: int, manifest: BranchManifest | None
+) -> IterationDetails:
+    branch = layout.branch(branch_name)
+    it = branch.iteration(index)
+    details = IterationDetails(branch_name, index, state=read_quietly(it.state, IterState))
+    details.kernel = read_text_quietly(it.kernel)
+    prev = _previous_with(branch, index, "kernel")
+    if prev is not None:
+        details.base_kernel, details.base_label = read_text_quietly(prev[1]), f"iter{prev[0]}"
+    else:
+        parent = _parent_kernel(layout, manifest)
+        if parent is not None:
+            details.base_kernel, details.base_label = parent
+    details.tuning = read_tuning(it)
+    details.profile = read_quietly(it.profile, ProfileReport)
+    prev_profile = _previous_with(branch, index, "profile")
+    if prev_profile is not None:
+        details.prev_profile, details.prev_label = (
+            read_quietly(prev_profile[1], ProfileReport),
+            f"iter{prev_profile[0]}",
+        )
+    return details
+
+
+# ---- what a selection shows ------------------------------------------------------
+@dataclass
+class SelectionDetails:
+    selection: Selection
+    branch: BranchFiles | None = None
+    iteration: IterationDetails | None = None  # the selected one, or the branch's latest
+    llm_calls: list[LLMCallView] = field(default_factory=list)
+    analysis: str | None = None  # the master's analysis, when the run is selected
+
+
+def load_selection(layout: RunLayout, selection: Selection) -> SelectionDetails:
+    details = SelectionDetails(selection)
+    if selection.branch is None:
+        details.llm_calls = read_llm_calls(layout.master_llm)
+        try:
+            master = json.loads(layout.master.read_text(encoding="utf-8"))
+            details.analysis = master.get("analysis") if isinstance(master, dict) else None
+        except (OSError, ValueError):
+            pass
+        return details
+    details.branch = read_branch_files(layout, selection.branch)
+    index = selection.iteration
+    if index is None:
+        indices = layout.branch(selection.branch).iteration_indices()
+        index = indices[-1] if indices else None
+    if index is not None:
+        details.iteration = read_iteration(layout, selection.branch, index, details.branch.manifest)
+        details.llm_calls = read_llm_calls(layout.branch(selection.branch).iteration(index).llm)
+    return details
+
+
+def read_llm_call(path: Path) -> LLMCallView | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return parse_llm_record(path, data) if isinstance(data, dict) else None

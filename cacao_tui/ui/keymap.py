@@ -1,0 +1,222 @@
+"""Every key of the app, in one place: the footer, the ``?`` screen and the command palette
+are all generated from these tables, so they cannot disagree.
+
+Only keys that every terminal sends over SSH: letters, digits, punctuation, arrows, tab,
+enter, escape and ctrl+letter (ctrl+p, ctrl+q; Textual turns off XON/XOFF in raw mode).
+No function keys, no alt/meta combinations, no ctrl+arrows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True)
+class Key:
+    keys: str  # Textual key names, comma-separated aliases (the first is the one shown)
+    action: str  # action on the screen (or widget) that owns the table
+    footer: str  # short label in the footer; "" keeps it out of the footer
+    help: str  # one line on the ? screen
+    display: str | None = None  # how the key is written for people, when not the key name
+    palette: str | None = None  # command palette title; None keeps it out of the palette
+    priority: bool = False
+    section: str = "App"  # heading on the ? screen
+
+    @property
+    def shown(self) -> str:
+        return self.display or self.keys.split(",")[0]
+
+    def binding(self) -> Binding:
+        return Binding(
+            self.keys,
+            self.action,
+            self.footer or self.help,
+            show=bool(self.footer),
+            key_display=self.display,
+            priority=self.priority,
+        )
+
+
+# The main screen. The order here is the footer's order: the most used first, so an
+# 80-column footer shows what matters.
+MAIN: tuple[Key, ...] = (
+    Key("question_mark", "help", "help", "Show this help", display="?", palette="Help: keys and screens"),
+    Key(
+        "p",
+        "toggle_pause",
+        "pause",
+        "Pause or resume the selected branch",
+        palette="Pause / resume branch",
+        section="Branch control",
+    ),
+    Key(
+        "P",
+        "pause_all",
+        "pause all",
+        "Pause every branch; press again to resume them all",
+        palette="Pause / resume all",
+        section="Branch control",
+    ),
+    Key(
+        "x",
+        "kill",
+        "kill",
+        "Kill the selected branch (asks first; its files stay)",
+        palette="Kill branch…",
+        section="Branch control",
+    ),
+    Key(
+        "plus,equals_sign",
+        "max_iter(1)",
+        "+iter",
+        "Raise the selected branch's max_iter by one",
+        display="+",
+        palette="Raise max_iter (+1)",
+        section="Branch control",
+    ),
+    Key(
+        "minus",
+        "max_iter(-1)",
+        "-iter",
+        "Lower the selected branch's max_iter by one",
+        display="-",
+        palette="Lower max_iter (-1)",
+        section="Branch control",
+    ),
+    Key(
+        "r",
+        "retry",
+        "retry",
+        "Give a failed or stopped branch one more try",
+        palette="Retry branch",
+        section="Branch control",
+    ),
+    Key(
+        "slash",
+        "filter",
+        "filter",
+        "Filter the log (Enter keeps it, Escape clears it)",
+        display="/",
+        palette="Filter log…",
+        section="Views",
+    ),
+    Key(
+        "d",
+        "toggle_diff",
+        "diff",
+        "Kernel tab: switch between the source and the diff",
+        palette="Kernel: source / diff",
+        section="Views",
+    ),
+    Key(
+        "b",
+        "results",
+        "results",
+        "Open the results view (best so far, per-branch summary)",
+        palette="Results",
+        section="Views",
+    ),
+    Key(
+        "q",
+        "quit",
+        "quit",
+        "Quit; while branches run: stop them cleanly, or detach and let the run go on",
+        palette="Quit…",
+    ),
+    Key("1", "show_tab('log')", "", "Details: Log tab", palette="Show Log tab", section="Views"),
+    Key(
+        "2",
+        "show_tab('llm')",
+        "",
+        "Details: LLM tab (prompts, responses, tool calls, tokens)",
+        palette="Show LLM tab",
+        section="Views",
+    ),
+    Key(
+        "3",
+        "show_tab('kernel')",
+        "",
+        "Details: Kernel tab (source and diff)",
+        palette="Show Kernel tab",
+        section="Views",
+    ),
+    Key(
+        "4",
+        "show_tab('tuning')",
+        "",
+        "Details: Tuning tab (progress, top configurations, failures)",
+        palette="Show Tuning tab",
+        section="Views",
+    ),
+    Key(
+        "5",
+        "show_tab('profile')",
+        "",
+        "Details: Profile tab (NCU metrics, change, roofline class)",
+        palette="Show Profile tab",
+        section="Views",
+    ),
+    Key("escape", "escape", "", "Clear the log filter / close a dialog"),
+    Key("ctrl+q", "quit", "", "Quit (same as q)", display="ctrl+q"),
+)
+
+# Keys Textual provides that the help screen lists too (they are bound by Textual itself).
+BUILTIN: tuple[Key, ...] = (
+    Key("tab", "focus_next", "", "Next pane (tree → tabs → pane contents)"),
+    Key("shift+tab", "focus_previous", "", "Previous pane"),
+    Key("ctrl+p", "command_palette", "", "Command palette: every action above by name", display="ctrl+p"),
+)
+
+# Moving inside a pane: vi keys next to the arrows.
+NAVIGATION: tuple[Key, ...] = (
+    Key("j,down", "cursor_down", "", "Tree / tables: next row", display="j ↓"),
+    Key("k,up", "cursor_up", "", "Tree / tables: previous row", display="k ↑"),
+    Key("enter", "select_cursor", "", "Tree: expand or collapse the branch"),
+)
+TREE: tuple[Key, ...] = (
+    Key("j", "cursor_down", "", "next", display="j"),
+    Key("k", "cursor_up", "", "previous", display="k"),
+)
+TABLE: tuple[Key, ...] = TREE
+SCROLL: tuple[Key, ...] = (
+    Key("j", "scroll_down", "", "scroll down", display="j"),
+    Key("k", "scroll_up", "", "scroll up", display="k"),
+    Key("g", "scroll_home", "", "top", display="g"),
+    Key("G", "scroll_end", "", "bottom", display="G"),
+)
+LOG_FILTER: tuple[Key, ...] = (Key("escape", "clear_filter", "", "Clear the log filter"),)
+
+# Dialogs.
+CONFIRM: tuple[Key, ...] = (
+    Key("y", "answer(True)", "yes", "Yes"),
+    Key("n,escape", "answer(False)", "no", "No", display="n"),
+)
+QUIT: tuple[Key, ...] = (
+    Key("s", "choose('stop')", "stop", "Stop every branch cleanly (a later --resume continues), then quit"),
+    Key("d", "choose('detach')", "detach", "Leave the app; the run goes on and prints progress lines"),
+    Key("escape,n", "choose(None)", "cancel", "Back to the run", display="esc"),
+)
+CLOSE: tuple[Key, ...] = (Key("escape,q,question_mark", "close", "close", "Close", display="esc"),)
+RESULTS: tuple[Key, ...] = (
+    Key("escape,q", "close", "back", "Back (or quit when opened with --best)", display="esc"),
+    Key("enter", "show_kernel", "kernel", "Show the selected branch's best kernel"),
+)
+
+
+def help_sections() -> list[tuple[str, list[Key]]]:
+    sections: dict[str, list[Key]] = {"Branch control": [], "Views": [], "Moving around": [], "App": []}
+    for key in MAIN:
+        sections.setdefault(key.section, []).append(key)
+    sections["Moving around"] += [*NAVIGATION, *BUILTIN]
+    sections["Quit dialog"] = list(QUIT)
+    return list(sections.items())
+
+
+def bindings(keys: tuple[Key, ...]) -> list[Binding]:
+    return [k.binding() for k in keys]
+
+
+def palette_entries(keys: tuple[Key, ...] = MAIN) -> list[Key]:
+    return [k for k in keys if k.palette]

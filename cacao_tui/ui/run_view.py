@@ -1,0 +1,221 @@
+"""What the app knows about a run, folded from the event stream (and seeded from disk).
+
+Plain Python, no Textual: the flush timer applies a batch of events here, learns which
+branches changed, and then relabels only those tree nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from cacao_tui.engine import events as ev
+from cacao_tui.store.state import TERMINAL_BRANCH, BranchConfig, BranchManifest, IterState
+
+if TYPE_CHECKING:
+    from cacao_tui.ui.disk import BranchFiles
+
+RUN = ""  # the key of run-wide changes (status bar, root node)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What the tree cursor is on: the run (no branch), a branch, or one iteration of it."""
+
+    branch: str | None = None
+    iteration: int | None = None
+
+    @property
+    def label(self) -> str:
+        if self.branch is None:
+            return "run"
+        return self.branch if self.iteration is None else f"{self.branch} · iter{self.iteration}"
+
+
+@dataclass
+class IterationView:
+    index: int
+    status: str = "planning"
+    best_ms: float | None = None
+    speedup: float | None = None
+    message: str | None = None
+
+
+@dataclass
+class BranchView:
+    name: str
+    title: str = ""
+    description: str = ""
+    parent: str | None = None
+    depth: int = 0
+    status: str = "pending"
+    max_iter: int = 0
+    iterations_done: int = 0
+    current: int | None = None
+    best_ms: float | None = None
+    speedup: float | None = None
+    reason: str | None = None
+    iterations: dict[int, IterationView] = field(default_factory=dict)
+
+    @property
+    def active(self) -> bool:
+        return self.status not in TERMINAL_BRANCH
+
+    def iteration(self, index: int) -> IterationView:
+        if index not in self.iterations:
+            self.iterations[index] = IterationView(index)
+        return self.iterations[index]
+
+    def best_per_iteration(self) -> list[float]:
+        """Best tuned time of each iteration that produced one, in order (the sparkline)."""
+        return [it.best_ms for _, it in sorted(self.iterations.items()) if it.best_ms is not None]
+
+
+@dataclass
+class RunView:
+    info: ev.RunStarted | None = None
+    phase: str = "starting"
+    phase_message: str | None = None
+    branches: dict[str, BranchView] = field(default_factory=dict)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    llm_calls: int = 0
+    llm_errors: int = 0
+    best_branch: str | None = None
+    best_ms: float | None = None
+    best_speedup: float | None = None
+    finished: ev.RunFinished | None = None
+
+    # ---- queries -------------------------------------------------------------
+    def any_active(self) -> bool:
+        return any(b.active for b in self.branches.values())
+
+    def branch(self, name: str) -> BranchView:
+        if name not in self.branches:
+            self.branches[name] = BranchView(name=name)
+        return self.branches[name]
+
+    # ---- folding events ------------------------------------------------------
+    def apply(self, event: object) -> set[str]:
+        """Fold one event in; return the keys that changed (branch names, or RUN)."""
+        handler = _HANDLERS.get(type(event))
+        return handler(self, event) if handler else set()
+
+    def _run_started(self, e: ev.RunStarted) -> set[str]:
+        self.info = e
+        return {RUN}
+
+    def _phase(self, e: ev.MasterPhase) -> set[str]:
+        self.phase, self.phase_message = e.phase, e.message
+        return {RUN}
+
+    def _branch_added(self, e: ev.BranchAdded) -> set[str]:
+        b = self.branch(e.branch)
+        b.title, b.description, b.parent, b.depth = e.title, e.description, e.parent, e.depth
+        b.status, b.max_iter, b.iterations_done = e.status, e.max_iter, e.iterations_done
+        if e.best_ms is not None:
+            b.best_ms, b.speedup = e.best_ms, e.speedup
+        return {e.branch}
+
+    def _branch_status(self, e: ev.BranchStatusChanged) -> set[str]:
+        b = self.branch(e.branch)
+        b.status, b.max_iter, b.iterations_done, b.reason = e.status, e.max_iter, e.iterations_done, e.reason
+        if e.iteration is not None:
+            b.current = e.iteration
+        return {e.branch, RUN}
+
+    def _iteration_status(self, e: ev.IterationStatusChanged) -> set[str]:
+        b = self.branch(e.branch)
+        it = b.iteration(e.iteration)
+        it.status, it.message = e.status, e.message
+        b.current = e.iteration
+        return {e.branch}
+
+    def _llm_call(self, e: ev.LLMCallEvent) -> set[str]:
+        self.llm_calls += 1
+        self.llm_errors += 1 if e.error else 0
+        if e.run_input_tokens or e.run_output_tokens or e.run_cost_usd:
+            self.input_tokens, self.output_tokens = e.run_input_tokens, e.run_output_tokens
+            self.cost_usd = e.run_cost_usd
+        else:  # an engine that does not keep running totals
+            self.input_tokens += e.input_tokens
+            self.output_tokens += e.output_tokens
+            self.cost_usd += e.cost_usd
+        return {RUN}
+
+    def _tuning_finished(self, e: ev.TuningFinished) -> set[str]:
+        b = self.branch(e.branch)
+        it = b.iteration(e.iteration)
+        it.best_ms, it.speedup = e.best_ms, e.speedup
+        if e.best_ms is not None and (b.best_ms is None or e.best_ms < b.best_ms):
+            b.best_ms, b.speedup = e.best_ms, e.speedup
+        return {e.branch}
+
+    def _new_best(self, e: ev.NewBest) -> set[str]:
+        b = self.branch(e.branch)
+        b.best_ms, b.speedup = e.time_ms, e.speedup
+        changed = {e.branch}
+        if e.run_best:
+            self.best_branch, self.best_ms, self.best_speedup = e.branch, e.time_ms, e.speedup
+            changed.add(RUN)
+        return changed
+
+    def _run_finished(self, e: ev.RunFinished) -> set[str]:
+        self.finished = e
+        self.phase = "finished" if e.status == "ok" else e.status
+        if e.best_ms is not None:
+            self.best_branch, self.best_ms, self.best_speedup = e.best_branch, e.best_ms, e.speedup
+        return {RUN}
+
+    # ---- seeding from disk ---------------------------------------------------
+    def seed_branch(self, manifest: BranchManifest, config: BranchConfig | None, iterations: list[IterState]) -> None:
+        """Fill in a branch from its files (a resumed run, or events sent before the app subscribed)."""
+        b = self.branch(manifest.name)
+        b.title, b.description = manifest.title, manifest.strategy.description
+        b.parent, b.depth, b.status = manifest.parent, manifest.depth, manifest.status
+        b.iterations_done, b.current, b.reason = (
+            manifest.iterations_done,
+            manifest.current_iteration,
+            manifest.stop_reason,
+        )
+        if config is not None:
+            b.max_iter = config.max_iter
+        if manifest.best is not None:
+            b.best_ms, b.speedup = manifest.best.time_ms, manifest.best.speedup
+        for state in iterations:
+            it = b.iteration(state.index)
+            it.status = state.status
+            if state.run is not None:
+                it.best_ms, it.speedup = state.run.best_ms, state.run.speedup
+
+
+_HANDLERS = {
+    ev.RunStarted: RunView._run_started,
+    ev.MasterPhase: RunView._phase,
+    ev.BranchAdded: RunView._branch_added,
+    ev.BranchStatusChanged: RunView._branch_status,
+    ev.IterationStatusChanged: RunView._iteration_status,
+    ev.LLMCallEvent: RunView._llm_call,
+    ev.TuningFinished: RunView._tuning_finished,
+    ev.NewBest: RunView._new_best,
+    ev.RunFinished: RunView._run_finished,
+}
+
+
+def touches(event: object, selection: Selection) -> bool:
+    """Whether an event changes what the details pane shows for this selection."""
+    branch = getattr(event, "branch", None)
+    if selection.branch is None:
+        return isinstance(event, ev.LLMCallEvent | ev.MasterPhase | ev.RunFinished) and branch is None
+    if branch != selection.branch:
+        return False
+    iteration = getattr(event, "iteration", None)
+    return selection.iteration is None or iteration is None or iteration == selection.iteration
+
+
+def seed_from_disk(view: RunView, branches: list[BranchFiles]) -> None:
+    """Fill the view from branch files read earlier (in a worker thread) by read_all_branches."""
+    for files in sorted(branches, key=lambda f: f.manifest.created_at if f.manifest else 0.0):
+        if files.manifest is not None:
+            view.seed_branch(files.manifest, files.config, files.states)

@@ -1,0 +1,242 @@
+"""The main screen: branch tree and sparkline on the left, details tabs on the right, the status
+bar on top and the footer below. Branch control goes through EngineControl only."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from cacao_tui.engine import events as ev
+from cacao_tui.engine.control import EngineControl
+from cacao_tui.store.layout import RunLayout
+from cacao_tui.ui import keymap
+from cacao_tui.ui.disk import load_selection, read_all_branches
+from cacao_tui.ui.log_store import LogEntry, LogStore
+from cacao_tui.ui.run_view import RUN, RunView, Selection, seed_from_disk, touches
+from cacao_tui.ui.screens.dialogs import ConfirmScreen
+from cacao_tui.ui.screens.help import HelpScreen
+from cacao_tui.ui.screens.results import ResultsScreen
+from cacao_tui.ui.widgets.best_sparkline import BestSparkline
+from cacao_tui.ui.widgets.branch_tree import BranchTree
+from cacao_tui.ui.widgets.details import DetailsPane
+from cacao_tui.ui.widgets.log_pane import LogPane
+from cacao_tui.ui.widgets.status_bar import StatusBar
+
+DETAILS_RELOAD_S = 0.5  # live changes to the selection re-read its files at most this often
+FAILED = object()  # what _control returns when the engine refused
+
+
+class MainScreen(Screen[None]):
+    BINDINGS = keymap.bindings(keymap.MAIN)
+
+    def __init__(
+        self, view: RunView, store: LogStore, engine: EngineControl, clock: Callable[[], float], **kwargs: object
+    ) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.view = view
+        self.store = store
+        self.engine = engine
+        self._clock = clock
+        self.selection = Selection()
+        self._stale = True
+        self._progress: dict[tuple[str, int], ev.TuningProgress | ev.TuningFinished] = {}
+        self.details_loads = 0  # how often the selection's files were read (tests, benchmark)
+        self.ready = False  # set once the run's files were read; the app flushes events only then
+
+    @property
+    def run_layout(self) -> RunLayout:
+        return self.engine.layout
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar(self.view, clock=self._clock, id="status")
+        with Horizontal(id="body"):
+            with Vertical(id="left"):
+                yield BranchTree(id="tree")
+                yield BestSparkline(id="sparkline")
+            yield DetailsPane(self.store, id="details")
+        yield Footer()
+
+    @property
+    def branch_tree(self) -> BranchTree:
+        return self.query_one(BranchTree)
+
+    @property
+    def details(self) -> DetailsPane:
+        return self.query_one(DetailsPane)
+
+    def on_mount(self) -> None:
+        self.branch_tree.focus()
+        self.seed()
+
+    @work(group="seed")
+    async def seed(self) -> None:
+        """Events sent before the app subscribed (or all of a resumed run) are on disk: read them first."""
+        seed_from_disk(self.view, await asyncio.to_thread(read_all_branches, self.run_layout))
+        self.branch_tree.sync(self.view, {RUN, *self.view.branches})
+        self.details.update_header(self.view, self.selection)
+        self.ready = True
+        self.set_interval(DETAILS_RELOAD_S, self._reload_if_stale)
+        self.reload_details()
+
+    # ---- live updates (called by the app's flush timer) ---------------------------
+    def apply(self, changed: set[str], logs: list[LogEntry], events: Iterable[object]) -> None:
+        self.branch_tree.sync(self.view, changed)
+        if changed:
+            self.query_one(StatusBar).update_bar()
+        sel = self.selection
+        if RUN in changed or sel.branch in changed:
+            self.details.update_header(self.view, sel)
+        if sel.branch in changed:
+            self.query_one(BestSparkline).show(self.view.branches.get(sel.branch))
+        if logs:
+            self.details.log_pane.append(logs)
+        for event in events:
+            if isinstance(event, ev.TuningProgress | ev.TuningFinished):
+                self._progress[(event.branch, event.iteration)] = event
+                if self._shows_iteration(event.branch, event.iteration):
+                    if isinstance(event, ev.TuningProgress):
+                        self.details.tuning.show_progress(event)
+                    else:
+                        self.details.tuning.show_finished(event)
+            if not isinstance(event, ev.LogLine | ev.TuningProgress) and touches(event, sel):
+                self._stale = True
+            if isinstance(event, ev.RunFinished):
+                self._announce_finish(event)
+
+    def _shows_iteration(self, branch: str, iteration: int) -> bool:
+        sel = self.selection
+        if sel.branch != branch:
+            return False
+        if sel.iteration is not None:
+            return sel.iteration == iteration
+        current = self.view.branches[branch].current if branch in self.view.branches else None
+        return current is None or current == iteration
+
+    def _announce_finish(self, e: ev.RunFinished) -> None:
+        if e.best_ms is not None:
+            from cacao_tui.ui.formatting import fmt_ms, fmt_speedup
+
+            best = f"best {fmt_ms(e.best_ms)} {fmt_speedup(e.speedup)} ({e.best_branch})"
+        else:
+            best = "no valid kernel"
+        self.notify(f"Run finished ({e.status}): {best}. b: results, q: quit.", timeout=10)
+
+    # ---- selection and the file-backed tabs -----------------------------------
+    @on(BranchTree.SelectionChanged)
+    def _selection_changed(self, message: BranchTree.SelectionChanged) -> None:
+        if message.selection == self.selection:
+            return
+        self.selection = message.selection
+        self.details.update_header(self.view, self.selection)
+        self.details.log_pane.set_selection(self.selection)
+        branch = self.view.branches.get(self.selection.branch) if self.selection.branch else None
+        self.query_one(BestSparkline).show(branch)
+        self.reload_details()
+
+    def _reload_if_stale(self) -> None:
+        if self._stale:
+            self.reload_details()
+
+    @work(exclusive=True, group="details")
+    async def reload_details(self) -> None:
+        self._stale = False
+        selection = self.selection
+        data = await asyncio.to_thread(load_selection, self.run_layout, selection)
+        if selection != self.selection:
+            return
+        self.details_loads += 1
+        progress = None
+        if data.iteration is not None:
+            progress = self._progress.get((data.iteration.branch, data.iteration.index))
+        self.details.show(data, progress)
+
+    # ---- actions (keys and command palette) -----------------------------------------
+    def _branch(self) -> str | None:
+        name = self.selection.branch
+        if name is None:
+            self.notify("Select a branch first (j/k or arrows in the tree).", severity="warning")
+        return name
+
+    def _control(self, what: str, call: Callable[[], object]) -> object:
+        try:
+            return call()
+        except Exception as exc:  # the engine refuses (finished branch, bad value): say so
+            self.notify(f"{what}: {exc}", severity="error")
+            return FAILED
+
+    def action_toggle_pause(self) -> None:
+        if (name := self._branch()) is None:
+            return
+        paused = self._control("pause", lambda: self.engine.toggle_pause(name))
+        if paused is not FAILED:
+            self.notify(f"{name}: {'paused' if paused else 'resumed'}")
+
+    def action_pause_all(self) -> None:
+        active = [b for b in self.view.branches.values() if b.active]
+        if active and all(b.status == "paused" for b in active):
+            if self._control("resume all", self.engine.resume_all) is not FAILED:
+                self.notify("All branches resumed")
+        elif self._control("pause all", self.engine.pause_all) is not FAILED:
+            self.notify("All branches paused (P again resumes)")
+
+    def action_kill(self) -> None:
+        if (name := self._branch()) is None:
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes and self._control("kill", lambda: self.engine.kill_branch(name)) is not FAILED:
+                self.notify(f"{name}: kill requested", severity="warning")
+
+        self.app.push_screen(
+            ConfirmScreen(f"Kill branch {name}?", "Its running step is cancelled; its files stay.", yes="Kill"),
+            answered,
+        )
+
+    def action_max_iter(self, delta: int) -> None:
+        if (name := self._branch()) is None:
+            return
+        new = self._control("max_iter", lambda: self.engine.change_max_iter(name, delta))
+        if isinstance(new, int):
+            if name in self.view.branches:
+                self.view.branches[name].max_iter = new
+                self.branch_tree.sync(self.view, {name})
+                self.details.update_header(self.view, self.selection)
+            self.notify(f"{name}: max_iter {new}")
+
+    def action_retry(self) -> None:
+        if (name := self._branch()) is None:
+            return
+        if self._control("retry", lambda: self.engine.retry_branch(name)) is not FAILED:
+            self.notify(f"{name}: retry requested")
+
+    def action_filter(self) -> None:
+        self.details.show_tab("log")
+        self.details.log_pane.open_filter()
+
+    def action_toggle_diff(self) -> None:
+        self.details.show_tab("kernel")
+        mode = self.details.kernel.toggle_mode()
+        self.notify(f"Kernel: {mode}", timeout=2)
+
+    def action_show_tab(self, tab: str) -> None:
+        self.details.show_tab(tab)
+
+    def action_results(self) -> None:
+        self.app.push_screen(ResultsScreen(self.run_layout))
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen())
+
+    async def action_quit(self) -> None:
+        await self.app.action_quit()
+
+    def action_escape(self) -> None:
+        log = self.details.query_one(LogPane)
+        if log.needle:
+            log.action_clear_filter()

@@ -1,0 +1,212 @@
+"""The results view: final_results.json (rebuilt from the branch files when it is missing),
+the best configuration, a per-branch summary, and the best kernel of the selected branch."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.state import BranchSummary, FinalResults
+from cacao_tui.ui import keymap
+from cacao_tui.ui.disk import read_branch_files, read_quietly, read_text_quietly
+from cacao_tui.ui.formatting import (
+    NONE,
+    STATUS_STYLES,
+    fmt_config,
+    fmt_cost,
+    fmt_count,
+    fmt_ms,
+    fmt_speedup,
+    status_icon,
+)
+from cacao_tui.ui.widgets.scroll_pane import ScrollPane
+from cacao_tui.ui.widgets.table_sync import KeyTable
+
+COLUMNS = (
+    ("branch", "branch"),
+    ("status", "status"),
+    ("iters", "iters"),
+    ("best", "best"),
+    ("speedup", "speedup"),
+    ("at", "at"),
+    ("why", "stopped because"),
+)
+
+
+@dataclass
+class LoadedResults:
+    results: FinalResults | None
+    source: str  # where they came from, shown in the header
+
+
+def summarize_from_manifests(layout: RunLayout) -> FinalResults | None:
+    """A last resort when neither final_results.json nor the store's rebuild is available."""
+    branches = []
+    for name in layout.branch_names():
+        files = read_branch_files(layout, name)
+        m = files.manifest
+        if m is None:
+            continue
+        branches.append(
+            BranchSummary(
+                name=m.name,
+                title=m.title,
+                parent=m.parent,
+                depth=m.depth,
+                status=m.status,
+                iterations=m.iterations_done,
+                best_ms=m.best.time_ms if m.best else None,
+                speedup=m.best.speedup if m.best else None,
+                score=m.best.score if m.best else None,
+                best_iteration=m.best.iteration if m.best else None,
+                stop_reason=m.stop_reason,
+            )
+        )
+    if not branches:
+        return None
+    return FinalResults(problem_name=layout.problem_dir.name, complete=False, rebuilt=True, branches=branches)
+
+
+def load_results(layout: RunLayout) -> LoadedResults:
+    results = read_quietly(layout.final_results, FinalResults)
+    if results is not None:
+        return LoadedResults(results, "final_results.json")
+    try:
+        from cacao_tui.store.results import rebuild_final_results  # the store's rebuild, when present
+    except ImportError:
+        return LoadedResults(summarize_from_manifests(layout), "branch manifests")
+    try:
+        return LoadedResults(rebuild_final_results(layout), "rebuilt from branch files")
+    except Exception as exc:  # a broken run directory must still show something
+        return LoadedResults(summarize_from_manifests(layout), f"branch manifests (rebuild failed: {exc})")
+
+
+def _sort_key(b: BranchSummary) -> tuple[int, float, str]:
+    return (b.best_ms is None, b.best_ms if b.best_ms is not None else 0.0, b.name)
+
+
+def results_header(loaded: LoadedResults, layout: RunLayout) -> Text:
+    r = loaded.results
+    text = Text()
+    if r is None:
+        text.append("No results yet", style="bold")
+        text.append(f"\n{layout.output} has no final_results.json and no branches.", style="dim")
+        return text
+    text.append(f"Results · {r.problem_name}", style="bold")
+    text.append(f"  ({loaded.source})", style="dim")
+    if not r.complete:
+        text.append("  incomplete run", style="yellow")
+    if r.dry_run:
+        text.append("  dry-run", style="yellow")
+    text.append("\n")
+    if r.best is not None:
+        b = r.best
+        text.append("best ", style="bold")
+        text.append(f"{fmt_ms(b.time_ms)} {fmt_speedup(b.speedup)}", style="bold green")
+        if b.score is not None:
+            text.append(f" score {b.score:.3g}")
+        text.append(f" · {b.branch}/iter{b.iteration} · {fmt_config(b.config)}")
+        text.append(f"\n{b.kernel_path}", style="dim")
+    else:
+        text.append("no valid kernel was timed", style="dim")
+    ref = f"reference {fmt_ms(r.reference_ms)}" + (f" ({r.reference_source})" if r.reference_source else "")
+    tokens = " ".join(f"{k} {fmt_count(v)}" for k, v in r.tokens.items()) or NONE
+    text.append(f"\n{ref} · tokens {tokens} · cost {fmt_cost(r.cost_usd)}", style="dim")
+    return text
+
+
+class ResultsScreen(Screen[None]):
+    BINDINGS = keymap.bindings(keymap.RESULTS)
+
+    def __init__(self, layout: RunLayout, standalone: bool = False) -> None:
+        super().__init__()
+        self._layout = layout
+        self._standalone = standalone
+        self._branches: dict[str, BranchSummary] = {}
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="results"):
+            yield Static("Loading results…", id="results-header")
+            yield KeyTable(COLUMNS, id="results-branches")
+            yield Static("", id="results-kernel-header", classes="pane-header")
+            with ScrollPane(id="results-kernel-scroll"):
+                yield Static("", id="results-kernel")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.load()
+
+    @work(exclusive=True, group="results")
+    async def load(self) -> None:
+        loaded = await asyncio.to_thread(load_results, self._layout)
+        self.query_one("#results-header", Static).update(results_header(loaded, self._layout))
+        branches = sorted(loaded.results.branches, key=_sort_key) if loaded.results else []
+        self._branches = {b.name: b for b in branches}
+        rows = {}
+        for b in branches:
+            status = Text(f"{status_icon(b.status)} {b.status}", style=STATUS_STYLES.get(b.status, ""))
+            at = f"iter{b.best_iteration}" if b.best_iteration is not None else NONE
+            rows[b.name] = (
+                b.name,
+                status,
+                str(b.iterations),
+                fmt_ms(b.best_ms),
+                fmt_speedup(b.speedup),
+                at,
+                b.stop_reason or "",
+            )
+        table = self.query_one("#results-branches", KeyTable)
+        table.sync(rows)
+        table.focus()
+        if branches:
+            self.show_kernel_of(branches[0].name)
+
+    def show_kernel_of(self, name: str) -> None:
+        b = self._branches.get(name)
+        header = self.query_one("#results-kernel-header", Static)
+        body = self.query_one("#results-kernel", Static)
+        if b is None or b.best_iteration is None:
+            header.update(f"{name}: no timed kernel")
+            body.update("")
+            return
+        path = self._layout.branch(name).iteration(b.best_iteration).kernel
+        source = read_text_quietly(path)
+        header.update(f"best kernel of {name}: {path}")
+        body.update(
+            Syntax(source, "cuda", theme="ansi_dark", line_numbers=True)
+            if source is not None
+            else Text("(kernel file missing)", style="dim")
+        )
+
+    def action_show_kernel(self) -> None:
+        table = self.query_one("#results-branches", KeyTable)
+        if table.row_count:
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+            if key is not None:
+                self.show_kernel_of(key)
+                self.query_one("#results-kernel-scroll").focus()
+
+    @on(DataTable.RowHighlighted, "#results-branches")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value is not None:
+            self.show_kernel_of(event.row_key.value)
+
+    @on(DataTable.RowSelected, "#results-branches")
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_show_kernel()
+
+    def action_close(self) -> None:
+        if self._standalone:
+            self.app.exit(None)
+        else:
+            self.dismiss(None)

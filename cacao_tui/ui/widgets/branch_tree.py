@@ -1,0 +1,113 @@
+"""The branch tree: one node per branch and per iteration, created once and relabelled live."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.message import Message
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+from cacao_tui.ui import keymap
+from cacao_tui.ui.formatting import ITER_STYLES, STATUS_STYLES, fmt_ms, fmt_speedup, status_icon
+from cacao_tui.ui.run_view import RUN, BranchView, IterationView, RunView, Selection
+
+
+def branch_label(b: BranchView) -> Text:
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append(status_icon(b.status) + " ", style=STATUS_STYLES.get(b.status, ""))
+    text.append(b.name, style="bold" if b.active else "")
+    text.append(f" {b.iterations_done}/{b.max_iter}", style="dim")
+    if b.best_ms is not None:
+        text.append(f" {fmt_ms(b.best_ms)}", style="green")
+        if b.speedup is not None:
+            text.append(f" {fmt_speedup(b.speedup)}", style="bold green")
+    return text
+
+
+def iteration_label(it: IterationView) -> Text:
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append(f"iter{it.index} ", style="dim")
+    text.append(it.status, style=ITER_STYLES.get(it.status, "yellow"))
+    if it.best_ms is not None:
+        text.append(f" {fmt_ms(it.best_ms)}", style="green")
+    return text
+
+
+def run_label(view: RunView) -> Text:
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append(view.info.problem if view.info else "run", style="bold")
+    text.append(f" · {view.phase}", style="dim")
+    if view.best_ms is not None:
+        text.append(f" {fmt_ms(view.best_ms)} {fmt_speedup(view.best_speedup)}", style="green")
+    return text
+
+
+class BranchTree(Tree[Selection]):
+    """Relabels only what changed; the cursor stays on its node while nodes are added."""
+
+    BINDINGS = keymap.bindings(keymap.TREE)
+
+    class SelectionChanged(Message):
+        def __init__(self, selection: Selection) -> None:
+            super().__init__()
+            self.selection = selection
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__("run", data=Selection(), **kwargs)  # type: ignore[arg-type]
+        self.guide_depth = 2
+        self._branches: dict[str, TreeNode[Selection]] = {}
+        self._iterations: dict[tuple[str, int], TreeNode[Selection]] = {}
+        self._labels: dict[object, str] = {}
+        self.relabels = 0  # how many labels were actually set (the benchmark reads it)
+
+    def on_mount(self) -> None:
+        self.root.expand()
+
+    def _relabel(self, key: object, node: TreeNode[Selection], label: Text) -> None:
+        plain = label.markup
+        if self._labels.get(key) != plain:
+            self._labels[key] = plain
+            node.set_label(label)
+            self.relabels += 1
+
+    def _branch_node(self, view: RunView, name: str) -> TreeNode[Selection]:
+        node = self._branches.get(name)
+        if node is None:
+            b = view.branches[name]
+            parent = self.root
+            if b.parent is not None and b.parent in view.branches:
+                parent = self._branch_node(view, b.parent)
+            node = parent.add(name, data=Selection(name), expand=True)
+            self._branches[name] = node
+        return node
+
+    def sync(self, view: RunView, changed: set[str]) -> None:
+        """Create missing nodes and relabel the changed ones."""
+        if RUN in changed:
+            self._relabel(RUN, self.root, run_label(view))
+        for name, b in view.branches.items():  # in the order the run created them
+            if name not in changed:
+                continue
+            node = self._branch_node(view, name)
+            self._relabel(name, node, branch_label(b))
+            for index, it in sorted(b.iterations.items()):
+                key = (name, index)
+                it_node = self._iterations.get(key)
+                if it_node is None:
+                    it_node = node.add_leaf(f"iter{index}", data=Selection(name, index))
+                    self._iterations[key] = it_node
+                self._relabel(key, it_node, iteration_label(it))
+
+    def select_branch(self, name: str) -> None:
+        node = self._branches.get(name)
+        if node is not None:
+            self.move_cursor(node)
+
+    @property
+    def selection(self) -> Selection:
+        node = self.cursor_node
+        return node.data if node is not None and node.data is not None else Selection()
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[Selection]) -> None:
+        event.stop()
+        self.post_message(self.SelectionChanged(event.node.data or Selection()))

@@ -1,0 +1,127 @@
+"""The Log tab: a bounded Log widget fed in batches, with a ``/`` filter over the kept history."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.highlighter import Highlighter
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Input, Log, Static
+
+from cacao_tui.ui import keymap
+from cacao_tui.ui.log_store import LogEntry, LogStore, matches
+from cacao_tui.ui.run_view import Selection
+
+LOG_WIDGET_LINES = 5_000
+LEVEL_STYLES = {"E": "bold red", "W": "yellow", "D": "dim", "I": "green"}
+
+
+class LogLineHighlighter(Highlighter):
+    """Colours ``HH:MM:SS L where: message``: dim time, coloured level, cyan location."""
+
+    def highlight(self, text: Text) -> None:
+        plain = text.plain
+        if len(plain) < 11 or plain[2] != ":" or plain[10] != " ":
+            return
+        text.stylize("dim", 0, 8)
+        level = plain[9]
+        text.stylize(LEVEL_STYLES.get(level, ""), 9, 10)
+        colon = plain.find(": ", 11)
+        if colon > 0:
+            text.stylize("cyan", 11, colon)
+            if level == "E":
+                text.stylize("red", colon + 2)
+
+
+class ScrollLog(Log):
+    BINDINGS = keymap.bindings(keymap.SCROLL)
+    highlighter = LogLineHighlighter()
+
+
+class LogPane(Vertical):
+    """Shows the lines of the selected scope (run, branch or iteration) that pass the filter."""
+
+    class FilterChanged(Message):
+        def __init__(self, needle: str) -> None:
+            super().__init__()
+            self.needle = needle
+
+    BINDINGS = keymap.bindings(keymap.LOG_FILTER)
+
+    def __init__(self, store: LogStore, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._store = store
+        self.selection = Selection()
+        self.needle = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="log-header", classes="pane-header")
+        yield ScrollLog(highlight=True, max_lines=LOG_WIDGET_LINES, id="log-lines")
+        yield Input(placeholder="filter: text to keep (Enter keeps, Esc clears)", id="log-filter")
+
+    @property
+    def log_widget(self) -> ScrollLog:
+        return self.query_one("#log-lines", ScrollLog)
+
+    def on_mount(self) -> None:
+        self.query_one("#log-filter").display = False
+        self._update_header()
+
+    def _update_header(self) -> None:
+        where = self.selection.label
+        text = f"Log · {where}"
+        if self.needle:
+            text += f" · filter “{self.needle}”"
+        self.query_one("#log-header", Static).update(text)
+
+    def redraw(self) -> None:
+        log = self.log_widget
+        log.clear()
+        log.write_lines(self._store.lines(self.selection, self.needle))
+        self._update_header()
+
+    def set_selection(self, selection: Selection) -> None:
+        if selection != self.selection:
+            self.selection = selection
+            self.redraw()
+
+    def append(self, entries: Iterable[LogEntry]) -> int:
+        needle = self.needle.lower()
+        lines = [e.text for e in entries if e.in_scope(self.selection) and matches(e, needle)]
+        if lines:
+            self.log_widget.write_lines(lines)
+        return len(lines)
+
+    def open_filter(self) -> None:
+        box = self.query_one("#log-filter", Input)
+        box.display = True
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#log-filter", Input)
+        box.value = ""
+        box.display = False
+        self._set_needle("")
+        self.log_widget.focus()
+
+    def _set_needle(self, needle: str) -> None:
+        if needle != self.needle:
+            self.needle = needle
+            self.redraw()
+            self.post_message(self.FilterChanged(needle))
+
+    @on(Input.Changed, "#log-filter")
+    def _filter_typed(self, event: Input.Changed) -> None:
+        event.stop()
+        self._set_needle(event.value.strip())
+
+    @on(Input.Submitted, "#log-filter")
+    def _filter_kept(self, event: Input.Submitted) -> None:
+        event.stop()
+        if not event.value.strip():
+            event.input.display = False
+        self.log_widget.focus()

@@ -1,0 +1,106 @@
+"""The Tuning tab: progress (live from events), counts, top configurations, failures by status."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import ProgressBar, Static
+
+from cacao_tui.engine.events import TuningFinished, TuningProgress
+from cacao_tui.ui.disk import TuningView
+from cacao_tui.ui.formatting import NONE, fmt_config, fmt_ms, fmt_speedup
+from cacao_tui.ui.widgets.table_sync import KeyTable
+
+COLUMNS = (("rank", "#"), ("time", "time"), ("speedup", "speedup"), ("config", "configuration"))
+FAIL_STYLES = {"compile_failed": "red", "runtime_error": "red", "validation_failed": "red", "suspect": "yellow"}
+
+
+def by_status_text(by_status: dict[str, int]) -> Text:
+    text = Text("failures: ", style="bold")
+    failures = {k: v for k, v in sorted(by_status.items()) if k != "ok" and v}
+    if not failures:
+        text.append("none", style="dim")
+    for i, (status, count) in enumerate(failures.items()):
+        text.append(" · " if i else "")
+        text.append(f"{status} {count}", style=FAIL_STYLES.get(status, "yellow"))
+    return text
+
+
+class TuningPane(Vertical):
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._reference_ms: float | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("Tuning", id="tuning-header", classes="pane-header")
+        yield Static("", id="tuning-counts")
+        yield ProgressBar(total=1, show_eta=False, id="tuning-progress")  # never indeterminate: it animates
+        yield Static("", id="tuning-failures")
+        yield KeyTable(COLUMNS, id="tuning-top")
+
+    def _counts(
+        self, phase: str, evaluated: int, valid: int, space: int, best_ms: float | None, extra: str = ""
+    ) -> None:
+        text = Text()
+        text.append(f"{phase} ", style="cyan")
+        text.append(f"evaluated {evaluated:,}" + (f" / {space:,}" if space else ""))
+        text.append(f" · valid {valid:,}")
+        text.append(f" · best {fmt_ms(best_ms)}", style="green" if best_ms is not None else "dim")
+        if extra:
+            text.append(f" · {extra}")
+        self.query_one("#tuning-counts", Static).update(text)
+
+    def show_files(self, where: str, tuning: TuningView | None, ran: bool | None, message: str | None) -> None:
+        """What the iteration's tune/ files say (after tuning, or while results.jsonl grows)."""
+        header = f"Tuning · {where}"
+        if ran is False:
+            header += " · not tuned" + (f" ({message})" if message else "")
+        self.query_one("#tuning-header", Static).update(header)
+        bar = self.query_one("#tuning-progress", ProgressBar)
+        if tuning is None or (tuning.evaluated == 0 and tuning.summary is None):
+            self._counts("waiting", 0, 0, 0, None)
+            bar.update(total=1, progress=0)
+            self.query_one("#tuning-failures", Static).update(by_status_text({}))
+            self.query_one("#tuning-top", KeyTable).sync({})
+            return
+        summary = tuning.summary
+        space = summary.space_size if summary else 0
+        self._reference_ms = summary.reference_ms if summary else self._reference_ms
+        best = tuning.top[0].time_ms if tuning.top else None
+        extra = ""
+        if summary is not None:
+            extra = f"{summary.wall_s:.0f} s · speedup {fmt_speedup(summary.speedup)}"
+            bar.update(total=max(1, summary.evaluated), progress=summary.evaluated)
+        self._counts("done" if summary else "search", tuning.evaluated, tuning.valid, space, best, extra)
+        self.query_one("#tuning-failures", Static).update(by_status_text(tuning.by_status))
+        self._show_top(tuning)
+
+    def _show_top(self, tuning: TuningView) -> None:
+        rows: dict[str, tuple[object, ...]] = {}
+        for rank, result in enumerate(tuning.top, 1):
+            speedup = self._reference_ms / result.time_ms if self._reference_ms and result.time_ms else None
+            rows[str(rank)] = (str(rank), fmt_ms(result.time_ms), fmt_speedup(speedup), fmt_config(result.config))
+        self.query_one("#tuning-top", KeyTable).sync(rows)
+
+    def show_progress(self, e: TuningProgress) -> None:
+        """Live: one event per throttled progress line of the tuner."""
+        bar = self.query_one("#tuning-progress", ProgressBar)
+        if e.budget_s:
+            bar.update(total=e.budget_s, progress=min(e.elapsed_s, e.budget_s))
+        elif e.space_size:
+            bar.update(total=e.space_size, progress=e.evaluated)
+        budget = f"{e.elapsed_s:.0f}/{e.budget_s:.0f} s" if e.budget_s else f"{e.elapsed_s:.0f} s"
+        self._counts(e.phase, e.evaluated, e.valid, e.space_size, e.best_ms, budget)
+        self.query_one("#tuning-failures", Static).update(by_status_text(e.by_status))
+        if e.best_config is not None and e.best_ms is not None:
+            table = self.query_one("#tuning-top", KeyTable)
+            if table.row_count == 0:
+                table.sync({"1": ("1", fmt_ms(e.best_ms), NONE, fmt_config(e.best_config))})
+
+    def show_finished(self, e: TuningFinished) -> None:
+        bar = self.query_one("#tuning-progress", ProgressBar)
+        bar.update(total=max(1, e.evaluated), progress=e.evaluated)
+        extra = f"speedup {fmt_speedup(e.speedup)}" + (f" · {e.message}" if e.message else "")
+        self._counts("done" if e.ran else "not tuned", e.evaluated, e.valid, 0, e.best_ms, extra)
+        self.query_one("#tuning-failures", Static).update(by_status_text(e.by_status))
