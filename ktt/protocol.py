@@ -79,6 +79,10 @@ class ConfigResult(_Model):
     validation: ValidationReport | None = None
     flags: list[str] = Field(default_factory=list)
     finished_at: float | None = None  # unix time
+    elapsed_s: float | None = None  # seconds since the tuning run started
+    confirmed: bool = False  # also passed on a fresh input set (required of the best)
+    gpu_ms: float | None = None  # GPU span of this evaluation (validation, timing, confirmation)
+    shape: str = "default"  # the problem shape (base or case) this was measured on
 
 
 class Progress(_Model):
@@ -152,11 +156,28 @@ class TuneSummary(_Model):
     compile_s_total: float | None = None
     results_file: str
     message: str | None = None
+    reference_file: str | None = None  # the reference_time.json used or written
+    search_s: float | None = None  # wall time of the search phase
+    configs_per_s: float | None = None  # evaluated / search_s
+    time_to_best_s: float | None = None  # seconds from the start until the best was recorded
+    worker_restarts: int = 0
+
+
+class ReferenceTimeFile(_Model):
+    """output/reference_time.json: the speedup denominator. Seeded by hand or measured once."""
+
+    ms: float | None = None  # the base shape's reference time
+    source: Literal["measured", "seeded"] = "seeded"
+    cases: dict[str, float] = Field(default_factory=dict)  # per-case reference times, by case name
+    reference_type: str | None = None  # cuda | cpu_c | python (for measured files)
+    device: str | None = None
+    measured_at: str | None = None
 
 
 class CheckedConfig(_Model):
     config: dict[str, ParamValue]
     ok: bool
+    shape: str = "default"  # the base shape, or the case it was compiled for
     compile_s: float | None = None
     diagnostics: list[Diagnostic] = Field(default_factory=list)
     error: str | None = None

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ktt.expressions import Expression, ExpressionError, Number
@@ -29,7 +30,11 @@ Config = dict[str, ParamValue]
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_THREADS_PER_BLOCK = 1024
+MAX_STREAMS = 8
 DEFAULT_STATIC_SHARED_LIMIT = 48 * 1024
+
+
+_MAIN_STREAM = Expression(0)
 
 
 class SpecError(ProblemError):
@@ -77,8 +82,9 @@ class LaunchSpec(_SpecModel):
     block: Dim3Spec
     shared_mem: int | str = Field(default=0, alias="shared_mem")
     args: list[LaunchArg] | None = None  # None: the problem's boundary, in args order
+    stream: int | str = 0  # 0: the main stream; N > 0: a side stream, forked from and joined to the main one
 
-    _nb = field_validator("shared_mem", mode="before")(_no_bool)
+    _nb = field_validator("shared_mem", "stream", mode="before")(_no_bool)
 
 
 class ScratchSpec(_SpecModel):
@@ -162,6 +168,7 @@ class Launch:
     block: tuple[Expression, Expression, Expression]
     shared_mem: Expression
     args: tuple[ResolvedArg, ...]
+    stream: Expression = _MAIN_STREAM
 
 
 @dataclass(frozen=True)
@@ -185,6 +192,7 @@ class LaunchGeometry:
     block: Dim3
     shared_mem: int
     args: tuple[tuple[ResolvedArg, Number | None], ...]  # value only for kind == value
+    stream: int = 0
 
 
 @dataclass
@@ -230,7 +238,12 @@ class TuningSpec:
             block = Dim3(*(e.evaluate_int(env) for e in launch.block))
             smem = launch.shared_mem.evaluate_int(env)
             args = tuple((a, a.expr.evaluate(env) if a.expr is not None else None) for a in launch.args)
-            out.append(LaunchGeometry(launch.kernel, grid, block, smem, args))
+            stream = launch.stream.evaluate_int(env)
+            if stream < 0 or stream > MAX_STREAMS:
+                raise ExpressionError(f"{launch.kernel}: stream {stream} out of range 0..{MAX_STREAMS}")
+            if smem < 0:
+                raise ExpressionError(f"{launch.kernel}: shared_mem evaluates to {smem}")
+            out.append(LaunchGeometry(launch.kernel, grid, block, smem, args, stream))
         return out
 
     def scratch_sizes(self, config: Config, shape: Shape) -> dict[str, int]:
@@ -242,6 +255,25 @@ def load_spec(path: Path | str, problem: Problem) -> TuningSpec:
     """Read and check tuning.yaml against the problem it tunes."""
     path = Path(path)
     raw = read_yaml_mapping(path)
+    return _spec_from_raw(raw, path, problem)
+
+
+def load_spec_text(text: str, problem: Problem, path: Path | str = "tuning.yaml") -> TuningSpec:
+    """The same as ``load_spec`` for YAML already in memory (errors name ``path``)."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(file)"
+        problem_text = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError(path, where, f"YAML syntax error: {problem_text}") from None
+    if not isinstance(raw, dict):
+        raise SpecError(path, "(top level)", "expected a mapping of keys")
+    return _spec_from_raw(raw, path, problem)
+
+
+def _spec_from_raw(raw: dict[str, Any], path: Path, problem: Problem) -> TuningSpec:
     try:
         tf = validate_model(TuningFile, raw, path)
     except ProblemError as exc:
@@ -289,7 +321,8 @@ def resolve_spec(tf: TuningFile, path: Path, problem: Problem) -> TuningSpec:
         )
         smem = expr(ls.shared_mem, f"{label}.shared_mem")
         args = _resolve_args(ls.args, problem, scratch_names, f"{label}.args", path, expr)
-        launches.append(Launch(ls.kernel, grid, block, smem, args))  # type: ignore[arg-type]
+        stream = expr(ls.stream, f"{label}.stream")
+        launches.append(Launch(ls.kernel, grid, block, smem, args, stream))  # type: ignore[arg-type]
 
     for i, opt in enumerate(tf.compiler_options):
         if not ALLOWED_COMPILER_OPTIONS.match(opt):

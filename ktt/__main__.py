@@ -1,0 +1,5 @@
+import sys
+
+from ktt.cli import main
+
+sys.exit(main())

@@ -1,0 +1,120 @@
+"""From a configuration to what the compiler and the GPU worker need: a compile request and launches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ktt.expressions import ExpressionError
+from ktt.nvrtc import CompileRequest, define_pairs
+from ktt.problem.model import Problem, Shape
+from ktt.spec import Config, TuningSpec
+from ktt.toolkit import cuda_include_dirs
+from ktt.workdir import WorkDir, local_headers
+
+
+@dataclass
+class KernelSource:
+    text: str
+    path: Path  # the user's file
+    display_name: str
+
+    @classmethod
+    def read(cls, path: Path | str) -> KernelSource:
+        p = Path(path)
+        return cls(p.read_text(encoding="utf-8"), p.resolve(), p.name)
+
+    @classmethod
+    def from_text(cls, text: str, name: str = "kernels.cu") -> KernelSource:
+        return cls(text, Path(name), name)
+
+
+class CompileContext:
+    """Everything fixed across configurations of one run: source, arch, headers, include dirs."""
+
+    def __init__(self, problem: Problem, spec: TuningSpec, kernel: KernelSource, work: WorkDir, arch: str) -> None:
+        self.problem = problem
+        self.spec = spec
+        self.kernel = kernel
+        self.work = work
+        self.arch = arch
+        self._headers = tuple(local_headers(problem))
+        self._kernel_dir_headers: tuple[tuple[str, str], ...] = ()
+        kdir = kernel.path.parent
+        if kernel.path.is_absolute() and kdir.is_dir() and kdir != problem.directory:
+            extra = []
+            for pattern in ("*.h", "*.hpp", "*.cuh"):
+                for p in sorted(kdir.glob(pattern)):
+                    if p.name != "inputs.hpp":
+                        extra.append((p.name, p.read_text(encoding="utf-8", errors="replace")))
+            self._kernel_dir_headers = tuple(extra)
+        self._prepared: dict[str, str] = {}
+
+    def _inputs_hpp(self, shape: Shape) -> str:
+        if shape.name not in self._prepared:
+            d = self.work.prepare_shape(self.problem, shape, self.kernel.text)
+            self._prepared[shape.name] = (d / "inputs.hpp").read_text(encoding="utf-8")
+        return self._prepared[shape.name]
+
+    def request(self, config: Config, shape: Shape) -> CompileRequest:
+        header = self._inputs_hpp(shape)
+        include = [str(self.work.shape_dir(shape.name)), str(self.problem.directory)]
+        if self.kernel.path.is_absolute() and self.kernel.path.parent != self.problem.directory:
+            include.append(str(self.kernel.path.parent))
+        return CompileRequest(
+            source=self.kernel.text,
+            program_path=str(self.work.program_path(shape.name)),
+            display_name=self.kernel.display_name,
+            arch=self.arch,
+            defines=define_pairs(self.problem.defines(shape), config),
+            include_dirs=(*include, *cuda_include_dirs()),
+            options=tuple(self.spec.compiler_options),
+            header_texts=(("inputs.hpp", header), *self._headers, *self._kernel_dir_headers),
+        )
+
+
+def launch_plan(spec: TuningSpec, config: Config, shape: Shape) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(launches, scratch) as the worker reads them. Raises ExpressionError on a bad value."""
+    launches = []
+    for g in spec.geometry(config, shape):
+        args = []
+        for a, value in g.args:
+            if a.kind == "value":
+                args.append({"kind": "value", "dtype": a.dtype, "value": value})
+            else:
+                args.append({"kind": a.kind, "name": a.name})
+        launches.append(
+            {
+                "kernel": g.kernel,
+                "grid": list(g.grid.as_tuple()),
+                "block": list(g.block.as_tuple()),
+                "smem": g.shared_mem,
+                "stream": g.stream,
+                "args": args,
+            }
+        )
+    scratch = []
+    sizes = spec.scratch_sizes(config, shape)
+    for s in spec.scratch:
+        count = sizes[s.name]
+        if count <= 0:
+            raise ExpressionError(f"scratch {s.name}: size evaluates to {count}")
+        scratch.append({"name": s.name, "bytes": count * s.itemsize, "zero": s.zero})
+    return launches, scratch
+
+
+def geometry_problems(launches: list[dict[str, Any]]) -> str | None:
+    """Limits every CUDA device shares (no device needed): at most 1024 threads, every axis >= 1."""
+    for i, launch in enumerate(launches):
+        grid, block = launch["grid"], launch["block"]
+        if min(grid) < 1 or min(block) < 1:
+            return f"launches[{i}] ({launch['kernel']}): grid {tuple(grid)} / block {tuple(block)} has an axis below 1"
+        threads = block[0] * block[1] * block[2]
+        if threads > 1024:
+            return f"launches[{i}] ({launch['kernel']}): {threads} threads per block (CUDA allows at most 1024)"
+        if block[2] > 64:
+            return f"launches[{i}] ({launch['kernel']}): block.z = {block[2]} (CUDA allows at most 64)"
+        if grid[1] > 65535 or grid[2] > 65535:
+            return f"launches[{i}] ({launch['kernel']}): grid {tuple(grid)}: y and z are limited to 65535"
+    return None

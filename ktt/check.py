@@ -1,0 +1,207 @@
+"""``ktt check``: compile-check a kernel and its tuning spec on a sample of configurations, no GPU needed.
+
+Order: the problem's forbid rules on the source (a hit stops here), the spec (parsed and
+checked against the problem), the restrictions (how many configurations are left), then
+NVRTC on a seeded sample of them for the base shape, plus the first sampled configuration
+for each case. Compiler messages are mapped to lines of the kernel file. Launches that name
+a kernel the source does not define are listed in ``missing_kernels``.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from ktt.candidates import CompileContext, KernelSource, geometry_problems, launch_plan
+from ktt.compile_cache import compile_cached, default_cache_dir
+from ktt.expressions import ExpressionError
+from ktt.nvrtc import CompileOutput, kernel_definition_lines
+from ktt.problem import ProblemError
+from ktt.problem.model import Problem, Shape, strip_c_comments
+from ktt.protocol import CheckedConfig, CheckReport, Diagnostic
+from ktt.space import SearchSpace
+from ktt.spec import Config, TuningSpec, load_spec, load_spec_text
+from ktt.toolkit import resolve_arch
+from ktt.workdir import WorkDir
+
+ENUMERATION_LIMIT = 200_000
+
+
+def defined_kernels(source: str) -> set[str]:
+    """Names of ``__global__`` functions defined in the source (comments ignored)."""
+    return set(kernel_definition_lines(strip_c_comments(source)))
+
+
+def _looks_like_path(value: str | Path) -> bool:
+    if isinstance(value, Path):
+        return True
+    text = value.strip()
+    return "\n" not in text and len(text) < 4096 and text.endswith((".yaml", ".yml"))
+
+
+def _load_spec(problem: Problem, spec: str | Path) -> tuple[TuningSpec, str]:
+    if _looks_like_path(spec):
+        return load_spec(spec, problem), str(spec)
+    return load_spec_text(str(spec), problem), "tuning.yaml"
+
+
+def _diagnostics(out: CompileOutput) -> list[Diagnostic]:
+    return [
+        Diagnostic(file=d.file, line=d.line, column=d.column, severity=d.severity, message=d.message)
+        for d in out.diagnostics
+        if d.severity in ("error", "warning")
+    ][:50]
+
+
+def check_kernel(
+    problem: Problem,
+    kernel_source: str,
+    spec: str | Path,
+    *,
+    sample: int = 4,
+    arch: str | None = None,
+    seed: int = 0,
+    kernel_name: str = "kernels.cu",
+    kernel_path: Path | None = None,
+    cache_dir: str | Path | None = None,
+    work_dir: Path | None = None,
+) -> CheckReport:
+    """Compile-check ``kernel_source`` against ``spec`` (a path or YAML text). Never raises for user errors."""
+    arch_name, _ = resolve_arch(arch, problem.compute_capability, problem.gpu_indices[0])
+    spec_label = str(spec) if _looks_like_path(spec) else "tuning.yaml"
+    report = CheckReport(
+        ok=False,
+        kernel_file=str(kernel_path or kernel_name),
+        spec_file=spec_label,
+        arch=arch_name,
+        space_size=0,
+        sampled=0,
+    )
+    hits = problem.forbid_hits(kernel_source)
+    if hits:
+        report.forbid = [str(h) for h in hits]
+        report.message = f"{kernel_name}: {hits[0]}"
+        return report
+    try:
+        tspec, report.spec_file = _load_spec(problem, spec)
+    except ProblemError as exc:
+        report.message = str(exc)
+        return report
+    report.space_size = tspec.space_size()
+    space = SearchSpace(tspec.tune_params, tspec.restrictions, problem.base.scalars)
+    keys = space.enumerate(ENUMERATION_LIMIT)
+    rng = random.Random(seed)
+    if keys is not None:
+        report.restricted_size = len(keys)
+        if not keys:
+            report.message = "no configuration satisfies the restrictions"
+            return report
+        chosen = rng.sample(keys, min(max(1, sample), len(keys)))
+    else:
+        chosen = []
+        seen: set = set()
+        for _ in range(max(1, sample)):
+            k = space.sample(rng, seen)
+            if k is None:
+                break
+            seen.add(k)
+            chosen.append(k)
+        if not chosen:
+            report.message = "no configuration satisfying the restrictions was found by sampling"
+            return report
+
+    kernel = KernelSource(kernel_source, kernel_path.resolve() if kernel_path else Path(kernel_name), kernel_name)
+    with tempfile.TemporaryDirectory(prefix="ktt-check-") as tmp:
+        work = WorkDir(work_dir or Path(tmp))
+        ctx = CompileContext(problem, tspec, kernel, work, arch_name)
+        jobs: list[tuple[Config, Shape]] = [(space.config(k), problem.base) for k in chosen]
+        jobs += [(space.config(chosen[0]), case) for case in problem.cases]
+        cache = str(cache_dir or default_cache_dir())
+
+        def run(job: tuple[Config, Shape]) -> tuple[CheckedConfig, CompileOutput | None, list[dict] | None]:
+            config, shape = job
+            try:
+                launches, _ = launch_plan(tspec, config, shape)
+            except ExpressionError as exc:
+                return (
+                    CheckedConfig(config=config, ok=False, error=f"launch geometry: {exc}", shape=shape.name),
+                    None,
+                    None,
+                )
+            problem_text = geometry_problems(launches)
+            out, _ = compile_cached(ctx.request(config, shape), cache)
+            checked = CheckedConfig(
+                config=config,
+                ok=out.ok and problem_text is None,
+                compile_s=round(out.seconds, 4),
+                diagnostics=_diagnostics(out),
+                shape=shape.name,
+                error=out.first_error() or problem_text,
+            )
+            return checked, out, launches
+
+        for shape in {s.name: s for _, s in jobs}.values():
+            ctx._inputs_hpp(shape)
+        with ThreadPoolExecutor(max_workers=min(4, len(jobs))) as ex:
+            outcomes = list(ex.map(run, jobs))
+
+    report.configs = [c for c, _, _ in outcomes]
+    report.sampled = len(chosen)
+    wanted = [launch.kernel for launch in tspec.launches]
+    compiled = next((out for _, out, _ in outcomes if out is not None and out.ok), None)
+    available = set(compiled.kernels) if compiled is not None else defined_kernels(kernel_source)
+    report.missing_kernels = sorted({k for k in wanted if k not in available})
+    ok = all(c.ok for c in report.configs) and not report.missing_kernels
+    report.ok = ok
+    if not ok:
+        bad = next((c for c in report.configs if not c.ok), None)
+        if bad is not None:
+            report.message = bad.error or "a configuration failed"
+        else:
+            name = report.missing_kernels[0]
+            hint = '; it is defined but not extern "C"' if name in defined_kernels(kernel_source) else ""
+            report.message = f"launches name kernel {name!r}, which {kernel_name} does not define{hint}"
+    return report
+
+
+def check_files(
+    problem_dir: Path,
+    kernel: Path,
+    spec: Path,
+    *,
+    sample: int = 4,
+    arch: str | None = None,
+    seed: int = 0,
+    cache_dir: str | Path | None = None,
+) -> tuple[CheckReport, int]:
+    """The CLI's entry: (report, exit code 0 ok / 1 not ok / 2 bad input)."""
+    from ktt.problem import load_problem
+
+    base = CheckReport(ok=False, kernel_file=str(kernel), spec_file=str(spec), arch=arch or "", space_size=0, sampled=0)
+    try:
+        problem = load_problem(problem_dir)
+    except ProblemError as exc:
+        return base.model_copy(update={"message": str(exc)}), 2
+    try:
+        text = kernel.read_text(encoding="utf-8")
+    except OSError as exc:
+        return base.model_copy(update={"message": f"{kernel}: cannot read ({exc.strerror})"}), 2
+    if not spec.exists():
+        return base.model_copy(update={"message": f"{spec}: file not found"}), 2
+    report = check_kernel(
+        problem,
+        text,
+        spec,
+        sample=sample,
+        arch=arch,
+        seed=seed,
+        kernel_name=kernel.name,
+        kernel_path=kernel,
+        cache_dir=cache_dir,
+    )
+    if report.ok:
+        return report, 0
+    spec_error = report.sampled == 0 and not report.forbid and report.restricted_size is None and report.space_size == 0
+    return report, 2 if spec_error else 1

@@ -1,0 +1,260 @@
+"""``python -m ktt check | tune | profile``: the command line of the kernel tuning toolkit.
+
+Exit codes (all commands): 0 success; 1 ran, but nothing valid (no valid configuration,
+a compile check failed, a profile failed); 2 bad input (problem, spec, kernel or flags);
+3 the environment cannot do it (no GPU, ncu missing or without counter permission);
+4 an internal error in ktt. With ``--json`` every line on stdout is one JSON object of
+``ktt.protocol``; without it the same information is printed for people.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from ktt.protocol import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERNAL,
+    CheckReport,
+    ErrorLine,
+    LogLine,
+    ProfileReport,
+    Progress,
+    TuneSummary,
+)
+
+
+def _emitter(as_json: bool) -> Any:
+    def emit(obj: BaseModel) -> None:
+        if as_json:
+            print(obj.model_dump_json(), flush=True)
+            return
+        print(_human(obj), flush=True)
+
+    return emit
+
+
+def _human(obj: BaseModel) -> str:
+    if isinstance(obj, Progress):
+        best = f"best {obj.best_ms:.4g} ms {json.dumps(obj.best_config)}" if obj.best_ms is not None else "no valid yet"
+        budget = f"/{obj.budget_s:g}s" if obj.budget_s else ""
+        counts = f"{obj.evaluated}/{obj.space_size} evaluated, {obj.valid} valid"
+        return f"[{obj.elapsed_s:7.1f}s{budget}] {obj.phase:9s} {counts}, {best}"
+    if isinstance(obj, LogLine):
+        return f"{obj.level}: {obj.message}"
+    if isinstance(obj, ErrorLine):
+        return f"error: {obj.message}"
+    if isinstance(obj, TuneSummary):
+        lines = [
+            f"problem {obj.problem}: {obj.evaluated} configurations evaluated in {obj.wall_s:.1f} s "
+            f"({obj.strategy}), {obj.valid} valid; by status {obj.by_status}"
+        ]
+        if obj.best:
+            lines.append(
+                f"best: {obj.best.time_ms:.4g} ms (min {obj.best.min_ms:.4g}, max {obj.best.max_ms:.4g}, "
+                f"{obj.best.repeats} repeats) {json.dumps(obj.best.config)}"
+            )
+        if obj.speedup:
+            lines.append(
+                f"speedup over the reference ({obj.reference_ms:.4g} ms, {obj.reference_source}): {obj.speedup:.3g}x"
+            )
+        for c in obj.cases:
+            sp = f"{c.speedup:.3g}x" if c.speedup else "-"
+            t = f"{c.time_ms:.4g} ms" if c.time_ms else "-"
+            lines.append(
+                f"  case {c.name:10s} {c.status:18s} {t:>12s}  speedup {sp}" + (f"  {c.error}" if c.error else "")
+            )
+        if obj.score is not None:
+            lines.append(f"score (geometric mean of speedups): {obj.score:.3g}")
+        if obj.message:
+            lines.append(obj.message)
+        lines.append(f"results: {obj.results_file}")
+        return "\n".join(lines)
+    if isinstance(obj, CheckReport):
+        head = "ok" if obj.ok else "FAILED"
+        size = f"{obj.restricted_size} of {obj.space_size}" if obj.restricted_size is not None else str(obj.space_size)
+        lines = [f"check {head}: {obj.sampled} sampled of {size} configurations, arch {obj.arch}"]
+        for hit in obj.forbid:
+            lines.append(f"  {obj.kernel_file}: {hit}")
+        for c in obj.configs:
+            mark = "ok  " if c.ok else "FAIL"
+            lines.append(f"  {mark} [{c.shape}] {json.dumps(c.config)}" + (f": {c.error}" if c.error else ""))
+            for d in c.diagnostics[:5]:
+                where = f"{d.file}:{d.line}" + (f":{d.column}" if d.column else "") if d.line else d.file
+                lines.append(f"       {where}: {d.severity}: {d.message}")
+        if obj.missing_kernels:
+            lines.append(f"  missing kernels: {', '.join(obj.missing_kernels)}")
+        if obj.message:
+            lines.append(obj.message)
+        return "\n".join(lines)
+    if isinstance(obj, ProfileReport):
+        if not obj.ok:
+            return f"profile failed ({obj.error_kind}): {obj.error}"
+        lines = [f"profile of {json.dumps(obj.config)} ({obj.ncu_version})"]
+        for k in obj.kernels:
+            lines.append(f"kernel {k.kernel} (launch {k.launch_index}): {k.roofline}, {k.duration_ms} ms")
+            for m in k.metrics:
+                lines.append(f"  {m.section:15s} {m.label:36s} {m.value} {m.unit}")
+        return "\n".join(lines)
+    return obj.model_dump_json()
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m ktt", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--problem", required=True, type=Path, help="problem directory (problem.yaml, inputs.yaml)")
+        p.add_argument("--kernel", required=True, type=Path, help="the kernel source (kernels.cu)")
+        p.add_argument("--spec", required=True, type=Path, help="the tuning spec (tuning.yaml)")
+        p.add_argument("--json", action="store_true", help="print JSON lines (ktt.protocol) instead of text")
+        p.add_argument(
+            "--cache-dir", type=Path, default=None, help="compile cache (default $KTT_CACHE_DIR or ~/.cache/ktt)"
+        )
+
+    c = sub.add_parser("check", help="compile-check a sample of configurations (no GPU needed)")
+    common(c)
+    c.add_argument("--sample", type=int, default=4, help="configurations to compile (default 4)")
+    c.add_argument("--arch", default=None, help="target, e.g. sm_90 (default: the GPU, else the problem, else sm_90)")
+    c.add_argument("--seed", type=int, default=0)
+
+    t = sub.add_parser("tune", help="search the space on the GPU; write results.jsonl and summary.json")
+    common(t)
+    t.add_argument("--output", required=True, type=Path, help="output directory")
+    t.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        help="wall-clock budget in seconds (default: spec duration_s, else problem tuning.duration_s; 0 = none)",
+    )
+    t.add_argument("--timeout", dest="duration", type=float, help=argparse.SUPPRESS)
+    t.add_argument("--max-configs", type=int, default=None, help="stop after this many configurations")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--device", type=int, default=None, help="CUDA device ordinal (default: problem gpu.index)")
+    t.add_argument(
+        "--reference-time",
+        type=Path,
+        default=None,
+        help="reference_time.json: used if present, else measured and written (default PROBLEM/output/)",
+    )
+    t.add_argument("--strategy", choices=["auto", "exhaustive", "random"], default="auto")
+    t.add_argument(
+        "--config-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a configuration may go without progress before it is killed (default 10)",
+    )
+    t.add_argument("--compile-workers", type=int, default=None, help="compiler processes (default: CPU cores - 1)")
+    t.add_argument("--keep-work", action="store_true", help="keep reference arrays and cubins under OUTPUT/work")
+
+    p = sub.add_parser("profile", help="Nsight Compute on one configuration")
+    common(p)
+    p.add_argument("--output", required=True, type=Path)
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--config", type=str, help="the configuration as JSON, e.g. '{\"BX\": 16}'")
+    g.add_argument("--from-summary", type=Path, help="profile the best configuration of a tune summary.json")
+    p.add_argument("--shape", default=None, help="problem shape (default: the base shape)")
+    p.add_argument("--device", type=int, default=None)
+
+    r = sub.add_parser("run-config")  # the program ncu profiles; not for people
+    common(r)
+    r.add_argument("--config", required=True)
+    r.add_argument("--shape", default="default")
+    r.add_argument("--warmup", type=int, default=1)
+    r.add_argument("--runs", type=int, default=1)
+    r.add_argument("--work", type=Path, required=True)
+    r.add_argument("--device", type=int, default=None)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    emit = _emitter(args.json)
+    try:
+        if args.command == "check":
+            from ktt.check import check_files
+
+            report, code = check_files(
+                args.problem,
+                args.kernel,
+                args.spec,
+                sample=args.sample,
+                arch=args.arch,
+                seed=args.seed,
+                cache_dir=args.cache_dir,
+            )
+            emit(report)
+            return code
+        if args.command == "tune":
+            from ktt.tune import TuneOptions, tune
+
+            opts = TuneOptions(
+                problem_dir=args.problem,
+                kernel=args.kernel,
+                spec=args.spec,
+                output=args.output,
+                duration_s=args.duration,
+                max_configs=args.max_configs,
+                seed=args.seed,
+                device=args.device,
+                reference_time=args.reference_time,
+                strategy=args.strategy,
+                config_timeout_s=args.config_timeout,
+                cache_dir=args.cache_dir,
+                compile_workers=args.compile_workers,
+                keep_work=args.keep_work,
+            )
+            return tune(opts, emit)
+        if args.command == "profile":
+            from ktt.profile import ProfileOptions, profile
+
+            try:
+                config = json.loads(args.config) if args.config else None
+            except ValueError as exc:
+                emit(ProfileReport(ok=False, error=f"--config: not JSON ({exc})", error_kind="failed"))
+                return EXIT_BAD_INPUT
+            report, code = profile(
+                ProfileOptions(
+                    problem_dir=args.problem,
+                    kernel=args.kernel,
+                    spec=args.spec,
+                    output=args.output,
+                    config=config,
+                    from_summary=args.from_summary,
+                    shape=args.shape,
+                    device=args.device,
+                    cache_dir=args.cache_dir,
+                )
+            )
+            emit(report)
+            return code
+        if args.command == "run-config":
+            from ktt.profile import run_config
+
+            return run_config(
+                args.problem,
+                args.kernel,
+                args.spec,
+                json.loads(args.config),
+                args.shape,
+                args.warmup,
+                args.runs,
+                args.work,
+                str(args.cache_dir) if args.cache_dir else None,
+                args.device,
+            )
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # an internal error: say so, with the trace on stderr
+        traceback.print_exc(file=sys.stderr)
+        emit(ErrorLine(message=f"internal error: {type(exc).__name__}: {exc}", exit_code=EXIT_INTERNAL))
+        return EXIT_INTERNAL
+    return EXIT_BAD_INPUT

@@ -1,0 +1,125 @@
+"""What the machine offers: CUDA headers for NVRTC, the NVRTC version, the GPU's architecture.
+
+Nothing here creates a CUDA context; the arch query only initialises the driver, so
+``ktt check`` runs the same on a machine with no GPU (it falls back to the problem's
+``gpu.compute_capability``, then sm_90).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import glob
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_ARCH = "sm_90"
+_ARCH = re.compile(r"^(?:sm_|compute_)?(\d+)([a-z]?)$")
+
+
+def normalize_arch(value: str) -> str:
+    """'sm_90', '90', '9.0', 'compute_90a' -> 'sm_90' / 'sm_90a'."""
+    text = value.strip().lower()
+    m = re.fullmatch(r"(\d+)\.(\d)([a-z]?)", text)
+    if m:
+        return f"sm_{m.group(1)}{m.group(2)}{m.group(3)}"
+    m = _ARCH.match(text)
+    if not m:
+        raise ValueError(f"{value!r} is not a GPU architecture like sm_90")
+    return f"sm_{m.group(1)}{m.group(2)}"
+
+
+@functools.cache
+def cuda_include_dirs() -> tuple[str, ...]:
+    """Directories holding the CUDA runtime headers and CCCL (cuda/std/...), best first."""
+    found: list[str] = []
+
+    def add(path: str | os.PathLike[str] | None) -> None:
+        if path and os.path.isdir(path) and str(path) not in found:
+            found.append(str(path))
+
+    with contextlib.suppress(Exception):
+        import cuda.pathfinder as pathfinder
+
+        for lib in ("cccl", "cudart"):
+            with contextlib.suppress(Exception):
+                add(pathfinder.find_nvidia_header_directory(lib))
+    roots = [os.environ.get(k) for k in ("CUDA_HOME", "CUDA_PATH")]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        roots.append(str(Path(nvcc).resolve().parent.parent))
+    roots += ["/usr/local/cuda", *sorted(glob.glob("/usr/local/cuda-*"), reverse=True)]
+    for root in roots:
+        if root:
+            add(os.path.join(root, "include", "cccl"))
+            add(os.path.join(root, "include"))
+            add(os.path.join(root, "targets", "x86_64-linux", "include"))
+    return tuple(found)
+
+
+@functools.cache
+def nvrtc_version() -> str:
+    try:
+        from cuda.bindings import nvrtc
+
+        _, major, minor = nvrtc.nvrtcVersion()
+        return f"{major}.{minor}"
+    except Exception:  # pragma: no cover - NVRTC missing entirely
+        return "unknown"
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    ordinal: int
+    name: str
+    arch: str
+
+
+def query_device(ordinal: int = 0) -> DeviceInfo | None:
+    """The GPU's name and arch, or None when there is no driver or no such device."""
+    try:
+        from cuda.bindings import driver
+
+        (err,) = driver.cuInit(0)
+        if int(err) != 0:
+            return None
+        err, count = driver.cuDeviceGetCount()
+        if int(err) != 0 or ordinal >= count:
+            return None
+        err, dev = driver.cuDeviceGet(ordinal)
+        attr = driver.CUdevice_attribute
+        _, major = driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
+        _, minor = driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
+        _, raw = driver.cuDeviceGetName(256, dev)
+        name = bytes(raw).split(b"\0", 1)[0].decode(errors="replace")
+        return DeviceInfo(ordinal, name, f"sm_{major}{minor}")
+    except Exception:
+        return None
+
+
+def gpu_count() -> int:
+    try:
+        from cuda.bindings import driver
+
+        (err,) = driver.cuInit(0)
+        if int(err) != 0:
+            return 0
+        err, count = driver.cuDeviceGetCount()
+        return int(count) if int(err) == 0 else 0
+    except Exception:
+        return 0
+
+
+def resolve_arch(explicit: str | None, compute_capability: str | None, ordinal: int = 0) -> tuple[str, str]:
+    """(arch, where it came from): --arch, else the device, else the problem, else sm_90."""
+    if explicit:
+        return normalize_arch(explicit), "--arch"
+    info = query_device(ordinal)
+    if info is not None:
+        return info.arch, f"device {ordinal} ({info.name})"
+    if compute_capability:
+        return normalize_arch(compute_capability), "problem gpu.compute_capability"
+    return DEFAULT_ARCH, "default"
