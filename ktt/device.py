@@ -1,0 +1,263 @@
+"""A thin layer over the CUDA driver API (``cuda.bindings.driver``) for the GPU worker.
+
+Only the worker process imports this with a GPU present: it owns the one CUDA context.
+Every call is checked; a failure raises ``CudaError``, whose ``sticky`` flag says that the
+context is corrupted (trap, illegal address...) and the process must be replaced.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from cuda.bindings import driver as cu
+
+# Errors after which the context is unusable: the worker reports and exits.
+STICKY_ERRORS = {
+    "CUDA_ERROR_ILLEGAL_ADDRESS",
+    "CUDA_ERROR_LAUNCH_TIMEOUT",
+    "CUDA_ERROR_HARDWARE_STACK_ERROR",
+    "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+    "CUDA_ERROR_MISALIGNED_ADDRESS",
+    "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+    "CUDA_ERROR_INVALID_PC",
+    "CUDA_ERROR_LAUNCH_FAILED",
+    "CUDA_ERROR_ASSERT",
+    "CUDA_ERROR_ECC_UNCORRECTABLE",
+    "CUDA_ERROR_TENSOR_MEMORY_LEAK",
+    "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+    "CUDA_ERROR_UNKNOWN",
+}
+# Errors that mean the launch does not fit the device (threads, shared memory, registers).
+LAUNCH_LIMIT_ERRORS = {
+    "CUDA_ERROR_INVALID_VALUE",
+    "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+    "CUDA_ERROR_INVALID_CONFIGURATION",
+    "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE",
+}
+
+
+class CudaError(RuntimeError):
+    def __init__(self, name: str, call: str) -> None:
+        self.name = name
+        self.call = call
+        super().__init__(f"{call}: {name}")
+
+    @property
+    def sticky(self) -> bool:
+        return self.name in STICKY_ERRORS
+
+    @property
+    def launch_limit(self) -> bool:
+        return self.name in LAUNCH_LIMIT_ERRORS
+
+
+def _name(err: Any) -> str:
+    try:
+        return cu.CUresult(err).name
+    except Exception:
+        return str(err)
+
+
+def check(result: Any, call: str = "cuda") -> Any:
+    """Unpack a (CUresult, values...) tuple, raising CudaError on failure."""
+    if isinstance(result, tuple):
+        err, rest = result[0], result[1:]
+    else:
+        err, rest = result, ()
+    if int(err) != 0:
+        raise CudaError(_name(err), call)
+    if not rest:
+        return None
+    return rest[0] if len(rest) == 1 else rest
+
+
+A = cu.CUdevice_attribute
+F = cu.CUfunction_attribute
+
+
+@dataclass(frozen=True)
+class DeviceProps:
+    name: str
+    arch: str
+    sm_count: int
+    clock_khz: int
+    l2_bytes: int
+    max_threads_per_block: int
+    max_smem_optin: int
+    max_smem_per_block: int
+    max_grid: tuple[int, int, int]
+    max_block: tuple[int, int, int]
+    total_memory: int
+
+
+class Gpu:
+    """The worker's device: context, one main stream, side streams on demand."""
+
+    def __init__(self, ordinal: int) -> None:
+        check(cu.cuInit(0), "cuInit")
+        count = check(cu.cuDeviceGetCount(), "cuDeviceGetCount")
+        if ordinal >= count:
+            raise CudaError("CUDA_ERROR_INVALID_DEVICE", f"device {ordinal} (found {count})")
+        self.device = check(cu.cuDeviceGet(ordinal), "cuDeviceGet")
+        self.context = check(cu.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
+        check(cu.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+        self.props = self._props()
+        self.stream = check(cu.cuStreamCreate(0), "cuStreamCreate")
+        self._side: dict[int, Any] = {}
+        self._events: dict[str, list[Any]] = {}
+
+    def attr(self, a: Any) -> int:
+        return int(check(cu.cuDeviceGetAttribute(a, self.device), "cuDeviceGetAttribute"))
+
+    def _props(self) -> DeviceProps:
+        raw = check(cu.cuDeviceGetName(256, self.device), "cuDeviceGetName")
+        name = bytes(raw).split(b"\0", 1)[0].decode(errors="replace")
+        major = self.attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+        minor = self.attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+        total = int(check(cu.cuDeviceTotalMem(self.device), "cuDeviceTotalMem"))
+        return DeviceProps(
+            name=name,
+            arch=f"sm_{major}{minor}",
+            sm_count=self.attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+            clock_khz=self.attr(A.CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
+            l2_bytes=self.attr(A.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE),
+            max_threads_per_block=self.attr(A.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
+            max_smem_optin=self.attr(A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+            max_smem_per_block=self.attr(A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK),
+            max_grid=(
+                self.attr(A.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X),
+                self.attr(A.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y),
+                self.attr(A.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z),
+            ),
+            max_block=(
+                self.attr(A.CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X),
+                self.attr(A.CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y),
+                self.attr(A.CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z),
+            ),
+            total_memory=total,
+        )
+
+    def side_stream(self, index: int) -> Any:
+        if index == 0:
+            return self.stream
+        if index not in self._side:
+            self._side[index] = check(cu.cuStreamCreate(0), "cuStreamCreate")
+        return self._side[index]
+
+    # -- memory --------------------------------------------------------------------
+
+    def alloc(self, nbytes: int) -> int:
+        return int(check(cu.cuMemAlloc(max(int(nbytes), 4)), "cuMemAlloc"))
+
+    def free(self, ptr: int) -> None:
+        if ptr:
+            check(cu.cuMemFree(ptr), "cuMemFree")
+
+    def memset32(self, ptr: int, value: int, count: int, stream: Any = None) -> None:
+        if count > 0:
+            check(cu.cuMemsetD32Async(ptr, value & 0xFFFFFFFF, count, stream or self.stream), "cuMemsetD32Async")
+
+    def h2d(self, dst: int, src: np.ndarray, stream: Any = None) -> None:
+        if src.nbytes:
+            check(cu.cuMemcpyHtoDAsync(dst, src.ctypes.data, src.nbytes, stream or self.stream), "cuMemcpyHtoDAsync")
+
+    def d2h(self, dst: np.ndarray, src: int, stream: Any = None) -> None:
+        if dst.nbytes:
+            check(cu.cuMemcpyDtoHAsync(dst.ctypes.data, src, dst.nbytes, stream or self.stream), "cuMemcpyDtoHAsync")
+
+    def d2d(self, dst: int, src: int, nbytes: int, stream: Any = None) -> None:
+        if nbytes:
+            check(cu.cuMemcpyDtoDAsync(dst, src, nbytes, stream or self.stream), "cuMemcpyDtoDAsync")
+
+    def pinned(self, nbytes: int, dtype: Any = np.uint8) -> np.ndarray:
+        """Page-locked host memory as a numpy array (freed by ``free_pinned``)."""
+        ptr = int(check(cu.cuMemHostAlloc(max(int(nbytes), 1), 0), "cuMemHostAlloc"))
+        raw = (ctypes.c_ubyte * max(int(nbytes), 1)).from_address(ptr)
+        arr = np.frombuffer(raw, dtype=np.uint8, count=int(nbytes)).view(dtype)
+        return arr
+
+    def free_pinned(self, arr: np.ndarray) -> None:
+        check(cu.cuMemFreeHost(arr.ctypes.data), "cuMemFreeHost")
+
+    def mem_info(self) -> tuple[int, int]:
+        free, total = check(cu.cuMemGetInfo(), "cuMemGetInfo")
+        return int(free), int(total)
+
+    # -- execution -----------------------------------------------------------------
+
+    def sync(self) -> None:
+        """Wait for the whole device (every stream), surfacing any asynchronous error."""
+        check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
+
+    def event(self) -> Any:
+        return check(cu.cuEventCreate(0), "cuEventCreate")
+
+    def events(self, purpose: str, n: int) -> list[Any]:
+        """``n`` events reserved for one purpose, created once and reused (configurations come and go)."""
+        pool = self._events.setdefault(purpose, [])
+        while len(pool) < n:
+            pool.append(self.event())
+        return pool[:n]
+
+    def record(self, event: Any, stream: Any = None) -> None:
+        check(cu.cuEventRecord(event, stream or self.stream), "cuEventRecord")
+
+    def wait_event(self, stream: Any, event: Any) -> None:
+        check(cu.cuStreamWaitEvent(stream, event, 0), "cuStreamWaitEvent")
+
+    def elapsed_ms(self, start: Any, end: Any) -> float:
+        return float(check(cu.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
+
+    def load_module(self, image: bytes) -> Any:
+        return check(cu.cuModuleLoadData(image), "cuModuleLoadData")
+
+    def unload_module(self, module: Any) -> None:
+        check(cu.cuModuleUnload(module), "cuModuleUnload")
+
+    def function(self, module: Any, name: str) -> Any:
+        return check(cu.cuModuleGetFunction(module, name.encode()), "cuModuleGetFunction")
+
+    def func_attr(self, func: Any, attribute: Any) -> int:
+        return int(check(cu.cuFuncGetAttribute(attribute, func), "cuFuncGetAttribute"))
+
+    def set_max_dynamic_smem(self, func: Any, nbytes: int) -> None:
+        check(
+            cu.cuFuncSetAttribute(func, F.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(nbytes)),
+            "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+        )
+
+    def launch(
+        self,
+        func: Any,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        smem: int,
+        stream: Any,
+        params: KernelParams,
+    ) -> None:
+        check(
+            cu.cuLaunchKernel(func, *grid, *block, int(smem), stream or self.stream, params.address, 0),
+            "cuLaunchKernel",
+        )
+
+
+_CTYPES: dict[str, type] = {
+    "ptr": ctypes.c_uint64,
+    "int": ctypes.c_int32,
+    "float": ctypes.c_float,
+    "double": ctypes.c_double,
+    "u64": ctypes.c_uint64,
+    "u32": ctypes.c_uint32,
+}
+
+
+class KernelParams:
+    """Kernel arguments packed as the ``void**`` array cuLaunchKernel reads (kept alive here)."""
+
+    def __init__(self, values: list[tuple[str, Any]]) -> None:
+        self._holders = [_CTYPES[kind](value) for kind, value in values]
+        self._array = (ctypes.c_void_p * max(1, len(self._holders)))(*[ctypes.addressof(h) for h in self._holders])
+        self.address = ctypes.addressof(self._array)

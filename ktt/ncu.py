@@ -1,0 +1,277 @@
+"""Nsight Compute: which metrics we ask for, how to call ncu, and how to read its CSV.
+
+The metric catalogue covers speed of light, the memory hierarchy, occupancy and its
+limiters, launch statistics and warp stall reasons. ``parse_raw_csv`` reads the output of
+``ncu --import REPORT --csv --page raw --print-units base`` (or of a direct run with those
+flags) into one ``KernelProfile`` per profiled launch; it is pure text processing, usable
+in-process and tested on recorded output.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import io
+import os
+import re
+import shutil
+from dataclasses import dataclass
+
+from ktt.protocol import KernelProfile, Metric
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str
+    label: str
+    section: str
+
+
+CATALOGUE: tuple[MetricSpec, ...] = (
+    # speed of light
+    MetricSpec("gpu__time_duration.sum", "duration", "speed_of_light"),
+    MetricSpec("sm__throughput.avg.pct_of_peak_sustained_elapsed", "compute (SM) throughput", "speed_of_light"),
+    MetricSpec(
+        "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "memory throughput", "speed_of_light"
+    ),
+    MetricSpec("dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM throughput", "speed_of_light"),
+    MetricSpec("sm__cycles_elapsed.avg.per_second", "SM frequency", "speed_of_light"),
+    MetricSpec("gpc__cycles_elapsed.max", "elapsed cycles", "speed_of_light"),
+    # memory hierarchy
+    MetricSpec("dram__bytes_read.sum", "DRAM bytes read", "memory"),
+    MetricSpec("dram__bytes_write.sum", "DRAM bytes written", "memory"),
+    MetricSpec("lts__t_sector_hit_rate.pct", "L2 hit rate", "memory"),
+    MetricSpec("l1tex__t_sector_hit_rate.pct", "L1/TEX hit rate", "memory"),
+    MetricSpec("lts__throughput.avg.pct_of_peak_sustained_elapsed", "L2 throughput", "memory"),
+    MetricSpec("l1tex__throughput.avg.pct_of_peak_sustained_active", "L1/TEX throughput", "memory"),
+    MetricSpec("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", "shared load bank conflicts", "memory"),
+    MetricSpec("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "shared store bank conflicts", "memory"),
+    MetricSpec("smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct", "global load efficiency", "memory"),
+    MetricSpec("smsp__sass_average_data_bytes_per_sector_mem_global_op_st.pct", "global store efficiency", "memory"),
+    # occupancy
+    MetricSpec("sm__warps_active.avg.pct_of_peak_sustained_active", "achieved occupancy", "occupancy"),
+    MetricSpec("sm__maximum_warps_per_active_cycle_pct", "theoretical occupancy", "occupancy"),
+    MetricSpec("launch__occupancy_limit_registers", "block limit: registers", "occupancy"),
+    MetricSpec("launch__occupancy_limit_shared_mem", "block limit: shared memory", "occupancy"),
+    MetricSpec("launch__occupancy_limit_warps", "block limit: warps", "occupancy"),
+    MetricSpec("launch__occupancy_limit_blocks", "block limit: blocks per SM", "occupancy"),
+    # launch statistics
+    MetricSpec("launch__registers_per_thread", "registers per thread", "launch"),
+    MetricSpec("launch__block_size", "block size", "launch"),
+    MetricSpec("launch__grid_size", "grid size", "launch"),
+    MetricSpec("launch__shared_mem_per_block_static", "static shared memory per block", "launch"),
+    MetricSpec("launch__shared_mem_per_block_dynamic", "dynamic shared memory per block", "launch"),
+    MetricSpec("launch__waves_per_multiprocessor", "waves per SM", "launch"),
+    # compute
+    MetricSpec("smsp__issue_active.avg.pct_of_peak_sustained_active", "issue slots busy", "compute"),
+    MetricSpec("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", "FMA pipe busy", "compute"),
+    MetricSpec("smsp__inst_executed.sum", "instructions executed", "compute"),
+    MetricSpec("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", "FP32 FMA thread instructions", "compute"),
+    MetricSpec("smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", "FP32 add thread instructions", "compute"),
+    MetricSpec("smsp__sass_thread_inst_executed_op_fmul_pred_on.sum", "FP32 mul thread instructions", "compute"),
+    # warp stall reasons (cycles per issued instruction)
+    *(
+        MetricSpec(
+            f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio",
+            f"stall: {r.replace('_', ' ')}",
+            "warp_stalls",
+        )
+        for r in (
+            "long_scoreboard",
+            "short_scoreboard",
+            "barrier",
+            "mio_throttle",
+            "lg_throttle",
+            "math_pipe_throttle",
+            "wait",
+            "not_selected",
+            "no_instruction",
+            "membar",
+            "dispatch_stall",
+        )
+    ),
+)
+LABELS = {m.name: m for m in CATALOGUE}
+DURATION = "gpu__time_duration.sum"
+COMPUTE_SOL = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+MEMORY_SOL = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
+LATENCY_BOUND_BELOW = 60.0  # % of peak: neither unit is busy enough to be the limit
+
+_ID_COLUMNS = {
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
+    "Section Name",
+    "Function Name",
+    "Demangled Name",
+    "Mangled Name",
+    "Estimated Speedup",
+    "Estimated Speedup Type",
+}
+
+
+def find_ncu() -> str | None:
+    path = shutil.which("ncu")
+    if path:
+        return path
+    candidates = [
+        os.environ.get("NCU"),
+        "/usr/local/cuda/bin/ncu",
+        *sorted(glob.glob("/usr/local/cuda-*/bin/ncu")),
+        *sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu")),
+    ]
+    for c in candidates:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def permission_error(text: str) -> bool:
+    return "ERR_NVGPUCTRPERM" in text or "permission to access NVIDIA GPU Performance Counters" in text
+
+
+_UNKNOWN_METRIC = re.compile(
+    r"(?:Failed to find metric|metric[s]? not found|Unknown metric|invalid metric)[^\w]*([\w.]+)", re.IGNORECASE
+)
+
+
+def unknown_metrics(text: str) -> list[str]:
+    """Metric names ncu rejected, read from its error output."""
+    return sorted({m.group(1) for m in _UNKNOWN_METRIC.finditer(text)})
+
+
+def _number(text: str) -> float | str | None:
+    t = text.strip()
+    if t in ("", "n/a", "N/A"):
+        return None
+    try:
+        return float(t.replace(",", ""))
+    except ValueError:
+        return t
+
+
+def kernel_base_name(name: str) -> str:
+    """'void sgemm<8>(float const*, ...)' or 'sgemm(float*)' -> 'sgemm'."""
+    head = name.split("(", 1)[0].strip()
+    head = re.sub(r"<.*>$", "", head)
+    return head.split()[-1] if head else name
+
+
+def _convert(name: str, value: float | str | None, unit: str) -> tuple[float | str | None, str]:
+    """Base units to the ones people read: ns -> ms for durations, Hz -> GHz, bytes stay bytes."""
+    if isinstance(value, float):
+        u = unit.lower()
+        if u in ("nsecond", "ns"):
+            return value / 1e6, "ms"
+        if u in ("usecond", "us"):
+            return value / 1e3, "ms"
+        if u in ("msecond", "ms"):
+            return value, "ms"
+        if u in ("second", "s") and "time" in name:
+            return value * 1e3, "ms"
+        if u in ("hz", "cycle/second", "cycle/nsecond") and "per_second" in name:
+            return (value / 1e9 if u != "cycle/nsecond" else value), "GHz"
+    return value, unit
+
+
+def parse_raw_csv(text: str) -> list[KernelProfile]:
+    """``ncu --csv --page raw`` output -> one KernelProfile per profiled launch, in launch order."""
+    lines = [ln for ln in text.splitlines() if ln.startswith('"')]
+    if len(lines) < 2:
+        return []
+    rows = list(csv.reader(io.StringIO("\n".join(lines))))
+    header = rows[0]
+    # The second row holds units (its ID cell is empty); data rows start with the launch ID.
+    if len(rows) > 1 and rows[1] and rows[1][0] == "":
+        units, body = rows[1], rows[2:]
+    else:
+        units, body = [""] * len(header), rows[1:]
+    profiles: list[KernelProfile] = []
+    col = {h: i for i, h in enumerate(header)}
+    for index, row in enumerate(body):
+        if len(row) < len(header):
+            continue
+        kernel = kernel_base_name(row[col["Kernel Name"]]) if "Kernel Name" in col else f"kernel{index}"
+        metrics: list[Metric] = []
+        for i, name in enumerate(header):
+            if name in _ID_COLUMNS or not name:
+                continue
+            value, unit = _convert(name, _number(row[i]), units[i] if i < len(units) else "")
+            spec = LABELS.get(name)
+            metrics.append(
+                Metric(
+                    name=name,
+                    label=spec.label if spec else name,
+                    section=spec.section if spec else "other",
+                    value=value,
+                    unit=unit,
+                )
+            )
+        by_name = {m.name: m for m in metrics}
+        duration = by_name.get(DURATION)
+        profiles.append(
+            KernelProfile(
+                kernel=kernel,
+                launch_index=index,
+                metrics=metrics,
+                roofline=roofline_class(by_name),  # type: ignore[arg-type]
+                duration_ms=duration.value if duration and isinstance(duration.value, float) else None,
+            )
+        )
+    return profiles
+
+
+def roofline_class(metrics: dict[str, Metric]) -> str:
+    """memory-, compute- or latency-bound, from the two speed-of-light percentages."""
+
+    def pct(name: str) -> float | None:
+        m = metrics.get(name)
+        return m.value if m is not None and isinstance(m.value, float) else None
+
+    compute = pct(COMPUTE_SOL)
+    memory = pct(MEMORY_SOL)
+    if memory is None:
+        memory = pct("dram__throughput.avg.pct_of_peak_sustained_elapsed")
+    if compute is None and memory is None:
+        return "unknown"
+    c, m = compute or 0.0, memory or 0.0
+    if max(c, m) < LATENCY_BOUND_BELOW:
+        return "latency-bound"
+    return "memory-bound" if m >= c else "compute-bound"
+
+
+def profile_command(
+    ncu: str, app: list[str], kernels: list[str], skip: int, count: int, metrics: list[str], export: str
+) -> list[str]:
+    names = "|".join(re.escape(k) for k in sorted(set(kernels)))
+    return [
+        ncu,
+        "--target-processes",
+        "all",
+        "--kernel-name",
+        f"regex:^({names})$",
+        "--launch-skip",
+        str(skip),
+        "--launch-count",
+        str(count),
+        "--clock-control",
+        "none",
+        "--metrics",
+        ",".join(metrics),
+        "--export",
+        export,
+        "--force-overwrite",
+        *app,
+    ]
+
+
+def import_command(ncu: str, report: str) -> list[str]:
+    return [ncu, "--import", report, "--csv", "--page", "raw", "--print-units", "base"]
