@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The GPU check: run on a CUDA machine (the device tool runs it from the repository root).
+#
+#   scripts/gpu-check.sh [all|tests|bench|probe]      (default: all)
+#
+# 1. installs the wheels carried in .whl/ into /tmp/site (pydantic, kernel_tuner, ...) and runs
+#    with PYTHONPATH=/tmp/site:. (the project itself is not pip-installed there);
+# 2. probes the machine (GPU, driver, NVRTC, ncu) into $OUT/probe.txt;
+# 3. runs the gpu-marked tests (pytest -m gpu) -> $OUT/pytest_gpu.log, artifacts in $OUT/artifacts;
+# 4. runs the benchmark against Kernel Tuner -> $OUT/bench/ (bench.json, logs);
+# 5. [the engine's end-to-end replay run goes in the marked place below];
+# 6. writes $OUT/summary.txt and prints it last.
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+FINAL="${OUT:-/tmp/ktt-gpu-check}"
+# Everything is written under $FINAL/raw and packed into $FINAL/bundle.tgz at the end (the device
+# tool brings back at most 8 files); summary.txt stays beside it.
+OUT="$FINAL/raw"
+mkdir -p "$OUT"
+WHAT="${1:-all}"
+PY="${PYTHON:-python3}"
+export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
+export KTT_CACHE_DIR="${KTT_CACHE_DIR:-/tmp/ktt-cache}"
+summary="$FINAL/summary.txt"
+: > "$summary"
+note() { echo "$*" | tee -a "$summary"; }
+
+if ls .whl/*.whl >/dev/null 2>&1; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    > "$OUT/pip.log" 2>&1 || { note "wheel install FAILED (see pip.log)"; }
+fi
+export PYTHONPATH="/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1
+  "$PY" -c 'import sys, cuda.core, cuda.bindings, numpy, pydantic; print(sys.version); print("cuda.core", cuda.core.__version__, "cuda.bindings", cuda.bindings.__version__, "numpy", numpy.__version__, "pydantic", pydantic.__version__)' 2>&1
+  "$PY" -c 'from ktt.toolkit import nvrtc_version, cuda_include_dirs, query_device; print("nvrtc", nvrtc_version()); print("include", cuda_include_dirs()); print(query_device(0))' 2>&1
+  command -v ncu && ncu --version 2>&1 | tail -1
+  nproc
+} > "$OUT/probe.txt" 2>&1
+command -v ncu >/dev/null && timeout 60 ncu --query-metrics > "$OUT/ncu_query_metrics.txt" 2>&1
+note "probe: $(grep -m1 -i h200 "$OUT/probe.txt" || head -2 "$OUT/probe.txt" | tail -1)"
+
+if [ "$WHAT" = probe ]; then cat "$summary"; exit 0; fi
+
+if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
+  start=$(date +%s)
+  KTT_GPU_TEST_OUT="$OUT/artifacts" timeout "${TESTS_TIMEOUT:-280}" "$PY" -m pytest -m gpu -p no:cacheprovider \
+    -q -rs tests/ktt > "$OUT/pytest_gpu.log" 2>&1
+  rc=$?
+  note "pytest -m gpu: exit $rc in $(( $(date +%s) - start )) s: $(tail -1 "$OUT/pytest_gpu.log")"
+fi
+
+if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
+  start=$(date +%s)
+  timeout "${BENCH_TIMEOUT:-280}" "$PY" bench/tuner_vs_kernel_tuner.py --out "$OUT/bench" ${BENCH_ARGS:-} \
+    > "$OUT/bench.log" 2>&1
+  rc=$?
+  note "benchmark: exit $rc in $(( $(date +%s) - start )) s"
+  sed -n '/^figure/,$p' "$OUT/bench.log" | tee -a "$summary"
+fi
+
+# ---- ENGINE END-TO-END REPLAY RUN (the lead adds it here) -------------------------------------
+# e.g. "$PY" -m cacao_tui --dir problems/mmul --replay ... > "$OUT/engine_replay.log" 2>&1
+#      note "engine replay: exit $?"
+# -------------------------------------------------------------------------------------------------
+
+tar czf "$FINAL/bundle.tgz" -C "$OUT" --exclude='*.npy' --exclude='*.cubin' --exclude='*.ncu-rep' . \
+  && rm -rf "$OUT"
+echo "---- summary ----"
+cat "$summary"

@@ -1,0 +1,181 @@
+"""GPU tests: every shipped example tunes to a valid best; hostile kernels are classified and never best.
+
+They run ``python -m ktt tune`` as the engine does (a subprocess, JSON lines on stdout).
+Set KTT_GPU_TEST_OUT to a directory to keep summaries, results and the ncu CSV there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ktt.protocol import ConfigResult, ProfileReport, TuneSummary
+
+ROOT = Path(__file__).resolve().parents[2]
+HOSTILE = Path(__file__).parent / "data" / "hostile"
+pytestmark = pytest.mark.gpu
+
+
+def _keep(path: Path, name: str) -> None:
+    dest = os.environ.get("KTT_GPU_TEST_OUT")
+    if dest and path.exists():
+        Path(dest).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(dest) / name)
+
+
+def run_ktt(*args: str | Path, timeout: float = 300) -> tuple[int, list[dict]]:
+    proc = subprocess.run([sys.executable, "-m", "ktt", *map(str, args), "--json"], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+    lines = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode not in (0, 1):
+        print(proc.stdout[-4000:], proc.stderr[-4000:])
+    return proc.returncode, lines
+
+
+def tune(problem: Path, kernel: Path, spec: Path, out: Path, *extra: str, timeout: float = 300) -> tuple[int, TuneSummary]:
+    code, lines = run_ktt("tune", "--problem", problem, "--kernel", kernel, "--spec", spec, "--output", out, *extra,
+                          timeout=timeout)
+    assert lines, "ktt tune printed nothing"
+    assert lines[-1]["type"] == "result", lines[-1]
+    summary = TuneSummary.model_validate(lines[-1])
+    assert (out / "summary.json").exists()
+    assert any(ln["type"] == "progress" for ln in lines)
+    return code, summary
+
+
+def results(out: Path) -> list[ConfigResult]:
+    return [ConfigResult.model_validate_json(ln) for ln in (out / "results.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, TuneSummary, Path]]:
+    done: dict[str, tuple[int, TuneSummary, Path]] = {}
+    for name in ("mmul", "transpose", "softmax", "stencil"):
+        example = ROOT / "problems" / name / "example"
+        out = tmp_path_factory.mktemp(f"tune-{name}")
+        code, summary = tune(ROOT / "problems" / name, example / "kernels.cu", example / "tuning.yaml", out,
+                             "--duration", "12", "--reference-time", str(out / "reference_time.json"))
+        _keep(out / "summary.json", f"summary_{name}.json")
+        _keep(out / "results.jsonl", f"results_{name}.jsonl")
+        done[name] = (code, summary, out)
+    return done
+
+
+@pytest.mark.parametrize("name", ["mmul", "transpose", "softmax", "stencil"])
+def test_example_tunes_to_a_valid_best(tuned: dict, name: str) -> None:
+    code, summary, out = tuned[name]
+    assert code == 0, summary.message
+    assert summary.ok and summary.best is not None
+    assert summary.best.status == "ok" and summary.best.confirmed
+    assert summary.best.time_ms and summary.best.time_ms > 0
+    assert summary.reference_ms and summary.speedup and summary.speedup > 0
+    assert summary.reference_source == "measured"
+    assert json.loads((out / "reference_time.json").read_text())["ms"] == pytest.approx(summary.reference_ms)
+    rows = results(out)
+    assert len(rows) == summary.evaluated
+    assert all(r.status != "suspect" for r in rows)
+    cases = {c.name: c for c in summary.cases}
+    assert "default" in cases
+    if name == "stencil":
+        assert set(cases) == {"default", "small", "tall"}
+        assert all(c.status == "ok" and c.speedup for c in cases.values()), cases
+        assert summary.score is not None
+
+
+def test_seeded_reference_time_is_used_and_kept(tmp_path: Path) -> None:
+    example = ROOT / "problems" / "transpose" / "example"
+    ref = tmp_path / "reference_time.json"
+    ref.write_text(json.dumps({"ms": 100.0, "source": "seeded"}))
+    code, summary = tune(ROOT / "problems" / "transpose", example / "kernels.cu", example / "tuning.yaml",
+                         tmp_path / "out", "--max-configs", "3", "--reference-time", str(ref))
+    assert code == 0
+    assert summary.reference_source == "seeded"
+    assert summary.reference_ms == 100.0
+    assert summary.speedup == pytest.approx(100.0 / summary.best.time_ms)
+    assert json.loads(ref.read_text()) == {"ms": 100.0, "source": "seeded"}
+
+
+def test_profile_the_best_mmul(tuned: dict, tmp_path: Path) -> None:
+    _, summary, out = tuned["mmul"]
+    example = ROOT / "problems" / "mmul" / "example"
+    code, lines = run_ktt("profile", "--problem", ROOT / "problems" / "mmul", "--kernel", example / "kernels.cu",
+                          "--spec", example / "tuning.yaml", "--from-summary", out / "summary.json",
+                          "--output", tmp_path)
+    report = ProfileReport.model_validate(lines[-1])
+    if report.error_kind in ("ncu_missing", "no_permission"):
+        pytest.skip(f"ncu cannot profile here: {report.error}")
+    assert code == 0, report.error
+    _keep(tmp_path / "profile_raw.csv", "ncu_raw_mmul.csv")
+    _keep(tmp_path / "profile.json", "profile_mmul.json")
+    assert report.ok and len(report.kernels) == 1
+    k = report.kernels[0]
+    assert k.kernel == "mmul_tiled"
+    assert len([m for m in k.metrics if m.value is not None]) >= 20
+    assert k.roofline in ("memory-bound", "compute-bound", "latency-bound")
+    assert k.duration_ms and k.duration_ms > 0
+
+
+def _hostile_spec(tmp_path: Path, variants: list[int] | None = None) -> Path:
+    from ktt.inputs import make_buffer
+    from ktt.problem import load_problem
+
+    problem = load_problem(HOSTILE)
+    x = next(b for b in problem.buffers if b.name == "X")
+    x0 = make_buffer(problem, problem.base, x, 0, 0, tmp_path)[:1].view(np.int32)[0]
+    text = (HOSTILE / "tuning.yaml.in").read_text().replace("@X0BITS@", str(int(x0)))
+    if variants is not None:
+        text = text.replace("[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]", str(variants))
+    spec = tmp_path / "tuning.yaml"
+    spec.write_text(text)
+    return spec
+
+
+EXPECTED = {
+    0: "ok", 1: "compile_failed", 2: "runtime_error", 3: "runtime_error", 4: "timeout", 5: "validation_failed",
+    6: "validation_failed", 7: "validation_failed", 8: "validation_failed", 9: "validation_failed", 10: "ok",
+    11: "validation_failed", 12: "launch_failed", 13: "compile_failed", 14: "compile_failed", 15: "validation_failed",
+}
+
+
+def test_hostile_kernels_are_classified_and_never_best(tmp_path: Path) -> None:
+    spec = _hostile_spec(tmp_path)
+    out = tmp_path / "out"
+    code, summary = tune(HOSTILE, HOSTILE / "kernels.cu", spec, out, "--duration", "0", "--config-timeout", "5",
+                         "--reference-time", str(tmp_path / "ref.json"), timeout=600)
+    _keep(out / "results.jsonl", "results_hostile.jsonl")
+    _keep(out / "summary.json", "summary_hostile.json")
+    rows = results(out)
+    by_variant = {int(r.config["VARIANT"]): r for r in rows}
+    assert len(rows) == 16 and set(by_variant) == set(EXPECTED), "a result was lost"
+    got = {v: r.status for v, r in by_variant.items()}
+    assert got == EXPECTED, {v: (r.status, r.error) for v, r in by_variant.items()}
+    assert code == 0 and summary.best is not None
+    assert summary.best.config["VARIANT"] == 0 and summary.best.confirmed
+    reasons = {v: (by_variant[v].error or "") for v in by_variant}
+    assert "out-of-bounds" in reasons[5]
+    assert "never written" in reasons[6]
+    assert "input X was modified" in reasons[8]
+    assert "fresh input" in reasons[9] and "fresh input" in reasons[11]
+    assert "NaN" in reasons[15]
+    # The side-stream work (2 ms of spinning) is inside the measured time.
+    assert by_variant[10].time_ms and by_variant[10].time_ms > 1.0
+    assert summary.worker_restarts >= 3
+
+
+def test_time_below_the_physical_floor_is_suspect(tmp_path: Path) -> None:
+    problem = tmp_path / "hostile"
+    shutil.copytree(HOSTILE, problem)
+    yaml_path = problem / "problem.yaml"
+    yaml_path.write_text(yaml_path.read_text().replace("bytes: 8 * N", "bytes: 1000 * 8 * N"))
+    spec = _hostile_spec(tmp_path, [0])
+    code, summary = tune(problem, problem / "kernels.cu", spec, tmp_path / "out", "--duration", "0",
+                         "--reference-time", str(tmp_path / "ref.json"))
+    assert code == 1 and summary.best is None
+    assert results(tmp_path / "out")[0].status == "suspect"
