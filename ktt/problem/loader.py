@@ -507,7 +507,7 @@ def _make_shape(
             raise ProblemError(
                 where_inputs,
                 field,
-                f"{count} {a.dtype} elements = {nbytes:,} bytes, larger than "
+                f"{count:,} {a.dtype} elements = {nbytes:,} bytes, larger than "
                 f"any GPU's memory ({MAX_GPU_BYTES:,} bytes)",
             )
         sizes[a.name] = count

@@ -1,0 +1,200 @@
+"""The ``cacao --check`` summary: what the tool understood from a problem directory.
+
+Plain text so it reads the same in a terminal, a log and a test. Every number a kernel
+author needs is here: the boundary in args order, buffer sizes in bytes for every shape,
+the grid, the reference, cases, rules and the physical floor.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from ktt.expressions import ExpressionError
+from ktt.problem.model import Buffer, Dim3, Problem, Shape
+
+LABEL_WIDTH = 11
+WRAP = 100
+
+
+def human_bytes(n: float) -> str:
+    """1536 -> '1.5 KiB'. Exact counts are printed beside it; this is for reading at a glance."""
+    units = ("bytes", "KiB", "MiB", "GiB", "TiB")
+    value = float(n)
+    for unit in units:
+        if abs(value) < 1024 or unit == units[-1]:
+            return f"{int(value)} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.6g}"
+
+
+def _value(v: float) -> str:
+    """A scalar's value as written: 16777216, not 1.67772e+07."""
+    return str(v) if isinstance(v, int) else f"{v:.10g}"
+
+
+def _section(label: str, lines: list[str]) -> list[str]:
+    """'label      first line' then the rest indented under it."""
+    if not lines:
+        lines = ["none"]
+    pad = " " * LABEL_WIDTH
+    return [f"{label:<{LABEL_WIDTH}}{lines[0]}" if lines[0] else label, *(f"{pad}{line}" for line in lines[1:])]
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def _init_text(b: Buffer, root: Path) -> str:
+    if b.access == "write":
+        return "output: poisoned before every run"
+    if b.init == "random":
+        low, high = b.value_range
+        seed = f", seed {b.seed}" if b.seed is not None else ""
+        return f"random in [{low:g}, {high:g}]{seed}"
+    if b.init == "file":
+        return f"from {_relative(b.file, root)}" if b.file else "from a file"
+    if b.init == "custom":
+        lines = len((b.body or "").strip().splitlines())
+        return f"custom C++ body ({lines} line{'s' if lines != 1 else ''})"
+    return b.init
+
+
+def _args_lines(problem: Problem) -> list[str]:
+    rows: list[tuple[str, ...]] = [("#", "name", "kind", "dtype", "access / placements", "init / value")]
+    for i, a in enumerate(problem.args):
+        if isinstance(a, Buffer):
+            access = a.access + (", validated" if a.validate else "")
+            rows.append((str(i), a.name, "buffer", a.dtype, access, f"{_init_text(a, problem.directory)}"))
+        else:
+            rows.append((str(i), a.name, "scalar", a.dtype, ", ".join(a.placements), f"= {_value(a.value)}"))
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+
+
+def _grid_text(problem: Problem, grid: Dim3) -> str:
+    if problem.global_size_type == "opencl":
+        block = problem.reference.block
+        blocks = Dim3(*(-(-g // b) for g, b in zip(grid.as_tuple(), block.as_tuple(), strict=True)))
+        return f"grid {grid} threads (opencl): the reference launches {blocks} blocks of {block}"
+    return f"grid {grid} blocks"
+
+
+def _shape_lines(problem: Problem, shape: Shape) -> list[str]:
+    scalars = " ".join(f"{s.name}={_value(shape.scalars[s.name])}" for s in problem.scalars)
+    lines = [f"{shape.name}: {scalars}".rstrip(), f"  {_grid_text(problem, shape.grid)}"]
+    lines.append(f"  tuning budget {shape.duration_s:g} s")
+    width = max(len(b.name) for b in problem.buffers)
+    for b in problem.buffers:
+        count = shape.sizes[b.name]
+        nbytes = shape.bytes_of(b)
+        lines.append(
+            f"  {b.name:<{width}}  {b.size.text} = {count:,} {b.dtype} = {nbytes:,} bytes ({human_bytes(nbytes)})"
+        )
+    total = shape.total_bytes(problem.buffers)
+    lines.append(f"  {'total':<{width}}  {total:,} bytes ({human_bytes(total)})")
+    return lines
+
+
+def _case_lines(problem: Problem) -> list[str]:
+    lines = []
+    for case in problem.cases:
+        changed = [
+            f"{s.name}={_value(case.scalars[s.name])}"
+            for s in problem.scalars
+            if case.scalars[s.name] != problem.base.scalars[s.name]
+        ]
+        files = [f"{k} from {_relative(v, problem.directory)}" for k, v in case.files.items()]
+        parts = changed + files
+        lines.append(f"{case.name}: {', '.join(parts) if parts else 'same as the base shape'}")
+    if lines:
+        lines.append("a kernel is scored by the geometric mean of its speedups over all shapes")
+    return lines
+
+
+def _rules_lines(problem: Problem) -> list[str]:
+    lines = []
+    for text in problem.rules_text:
+        wrapped = textwrap.wrap(text.strip(), WRAP - LABEL_WIDTH - 2) or [""]
+        lines.append(f"- {wrapped[0]}")
+        lines += [f"  {more}" for more in wrapped[1:]]
+    for rule in problem.forbid:
+        why = f"  ({rule.reason})" if rule.reason else ""
+        lines.append(f"forbid /{rule.pattern.pattern}/{why}")
+    return lines
+
+
+def _floor_lines(problem: Problem) -> list[str]:
+    if problem.floor_bytes is None and problem.floor_flops is None:
+        return ["not declared (physical_floor: {bytes, flops} lets the tuner flag impossibly fast times)"]
+    lines = []
+    for shape in problem.shapes:
+        try:
+            nbytes, flops = problem.floor(shape)
+        except ExpressionError as exc:  # the loader checked this; keep the summary total anyway
+            lines.append(f"{shape.name}: {exc}")
+            continue
+        parts = []
+        if nbytes is not None:
+            parts.append(f"{_number(nbytes)} bytes moved ({human_bytes(nbytes)})")
+        if flops is not None:
+            parts.append(f"{_number(flops)} flops")
+        lines.append(f"{shape.name}: {', '.join(parts)}")
+    return lines
+
+
+def _reference_lines(problem: Problem) -> list[str]:
+    ref = problem.reference
+    parts = [ref.type, _relative(ref.file, problem.directory)]
+    if ref.function:
+        parts.append(f"function {ref.function}")
+    if ref.type == "cuda":
+        parts.append(f"block {ref.block}")
+    lines = ["  ".join(parts)]
+    if ref.type == "cuda":
+        lines.append(f"takes the boundary: ({problem.boundary_signature()})")
+    elif ref.type == "cpu_c":
+        buffers = ", ".join(b.name for b in problem.buffers)
+        lines.append(f"takes the buffers ({buffers}); scalars arrive as -D macros")
+    else:
+        lines.append("called as f(scalars, buffers), or f(prepare_input(scalars, buffers)) when defined")
+    return lines
+
+
+def render_check(problem: Problem) -> str:
+    """The full ``--check`` report for a problem that loaded."""
+    out: list[str] = []
+    desc = textwrap.wrap(problem.description, WRAP - LABEL_WIDTH) if problem.description else []
+    out += _section("problem", [f"{problem.name}  ({problem.directory})", *desc])
+    gpus = ", ".join(str(i) for i in problem.gpu_indices)
+    cc = problem.compute_capability
+    cc = f"; compute capability {cc} when none is detected" if cc else ""
+    out += _section("gpu", [f"index {gpus}{cc}"])
+    out += _section("boundary", [f"({problem.boundary_signature()})", "kernels take these parameters, in this order"])
+    out += _section("args", _args_lines(problem))
+    defines = [s.name for s in problem.scalars if s.is_define]
+    if defines:
+        out += _section("defines", [", ".join(f"-D{name}" for name in defines)])
+    out += _section("reference", _reference_lines(problem))
+    validated = ", ".join(b.name for b in problem.validated)
+    out += _section("validation", [f"|kernel - reference| <= {problem.tolerance:g} on every element of {validated}"])
+    shapes: list[str] = ["buffer sizes in bytes, per shape"]
+    for shape in problem.shapes:
+        shapes += _shape_lines(problem, shape)
+    out += _section("shapes", shapes)
+    out += _section("cases", _case_lines(problem))
+    out += _section("rules", _rules_lines(problem))
+    out += _section("floor", _floor_lines(problem))
+    warnings: list[str] = []
+    for w in problem.warnings:
+        wrapped = textwrap.wrap(w, WRAP - LABEL_WIDTH - 2) or [""]
+        warnings += [f"- {wrapped[0]}", *(f"  {more}" for more in wrapped[1:])]
+    out += _section("warnings", warnings)
+    return "\n".join(out)
