@@ -1,0 +1,118 @@
+"""Archiving earlier runs: ``output/`` becomes ``archive/output_N``; nothing is ever deleted.
+
+The engine calls ``prepare_output`` once at the start of a run, before it writes anything.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from cacao_tui.store.atomic import write_text_atomic
+from cacao_tui.store.layout import RunLayout
+
+ARCHIVE_ENTRY = re.compile(r"^output_(\d+)$")
+# Files that alone do not make output/ a run worth archiving: a hand-seeded reference time.
+SEED_FILES = frozenset({"reference_time.json"})
+
+
+class ArchiveError(Exception):
+    """output/ could not be moved aside; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class PreparedOutput:
+    layout: RunLayout
+    archived_to: Path | None  # where the earlier output/ went, when it was archived
+    kept: bool  # output/ was left as it was (--resume, --no-clean, or nothing to archive)
+    reference_time_carried: bool  # reference_time.json was copied into the new output/
+
+
+def archived_runs(layout: RunLayout) -> list[tuple[int, Path]]:
+    """(N, path) of every archive/output_N, oldest first."""
+    if not layout.archive.is_dir():
+        return []
+    found = []
+    for entry in layout.archive.iterdir():
+        m = ARCHIVE_ENTRY.match(entry.name)
+        if m and entry.is_dir():
+            found.append((int(m.group(1)), entry))
+    return sorted(found)
+
+
+def next_archive_path(layout: RunLayout) -> Path:
+    """archive/output_N with N one more than the largest there (1 for the first), so N follows time."""
+    taken = []
+    if layout.archive.is_dir():  # a stray *file* named output_N takes its number too
+        taken = [int(m.group(1)) for p in layout.archive.iterdir() if (m := ARCHIVE_ENTRY.match(p.name))]
+    return layout.archive / f"output_{max(taken, default=0) + 1}"
+
+
+def has_run(layout: RunLayout) -> bool:
+    """True when output/ holds anything beyond the files a user may seed by hand."""
+    if not layout.output.is_dir():
+        return False
+    return any(entry.name not in SEED_FILES for entry in layout.output.iterdir())
+
+
+def archive_output(layout: RunLayout) -> Path | None:
+    """Move output/ to archive/output_N and return that path; None when there is nothing to move.
+
+    A rename, so it is atomic and instant on one file system. If a concurrent archive takes
+    the same N, the next number is tried; an existing entry is never replaced.
+    """
+    if not layout.output.is_dir() or not any(layout.output.iterdir()):
+        return None
+    layout.archive.mkdir(parents=True, exist_ok=True)
+    for _ in range(100):
+        target = next_archive_path(layout)
+        try:
+            # mkdir first: rename() would silently replace an *empty* directory of that name.
+            target.mkdir()
+        except FileExistsError:
+            continue
+        try:
+            os.rename(layout.output, target)
+        except OSError as exc:
+            if exc.errno == errno.EXDEV:  # output/ is a mount or symlink elsewhere: copy, then remove
+                target.rmdir()
+                shutil.move(str(layout.output), str(target))
+                return target
+            target.rmdir()
+            raise ArchiveError(f"{layout.output}: cannot move to {target}: {exc.strerror}") from None
+        return target
+    raise ArchiveError(f"{layout.archive}: no free output_N name after 100 tries")
+
+
+def prepare_output(problem_dir: Path, resume: bool, no_clean: bool) -> PreparedOutput:
+    """Make ``problem_dir/output/`` ready for a run; call once, before the run writes anything.
+
+    - ``resume``: output/ is left exactly as it is; the engine continues the run in it.
+    - ``no_clean`` (a fresh run): output/ is left as it is and the new run writes into it;
+      files of the earlier run that the new one does not rewrite stay.
+    - otherwise (a fresh run): an output/ that holds an earlier run is renamed to
+      ``archive/output_N`` (N = next free number; nothing is deleted) and a new, empty
+      output/ is created. ``reference_time.json`` — a seeded or measured reference time, the
+      speedup denominator — is copied into the new output/ so it survives archiving.
+
+    An output/ holding only ``reference_time.json`` (seeded by hand before a first run) is not
+    archived. output/ exists when this returns. Raises ``ArchiveError`` when output/ cannot
+    be moved aside.
+    """
+    layout = RunLayout(Path(problem_dir))
+    if resume or no_clean or not has_run(layout):
+        layout.output.mkdir(parents=True, exist_ok=True)
+        return PreparedOutput(layout, None, True, False)
+    archived = archive_output(layout)
+    layout.output.mkdir(parents=True, exist_ok=True)
+    carried = False
+    if archived is not None:
+        seeded = archived / layout.reference_time.name
+        if seeded.is_file():
+            write_text_atomic(layout.reference_time, seeded.read_text(encoding="utf-8"))
+            carried = True
+    return PreparedOutput(layout, archived, False, carried)

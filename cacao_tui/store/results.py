@@ -1,0 +1,266 @@
+"""The results of a run: final_results.json, or the same summary rebuilt from the branch files.
+
+``rebuild_final_results`` reads only what the workers wrote (branch.json and each
+iterN/state.json), so it works for a run that finished, crashed or is still going; the
+engine's merge step and ``cacao --best`` both use it. Nothing here writes a file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from cacao_tui.store.atomic import StateFileError, read_model_or_none
+from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.state import (
+    TERMINAL_BRANCH,
+    BestResult,
+    BranchManifest,
+    BranchSummary,
+    Context,
+    FinalResults,
+    IterState,
+    MasterState,
+)
+
+M = TypeVar("M", bound=BaseModel)
+FROM_FILE = "final_results.json"
+FROM_BRANCHES = "the branch files (rebuilt: no readable final_results.json)"
+
+
+@dataclass
+class LoadedResults:
+    """What ``--best`` shows, and where it came from."""
+
+    results: FinalResults | None
+    source: str  # FROM_FILE, FROM_BRANCHES, or "" when there is nothing
+    notes: list[str] = field(default_factory=list)  # files that could not be read
+
+
+def _read(path: Path, model: type[M], notes: list[str]) -> M | None:
+    try:
+        return read_model_or_none(path, model)
+    except StateFileError as exc:
+        notes.append(f"skipped {exc}")
+        return None
+
+
+def _candidate(state: IterState, require_score: bool) -> BestResult | None:
+    """The iteration's tuned result, when it may be reported as a best (the worker's rule)."""
+    r = state.run
+    if r is None or not r.ran or r.best_ms is None or r.suspect:
+        return None
+    if not math.isfinite(r.best_ms) or r.best_ms <= 0:
+        return None
+    if require_score and r.score is None:
+        return None  # with cases, a kernel that failed a case has no score and is not eligible
+    return BestResult(
+        branch=state.branch,
+        iteration=state.index,
+        time_ms=r.best_ms,
+        speedup=r.speedup,
+        score=r.score,
+        config=r.best_config or {},
+        kernel_path=state.kernel_path or "",
+        spec_path=state.spec_path,
+    )
+
+
+def _better(a: BestResult | None, b: BestResult | None) -> BestResult | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return b if b.rank() > a.rank() else a
+
+
+def _tree_order(manifests: list[BranchManifest]) -> list[BranchManifest]:
+    """Parents before their children, siblings in creation order."""
+    by_parent: dict[str | None, list[BranchManifest]] = {}
+    names = {m.name for m in manifests}
+    for m in manifests:
+        parent = m.parent if m.parent in names else None
+        by_parent.setdefault(parent, []).append(m)
+    ordered: list[BranchManifest] = []
+
+    def visit(parent: str | None) -> None:
+        for m in sorted(by_parent.get(parent, []), key=lambda x: (x.created_at, x.name)):
+            ordered.append(m)
+            visit(m.name)
+
+    visit(None)
+    return ordered
+
+
+def _reference_time_file(layout: RunLayout, notes: list[str]) -> tuple[float | None, str | None]:
+    """(ms, source) from output/reference_time.json, read leniently: its writer is the tuner."""
+    path = layout.reference_time
+    if not path.is_file():
+        return None, None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        notes.append(f"skipped {path}: {exc}")
+        return None, None
+    if not isinstance(data, dict):
+        return None, None
+    ms = next((data[k] for k in ("time_ms", "reference_ms", "ms") if isinstance(data.get(k), (int, float))), None)
+    source = data.get("source") if isinstance(data.get("source"), str) else None
+    return (float(ms) if ms is not None else None), source
+
+
+def collect_final_results(layout: RunLayout) -> tuple[FinalResults, list[str]]:
+    """The summary of the run in ``layout.output`` from its branch files, and notes on unreadable files."""
+    notes: list[str] = []
+    context = _read(layout.context, Context, notes)
+    master = _read(layout.master, MasterState, notes)
+    require_score = bool(context and context.cases)
+    read = (_read(layout.branch(name).manifest, BranchManifest, notes) for name in layout.branch_names())
+    manifests = [m for m in read if m is not None]
+    summaries: list[BranchSummary] = []
+    best: BestResult | None = None
+    reference_ms: float | None = None
+    for m in _tree_order(manifests):
+        branch = layout.branch(m.name)
+        branch_best: BestResult | None = None
+        decided = 0
+        for index in branch.iteration_indices():
+            state = _read(branch.iteration(index).state, IterState, notes)
+            if state is None:
+                continue
+            decided += state.status == "decided"
+            if state.run is not None and state.run.reference_ms is not None and reference_ms is None:
+                reference_ms = state.run.reference_ms
+            branch_best = _better(branch_best, _candidate(state, require_score))
+        if m.best is not None and (not require_score or m.best.score is not None):
+            branch_best = _better(branch_best, m.best)  # the worker's own record, if a state file is gone
+        best = _better(best, branch_best)
+        summaries.append(
+            BranchSummary(
+                name=m.name,
+                title=m.title,
+                parent=m.parent,
+                depth=m.depth,
+                status=m.status,
+                iterations=max(m.iterations_done, decided),
+                best_ms=branch_best.time_ms if branch_best else None,
+                speedup=branch_best.speedup if branch_best else None,
+                score=branch_best.score if branch_best else None,
+                best_iteration=branch_best.iteration if branch_best else None,
+                stop_reason=m.stop_reason or m.error,
+            )
+        )
+    file_ms, source = _reference_time_file(layout, notes)
+    finished = master is None or master.phase == "finished"
+    complete = bool(summaries) and finished and all(s.status in TERMINAL_BRANCH for s in summaries)
+    results = FinalResults(
+        problem_name=context.problem_name if context else layout.problem_dir.name,
+        complete=complete,
+        rebuilt=True,
+        dry_run=bool(context and context.settings.dry_run),
+        reference_ms=reference_ms if reference_ms is not None else file_ms,
+        reference_source=source,
+        best=best,
+        branches=summaries,
+    )
+    return results, notes
+
+
+def rebuild_final_results(layout: RunLayout) -> FinalResults:
+    """final_results.json's content rebuilt from the branch files (``rebuilt=True``); writes nothing.
+
+    The best result follows the worker's rule: a tuned, non-suspect time, and with ``cases``
+    a geometric-mean score; ranked by ``BestResult.rank`` (score first, then time).
+    ``complete`` is True only when the master finished and every branch is in a final state.
+    Token counts and cost are not in the branch files; the engine's merge adds them.
+    """
+    return collect_final_results(layout)[0]
+
+
+def load_results(layout: RunLayout) -> LoadedResults:
+    """final_results.json when it is there and readable, else the rebuild; ``results`` None if never run."""
+    notes: list[str] = []
+    saved = _read(layout.final_results, FinalResults, notes)
+    if saved is not None:
+        return LoadedResults(saved, FROM_FILE, notes)
+    if not layout.branch_names() and not layout.context.exists():
+        return LoadedResults(None, "", notes)
+    results, more = collect_final_results(layout)
+    return LoadedResults(results, FROM_BRANCHES, notes + more)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g} ms"
+
+
+def _x(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}x"
+
+
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+
+
+def _kernel_display(layout: RunLayout, path: str) -> str:
+    p = Path(path)
+    full = p if p.is_absolute() else layout.output / p
+    try:
+        return str(full.relative_to(layout.problem_dir))
+    except ValueError:
+        return str(full)
+
+
+def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
+    """The ``--best`` text: the best result, then one row per branch (the best one starred)."""
+    r = loaded.results
+    if r is None:
+        return f"{layout.problem_dir.name}: no results (output/ holds no run)"
+    state = "complete run" if r.complete else "the run has not finished"
+    if r.dry_run:
+        state += ", dry run: kernels were compile-checked, nothing was timed"
+    lines = [f"{r.problem_name}: results from {loaded.source} ({state})"]
+    ref = _ms(r.reference_ms) + (f" ({r.reference_source})" if r.reference_source else "")
+    if r.best is not None:
+        b = r.best
+        over = f", {b.speedup:.3g}x over the reference" if b.speedup is not None else ""
+        score = f", score {b.score:.3g} (geometric mean over cases)" if b.score is not None else ""
+        lines.append(f"best       {b.branch} iteration {b.iteration}: {_ms(b.time_ms)}{over}{score}")
+        lines.append(f"kernel     {_kernel_display(layout, b.kernel_path)}")
+        if b.config:
+            lines.append("config     " + ", ".join(f"{k}={v}" for k, v in b.config.items()))
+    else:
+        lines.append("best       none: no kernel was validated and timed")
+    lines.append(f"reference  {ref}")
+    if r.tokens or r.cost_usd is not None:
+        tokens = ", ".join(f"{k} {v:,}" for k, v in r.tokens.items()) or "-"
+        cost = f"${r.cost_usd:.2f}" if r.cost_usd is not None else "-"
+        lines.append(f"llm        tokens {tokens}; cost {cost}")
+    if r.branches:
+        rows: list[tuple[str, ...]] = [("", "branch", "status", "iters", "best", "speedup", "score", "at", "note")]
+        best_name = r.best.branch if r.best else None
+        for s in r.branches:
+            rows.append(
+                (
+                    "*" if s.name == best_name else "",
+                    "  " * s.depth + s.name,
+                    s.status,
+                    str(s.iterations),
+                    _ms(s.best_ms),
+                    _x(s.speedup),
+                    "-" if s.score is None else f"{s.score:.3g}",
+                    "-" if s.best_iteration is None else f"iter{s.best_iteration}",
+                    (s.stop_reason or "").replace("\n", " ")[:60],
+                )
+            )
+        lines.append("")
+        lines += _table(rows)
+    else:
+        lines.append("no branches yet")
+    lines += [f"note: {n}" for n in loaded.notes]
+    return "\n".join(lines)

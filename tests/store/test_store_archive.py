@@ -1,0 +1,86 @@
+"""prepare_output / archive_output: earlier runs move to archive/output_N and nothing is lost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from store_fixtures import snapshot
+
+from cacao_tui.store.archive import archive_output, archived_runs, next_archive_path, prepare_output
+from cacao_tui.store.layout import RunLayout
+
+
+def _a_run(problem: Path, marker: str) -> dict[str, bytes | None]:
+    out = problem / "output"
+    (out / "branches" / "b1" / "iter1").mkdir(parents=True)
+    (out / "branches" / "b1" / "iter1" / "kernels.cu").write_text(f"// {marker}\n")
+    (out / "context.json").write_text(f'{{"marker": "{marker}"}}\n')
+    return snapshot(out)
+
+
+def test_first_run_creates_output(tmp_path: Path) -> None:
+    prepared = prepare_output(tmp_path, resume=False, no_clean=False)
+    assert (tmp_path / "output").is_dir()
+    assert prepared.archived_to is None and not (tmp_path / "archive").exists()
+
+
+def test_fresh_run_archives_the_previous_one_byte_for_byte(tmp_path: Path) -> None:
+    first = _a_run(tmp_path, "one")
+    prepared = prepare_output(tmp_path, resume=False, no_clean=False)
+    assert prepared.archived_to == tmp_path / "archive" / "output_1"
+    assert snapshot(tmp_path / "archive" / "output_1") == first
+    assert list((tmp_path / "output").iterdir()) == []
+    second = _a_run(tmp_path, "two")
+    prepare_output(tmp_path, resume=False, no_clean=False)
+    assert snapshot(tmp_path / "archive" / "output_2") == second
+    assert snapshot(tmp_path / "archive" / "output_1") == first
+    assert [n for n, _ in archived_runs(RunLayout(tmp_path))] == [1, 2]
+
+
+def test_reference_time_survives_archiving(tmp_path: Path) -> None:
+    _a_run(tmp_path, "one")
+    seeded = '{"time_ms": 1.25, "source": "seeded"}\n'
+    (tmp_path / "output" / "reference_time.json").write_text(seeded)
+    prepared = prepare_output(tmp_path, resume=False, no_clean=False)
+    assert prepared.reference_time_carried
+    assert (tmp_path / "output" / "reference_time.json").read_text() == seeded
+    assert (tmp_path / "archive" / "output_1" / "reference_time.json").read_text() == seeded
+    assert [p.name for p in (tmp_path / "output").iterdir()] == ["reference_time.json"]
+
+
+def test_a_seed_alone_is_not_archived(tmp_path: Path) -> None:
+    (tmp_path / "output").mkdir()
+    (tmp_path / "output" / "reference_time.json").write_text('{"time_ms": 2}\n')
+    before = snapshot(tmp_path)
+    prepared = prepare_output(tmp_path, resume=False, no_clean=False)
+    assert prepared.archived_to is None
+    assert snapshot(tmp_path) == before
+
+
+def test_resume_and_no_clean_keep_output(tmp_path: Path) -> None:
+    _a_run(tmp_path, "one")
+    before = snapshot(tmp_path)
+    for resume, no_clean in ((True, False), (False, True), (True, True)):
+        prepared = prepare_output(tmp_path, resume=resume, no_clean=no_clean)
+        assert prepared.kept and prepared.archived_to is None
+        assert snapshot(tmp_path) == before
+
+
+def test_next_number_follows_the_largest(tmp_path: Path) -> None:
+    layout = RunLayout(tmp_path)
+    (tmp_path / "archive" / "output_1").mkdir(parents=True)
+    (tmp_path / "archive" / "output_7").mkdir()
+    (tmp_path / "archive" / "output_9").write_text("a stray file takes its number too")
+    (tmp_path / "archive" / "notes").mkdir()
+    assert next_archive_path(layout) == tmp_path / "archive" / "output_10"
+    _a_run(tmp_path, "x")
+    assert archive_output(layout) == tmp_path / "archive" / "output_10"
+    assert (tmp_path / "archive" / "output_9").read_text() == "a stray file takes its number too"
+
+
+def test_nothing_to_archive(tmp_path: Path) -> None:
+    layout = RunLayout(tmp_path)
+    assert archive_output(layout) is None
+    (tmp_path / "output").mkdir()
+    assert archive_output(layout) is None
+    assert not (tmp_path / "archive").exists()
