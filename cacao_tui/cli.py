@@ -1,0 +1,363 @@
+"""The ``cacao`` command: flags -> one mode.
+
+Modes: a run (the full-screen app, or ``--no-ui``; handed to ``cacao_tui.engine.launch``),
+``--check``, ``--best``, ``--clone NAME`` and ``--prune-archives``. Every user mistake is
+one line on stderr (``FILE: FIELD: what is wrong`` for problem files, ``cacao: error: ...``
+for flags), maybe a hint line, exit status 2, no traceback, and nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from cacao_tui import __version__
+from cacao_tui.problem import Problem, ProblemError, load_problem
+from cacao_tui.problem.summary import human_bytes, render_check
+from cacao_tui.settings import DEFAULTS
+from cacao_tui.store.archive import ArchiveError, archived_runs
+from cacao_tui.store.clone import CloneError, clone_problem
+from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.prune import prune_archives
+from cacao_tui.store.results import load_results, render_results
+from ktt.problem.errors import display_path
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # the operation itself failed (a file system error)
+EXIT_USAGE = 2  # a user mistake: a flag, a problem file, a name
+EXIT_INTERRUPTED = 130
+
+# The names cacao_tui.llm.selection accepts (kept here so --help and flag checks do not import the SDKs).
+PROVIDERS = ("cerit", "anthropic", "openai", "gemini", "replay")
+ENGINE_MODULE = "cacao_tui.engine.launch"
+MODES = ("check", "clone", "best", "prune_archives")
+
+
+class UsageError(Exception):
+    """A bad flag or flag value; ``str()`` is the one line to print."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, hint="run 'cacao --help' for the flags")
+
+
+def _whole(name: str, minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    parse.__name__ = name
+    return parse
+
+
+def _positive_number(text: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _gpu_list(text: str) -> list[int]:
+    """'0,1' -> [0, 1]: distinct CUDA device ordinals."""
+    parts = [p.strip() for p in text.split(",")]
+    if not text.strip() or any(not p for p in parts):
+        raise argparse.ArgumentTypeError(f"expected device ordinals separated by commas, like 0,1; got {text!r}")
+    gpus = []
+    for p in parts:
+        if not p.isdigit():
+            raise argparse.ArgumentTypeError(f"{p!r} is not a device ordinal (0, 1, ...)")
+        gpus.append(int(p))
+    if len(set(gpus)) != len(gpus):
+        raise argparse.ArgumentTypeError(f"a GPU is listed twice in {text!r}")
+    return gpus
+
+
+def _provider(text: str) -> str:
+    name = text.strip().lower()
+    if name not in PROVIDERS:
+        raise argparse.ArgumentTypeError(f"unknown provider {text!r}; choose one of {', '.join(PROVIDERS)}")
+    return name
+
+
+def _non_empty(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text.strip()
+
+
+EPILOG = """\
+modes (one at a time; without one, cacao runs the optimisation):
+  --check            validate the problem and print what was understood
+  --best             print the best result and a per-branch table
+  --clone NAME       copy the problem definition to a sibling directory NAME
+  --prune-archives   remove regenerable files (caches, binaries, dumps) under archive/
+
+exit status: 0 success; 1 the run found nothing valid or an operation failed;
+2 a mistake in the flags or the problem files; 130 interrupted.
+
+examples:
+  cacao --dir problems/mmul --check
+  cacao --dir problems/mmul
+  cacao --dir problems/mmul --no-ui --max-iter 3 --max-depth 1
+  cacao --dir problems/mmul --provider replay --no-ui --dry-run
+  cacao --dir problems/mmul --best
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="cacao",
+        description="An LLM agent that searches for fast CUDA kernels for a problem directory.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    p.add_argument("--version", action="version", version=f"cacao {__version__}")
+    p.add_argument("--dir", required=True, metavar="DIR", help="the problem directory (relative or absolute)")
+
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="validate the problem, print a summary and exit")
+    mode.add_argument("--best", action="store_true", help="show the results of the last run and exit")
+    mode.add_argument("--clone", metavar="NAME", type=_non_empty, help="copy the problem to a sibling NAME and exit")
+    mode.add_argument(
+        "--prune-archives", action="store_true", help="remove regenerable files from archive/ (with --dry-run: list)"
+    )
+
+    run = p.add_argument_group("run")
+    run.add_argument("--resume", action="store_true", help="continue the interrupted run in output/")
+    run.add_argument("--no-clean", action="store_true", help="do not archive output/ before a fresh run")
+    run.add_argument(
+        "--max-iter",
+        type=_whole("max-iter", 1),
+        metavar="N",
+        help=f"iterations per branch (default {DEFAULTS.max_iter})",
+    )
+    run.add_argument(
+        "--max-depth",
+        type=_whole("max-depth", 0),
+        metavar="N",
+        help=f"how deep branches may spawn sub-branches (default {DEFAULTS.max_depth})",
+    )
+    run.add_argument(
+        "--path-budget",
+        type=_whole("path-budget", 1),
+        metavar="N",
+        help="iterations per root-to-leaf path (default off)",
+    )
+    run.add_argument(
+        "--strategies",
+        type=_whole("strategies", 1),
+        metavar="N",
+        help=f"strategies the master proposes (default {DEFAULTS.n_strategies})",
+    )
+    run.add_argument(
+        "--timeout",
+        type=_positive_number,
+        metavar="SECONDS",
+        help="tuner budget per iteration (default: tuning.duration_s)",
+    )
+    run.add_argument(
+        "--gpus", type=_gpu_list, metavar="LIST", help="CUDA devices to use, e.g. 0,1 (default: gpu.index)"
+    )
+    run.add_argument(
+        "--dry-run", action="store_true", help="everything but GPU execution (kernels are compile-checked)"
+    )
+    run.add_argument("--no-ui", action="store_true", help="print progress lines instead of the full-screen app")
+    run.add_argument("--json", action="store_true", help="print the event stream as JSON lines (with --best: results)")
+    run.add_argument("--single-shot", action="store_true", help="author kernels with single calls, not the tool loop")
+
+    llm = p.add_argument_group("LLM")
+    llm.add_argument("--provider", type=_provider, metavar="NAME", help=f"one of {', '.join(PROVIDERS)}")
+    llm.add_argument("--model", type=_non_empty, metavar="MODEL", help="model name (default: the provider's default)")
+    llm.add_argument(
+        "--budget-usd", type=_positive_number, metavar="X", help="stop new LLM calls once X dollars are spent"
+    )
+    llm.add_argument("--from", dest="from_path", metavar="PATH", help="recorded session to replay (--provider replay)")
+
+    p.add_argument("-v", "--verbose", action="store_true", help="show warnings (unknown keys, ...) and more detail")
+    return p
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse and validate flags; ``args.dir`` becomes an absolute Path of an existing directory."""
+    args = build_parser().parse_args(argv)
+    args.mode = next((m for m in MODES if getattr(args, m)), "run")
+    if args.from_path is not None:
+        if args.provider != "replay":
+            raise UsageError("--from names a recorded session; it needs --provider replay")
+        source = Path(args.from_path).expanduser()
+        if not source.exists():
+            raise UsageError(f"--from: {args.from_path}: no such file or directory")
+        args.from_path = source.resolve()
+    raw = Path(args.dir).expanduser()
+    if not raw.exists():
+        raise ProblemError(raw, "", "no such directory", hint="--dir takes a problem directory, e.g. problems/mmul")
+    if not raw.is_dir():
+        raise ProblemError(raw, "", "not a directory (--dir takes a problem directory)")
+    args.dir = raw.resolve()
+    return args
+
+
+def _require_problem_yaml(directory: Path) -> None:
+    if not (directory / "problem.yaml").is_file():
+        raise ProblemError(directory / "problem.yaml", "", "file not found (--dir is not a problem directory)")
+
+
+def _check(args: argparse.Namespace) -> int:
+    problem = load_problem(args.dir)
+    print(render_check(problem))
+    n = len(problem.warnings)
+    note = f" ({n} warning{'s' if n != 1 else ''})" if n else ""
+    print(f"\nOK: {display_path(problem.directory)} is a valid problem{note}")
+    return EXIT_OK
+
+
+def _best(args: argparse.Namespace) -> int:
+    # Issue 6 seam: when not headless, the Textual results screen opens here instead of the table.
+    _require_problem_yaml(args.dir)
+    layout = RunLayout(args.dir)
+    loaded = load_results(layout)
+    if loaded.results is None:
+        archived = archived_runs(layout)
+        more = ""
+        if archived:
+            latest = archived[-1][1]
+            runs = f"{len(archived)} earlier run{'s are' if len(archived) != 1 else ' is'}"
+            more = f"; {runs} archived (latest: archive/{latest.name})"
+        print(f"{args.dir.name} has not been run yet: no results in output/{more}")
+        return EXIT_OK
+    if args.json:
+        print(loaded.results.model_dump_json(indent=2))
+        return EXIT_OK
+    print(render_results(loaded, layout))
+    return EXIT_OK
+
+
+def _clone(args: argparse.Namespace) -> int:
+    _require_problem_yaml(args.dir)
+    cloned = clone_problem(args.dir, args.clone)
+    source, target = display_path(cloned.source), display_path(cloned.target)
+    print(f"cloned {source} -> {target} ({cloned.files} files; output/ and archive/ not copied)")
+    if cloned.renamed:
+        print(f"problem.yaml: name: set to {args.clone}")
+    return EXIT_OK
+
+
+def _prune(args: argparse.Namespace) -> int:
+    _require_problem_yaml(args.dir)
+    report = prune_archives(args.dir, dry_run=args.dry_run)
+    where = display_path(report.archive)
+    if not report.archive.is_dir():
+        print(f"nothing to prune: {where} does not exist")
+        return EXIT_OK
+    if not report.removed:
+        print(f"nothing to prune: {where} holds no regenerable files")
+        return EXIT_OK
+    verb = "would free" if args.dry_run else "freed"
+    n = len(report.removed)
+    files = f"{n} regenerable file{'s' if n != 1 else ''}"
+    print(f"{verb} {report.bytes_freed:,} bytes ({human_bytes(report.bytes_freed)}) in {files} under {where}")
+    for run, size in sorted(report.per_run.items()):
+        print(f"  {run}: {size:,} bytes ({human_bytes(size)})")
+    if args.verbose or args.dry_run:
+        for path, size in report.removed:
+            print(f"  {'would remove' if args.dry_run else 'removed'} {display_path(path)} ({size:,} bytes)")
+    return EXIT_OK
+
+
+def load_engine() -> Callable[[argparse.Namespace], int] | None:
+    """The engine's entry point, or None when this build has no engine (never a fake run)."""
+    try:
+        module = importlib.import_module(ENGINE_MODULE)
+    except ModuleNotFoundError as exc:
+        if exc.name in (ENGINE_MODULE, ENGINE_MODULE.rsplit(".", 1)[0]):
+            return None
+        raise
+    return module.main
+
+
+def _run(args: argparse.Namespace) -> int:
+    problem: Problem = load_problem(args.dir)
+    if args.verbose:
+        for warning in problem.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+    args.dir = problem.directory
+    run_main = load_engine()
+    if run_main is None:
+        _error(
+            "cacao: the optimisation engine is not available in this build; nothing was run",
+            "--check, --best, --clone and --prune-archives work without it",
+        )
+        return EXIT_USAGE
+    return run_main(args)
+
+
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "check": _check,
+    "best": _best,
+    "clone": _clone,
+    "prune_archives": _prune,
+}
+
+
+def _error(line: str, hint: str | None = None) -> None:
+    print(line, file=sys.stderr)
+    if hint:
+        print(f"hint: {hint}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = parse_args(argv)
+        if args.mode == "run":
+            return _run(args)
+        return _store_mode(args)
+    except UsageError as exc:
+        _error(f"cacao: error: {exc}", exc.hint)
+        return EXIT_USAGE
+    except ProblemError as exc:
+        _error(exc.line(), exc.hint)
+        return EXIT_USAGE
+    except CloneError as exc:
+        _error(f"cacao: {exc}")
+        return EXIT_USAGE
+    except ArchiveError as exc:
+        _error(f"cacao: {exc}")
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (cacao --check | head); stop quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILED
+
+
+def _store_mode(args: argparse.Namespace) -> int:
+    """--check, --best, --clone, --prune-archives: a file system error is one line, exit 1."""
+    try:
+        return HANDLERS[args.mode](args)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        _error(f"cacao: {where}{exc.strerror or exc}")
+        return EXIT_FAILED

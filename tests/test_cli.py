@@ -1,0 +1,178 @@
+"""The cacao command: flags, their validation, and the seam to the engine."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from cacao_tui import cli
+from cacao_tui.cli import ENGINE_MODULE, PROVIDERS, build_parser, main, parse_args
+
+REPO = Path(__file__).resolve().parents[1]
+MMUL = REPO / "problems" / "mmul"
+
+ORIGINAL_FLAGS = [
+    "--dir", "--resume", "--max-iter", "--max-depth", "--path-budget", "--timeout", "--provider", "--model",
+    "--no-clean", "--clone", "--best", "--prune-archives",
+]  # fmt: skip
+OUR_FLAGS = [
+    "--no-ui", "--dry-run", "--check", "--strategies", "--gpus", "--budget-usd", "--from", "--json", "--single-shot",
+    "--verbose", "-v",
+]  # fmt: skip
+
+
+def test_every_flag_is_there(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        build_parser().parse_args(["--help"])
+    assert info.value.code == 0
+    text = capsys.readouterr().out
+    for flag in ORIGINAL_FLAGS + OUR_FLAGS:
+        assert flag in text, flag
+
+
+def test_defaults_leave_room_for_the_engine() -> None:
+    args = parse_args(["--dir", str(MMUL)])
+    assert args.mode == "run"
+    assert args.dir == MMUL and args.dir.is_absolute()
+    for name in ("max_iter", "max_depth", "path_budget", "strategies", "timeout", "gpus", "provider", "model",
+                 "budget_usd", "from_path"):  # fmt: skip
+        assert getattr(args, name) is None, name  # None: not given (the engine applies defaults, --resume keeps)
+    for name in ("resume", "no_clean", "no_ui", "dry_run", "json", "single_shot", "verbose"):
+        assert getattr(args, name) is False, name
+
+
+def test_values_are_parsed() -> None:
+    args = parse_args(
+        ["--dir", str(MMUL), "--max-iter", "3", "--max-depth", "0", "--path-budget", "7", "--strategies", "2",
+         "--timeout", "12.5", "--gpus", "0, 1", "--provider", "Anthropic", "--model", "m", "--budget-usd", "0.5",
+         "--no-ui", "--dry-run", "--json", "--single-shot", "-v", "--resume", "--no-clean"]
+    )  # fmt: skip
+    assert (args.max_iter, args.max_depth, args.path_budget, args.strategies) == (3, 0, 7, 2)
+    assert (args.timeout, args.gpus, args.provider, args.budget_usd) == (12.5, [0, 1], "anthropic", 0.5)
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--max-iter", "-3"], "argument --max-iter: must be at least 1, got -3"),
+        (["--max-iter", "0"], "must be at least 1"),
+        (["--max-iter", "two"], "expected a whole number, got 'two'"),
+        (["--max-depth", "-1"], "argument --max-depth: must be at least 0"),
+        (["--path-budget", "0"], "argument --path-budget"),
+        (["--strategies", "0"], "argument --strategies"),
+        (["--timeout", "0"], "argument --timeout: must be a positive number"),
+        (["--timeout", "nan"], "must be a positive number"),
+        (["--budget-usd", "-1"], "argument --budget-usd"),
+        (["--gpus", ""], "argument --gpus"),
+        (["--gpus", "0,,1"], "like 0,1"),
+        (["--gpus", "0,-1"], "'-1' is not a device ordinal"),
+        (["--gpus", "a"], "'a' is not a device ordinal"),
+        (["--gpus", "1,1"], "listed twice"),
+        (["--provider", "foo"], "unknown provider 'foo'"),
+        (["--model", " "], "argument --model: must not be empty"),
+        (["--from", "x.jsonl"], "--from names a recorded session; it needs --provider replay"),
+        (["--provider", "replay", "--from", "/nonexistent/x.jsonl"], "--from: /nonexistent/x.jsonl: no such file"),
+        (["--check", "--best"], "not allowed with argument"),
+        (["--clone", "a", "--prune-archives"], "not allowed with argument"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+        (["--max-i", "3"], "unrecognized arguments"),  # no abbreviations: a typo is an error
+    ],
+)
+def test_bad_flags_are_one_line_exit_2(argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--dir", str(MMUL), *argv]) == 2
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert out == "" and lines[0].startswith("cacao: error: ") and words in lines[0], err
+    assert len(lines) <= 2 and all(line.startswith("hint: ") for line in lines[1:])
+
+
+def test_missing_dir(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert capsys.readouterr().err.splitlines()[0] == "cacao: error: the following arguments are required: --dir"
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out.startswith("cacao ")
+
+
+def test_from_is_resolved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "s.jsonl").write_text("")
+    monkeypatch.chdir(tmp_path)
+    args = parse_args(["--dir", str(MMUL), "--provider", "replay", "--from", "s.jsonl"])
+    assert args.from_path == tmp_path / "s.jsonl"
+
+
+class _FakeEngine(types.ModuleType):
+    def __init__(self) -> None:
+        super().__init__(ENGINE_MODULE)
+        self.calls: list[argparse.Namespace] = []
+
+    def main(self, args: argparse.Namespace) -> int:
+        self.calls.append(args)
+        return 7
+
+
+def test_run_mode_hands_a_validated_namespace_to_the_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = _FakeEngine()
+    monkeypatch.setitem(sys.modules, ENGINE_MODULE, engine)
+    monkeypatch.chdir(tmp_path)
+    code = main(["--dir", str(MMUL), "--no-ui", "--dry-run", "--max-iter", "2", "--gpus", "0"])
+    assert code == 7
+    (args,) = engine.calls
+    assert args.dir == MMUL and isinstance(args.dir, Path)
+    assert (args.no_ui, args.dry_run, args.max_iter, args.gpus, args.mode) == (True, True, 2, [0], "run")
+
+
+def test_relative_dir_from_another_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = _FakeEngine()
+    monkeypatch.setitem(sys.modules, ENGINE_MODULE, engine)
+    monkeypatch.chdir(tmp_path)
+    assert main(["--dir", os.path.relpath(MMUL, tmp_path)]) == 7
+    assert engine.calls[0].dir == MMUL
+
+
+def test_without_an_engine_nothing_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, ENGINE_MODULE, None)  # import of it fails as if it did not exist
+    problem = tmp_path / "mmul"
+    shutil.copytree(MMUL, problem, ignore=shutil.ignore_patterns("output", "archive"))
+    assert main(["--dir", str(problem), "--no-ui"]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[0] == "cacao: the optimisation engine is not available in this build; nothing was run"
+    assert not (problem / "output").exists()
+
+
+def test_a_broken_engine_is_not_disguised(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(name: str) -> types.ModuleType:
+        raise ModuleNotFoundError("No module named 'some_dependency'", name="some_dependency")
+
+    monkeypatch.setattr(cli.importlib, "import_module", broken)
+    with pytest.raises(ModuleNotFoundError):
+        main(["--dir", str(MMUL)])
+
+
+def test_verbose_run_prints_warnings(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, ENGINE_MODULE, _FakeEngine())
+    main(["--dir", str(MMUL), "-v"])
+    assert "warning: inputs.yaml: args: one-letter macros (M, N, K)" in capsys.readouterr().err
+    main(["--dir", str(MMUL)])
+    assert capsys.readouterr().err == ""
+
+
+def test_provider_names_match_the_llm_layer() -> None:
+    selection = pytest.importorskip("cacao_tui.llm.selection")
+    assert set(PROVIDERS) == set(selection.PROVIDER_NAMES)
+
+
+def test_python_m_entry_point() -> None:
+    text = (REPO / "cacao_tui" / "__main__.py").read_text()
+    assert "from cacao_tui.cli import main" in text
