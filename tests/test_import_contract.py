@@ -1,0 +1,68 @@
+"""scripts/check_imports.py: the repository keeps the import contract, and violations are caught."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "scripts" / "check_imports.py"
+
+
+def _checker() -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location("check_imports", SCRIPT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("check_imports", module)  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_repository_keeps_the_contract() -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("import contract: OK")
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_violations_are_found_anywhere_in_a_file(tmp_path: Path) -> None:
+    _write(tmp_path, "cacao_tui/__init__.py", "")
+    _write(tmp_path, "cacao_tui/engine/run.py", "def later():\n    from textual.app import App\n")
+    _write(tmp_path, "cacao_tui/ui/app.py", "import textual\nfrom textual.widgets import Log\n")  # allowed
+    _write(tmp_path, "cacao_tui/headless.py", "import rich\n")  # rich is fine outside ktt
+    _write(tmp_path, "ktt/__init__.py", "")
+    _write(tmp_path, "ktt/a.py", "from cacao_tui.store import atomic\nimport numpy\n")
+    _write(tmp_path, "ktt/sub/b.py", "from google import genai\nimport importlib\nimportlib.import_module('openai')\n")
+    _write(
+        tmp_path,
+        "ktt/sub/c.py",
+        "class X:\n    def f(self):\n        import anthropic\n        __import__('rich.text')\n",
+    )
+    _write(tmp_path, "ktt/sub/d.py", "from .. import a\nfrom . import c\n")  # relative, inside ktt: fine
+    violations, count = _checker().check(tmp_path)
+    found = sorted((str(v.path), v.line, v.module) for v in violations)
+    assert found == [
+        ("cacao_tui/engine/run.py", 2, "textual.app"),
+        ("ktt/a.py", 1, "cacao_tui.store"),
+        ("ktt/sub/b.py", 1, "google.genai"),
+        ("ktt/sub/b.py", 3, "openai"),
+        ("ktt/sub/c.py", 3, "anthropic"),
+        ("ktt/sub/c.py", 4, "rich.text"),
+    ]
+    assert count == 9
+
+
+def test_exit_status_on_violation(tmp_path: Path) -> None:
+    _write(tmp_path, "cacao_tui/x.py", "import textual\n")
+    _write(tmp_path, "ktt/__init__.py", "")
+    done = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "cacao_tui/x.py:1: imports textual: only cacao_tui/ui/ may import textual" in done.stdout
