@@ -84,11 +84,13 @@ def build_engine(args: argparse.Namespace) -> tuple[Engine, EventBus]:
     choice = select_provider(args.provider, args.model)
     gpu = _gpu_info(args, problem)
     layout = RunLayout(problem.directory)
-    if args.resume:
-        if not layout.context.exists() and not layout.master.exists():
-            raise LaunchError(f"{layout.output}: nothing to resume (no earlier run here); start without --resume")
-    else:
-        prepare_output(problem.directory, resume=False, no_clean=args.no_clean)
+    if args.resume and not layout.context.exists() and not layout.master.exists():
+        raise LaunchError(f"{layout.output}: nothing to resume (no earlier run here); start without --resume")
+    if args.no_clean and not args.resume and (layout.master.exists() or layout.branch_names()):
+        raise LaunchError(
+            f"{layout.output}: holds an earlier run's state; a fresh run cannot share it. "
+            "Use --resume to continue that run, or drop --no-clean to archive it first"
+        )
     settings = RunSettings(
         max_iter=args.max_iter if args.max_iter is not None else DEFAULTS.max_iter,
         max_depth=args.max_depth if args.max_depth is not None else DEFAULTS.max_depth,
@@ -134,6 +136,9 @@ def build_engine(args: argparse.Namespace) -> tuple[Engine, EventBus]:
         replay_from=Path(replay_from) if replay_from else None,
         on_call=on_call,
     )
+    # Archive only now: a replay source inside output/ has been read into memory above.
+    if not args.resume:
+        prepare_output(problem.directory, resume=False, no_clean=args.no_clean)
     devices = NoDevices() if settings.dry_run else GpuScheduler(gpu.indices)
     deps = RunDeps(
         problem=problem,

@@ -1,0 +1,70 @@
+"""The LLM issue's end-to-end fault run: `cacao --no-ui --dry-run` against a loopback server
+that answers 429, then 500, then useless text, for each of the four providers. The run
+must end cleanly: non-zero exit, one clear message, no traceback, the calls recorded."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.engine.conftest import ROOT
+from tests.llm.wire_servers import DIALECTS, WireServer
+
+ENV_PREFIXES = ("ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "CERIT_", "LLM_")
+
+
+def provider_env(name: str, server: WireServer, tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIXES)}
+    env.update({"XDG_CONFIG_HOME": str(tmp / "config"), "PYTHONPATH": str(ROOT)})
+    if name == "anthropic":
+        env.update(ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=server.url)
+    elif name == "openai":
+        env.update(OPENAI_API_KEY="test-key", OPENAI_BASE_URL=server.url + "/v1")
+    elif name == "cerit":
+        env.update(CERIT_API_KEY="test-key", CERIT_API_BASE=server.url + "/v1")
+    elif name == "gemini":
+        env.update(GEMINI_API_KEY="test-key", GOOGLE_GEMINI_BASE_URL=server.url)
+    return env
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai", "cerit", "gemini"])
+def test_fault_run_ends_cleanly(name: str, mmul_dir: Path, tmp_path: Path) -> None:
+    dialect = DIALECTS[name]
+    server = WireServer().start()
+    try:
+        server.push(dialect.error(429, "slow down", {"retry-after": "0"}), dialect.error(500, "server broke"))
+        server.repeat = dialect.text("I am not going to answer that properly.")
+        argv = [
+            sys.executable,
+            "-m",
+            "cacao_tui",
+            "--dir",
+            str(mmul_dir),
+            "--provider",
+            name,
+            "--model",
+            dialect.model,
+            "--no-ui",
+            "--dry-run",
+        ]
+        result = subprocess.run(
+            argv, capture_output=True, text=True, cwd=tmp_path, timeout=180, env=provider_env(name, server, tmp_path)
+        )
+    finally:
+        server.stop()
+    out = result.stdout + result.stderr
+    assert result.returncode not in (0, 2), out
+    assert "Traceback" not in out
+    finished = [line for line in out.splitlines() if line.startswith("run failed")]
+    assert len(finished) == 1 and "strategize" in finished[0], out
+    assert len(server.requests) >= 4  # 429, 500, the analysis, then the strategize attempts
+    records = sorted((mmul_dir / "output" / "llm").glob("*.json"))
+    assert [p.name for p in records][:2] == ["analyze_000.json", "strategize_000.json"]
+    analyze = json.loads(records[0].read_text())
+    statuses = [a.get("status") for a in analyze["attempts"]]
+    assert statuses[:2] == [429, 500] and analyze["response"] is not None
