@@ -28,6 +28,7 @@ from cacao_tui.store.archive import prepare_output
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import GpuInfo, RunSettings
 from ktt.problem import Problem, ProblemError, load_problem
+from ktt.problem.inputs_hpp import write_inputs_hpp
 
 EXIT_OK = 0
 EXIT_NO_RESULT = 1
@@ -139,6 +140,10 @@ def build_engine(args: argparse.Namespace) -> tuple[Engine, EventBus]:
     # Archive only now: a replay source inside output/ has been read into memory above.
     if not args.resume:
         prepare_output(problem.directory, resume=False, no_clean=args.no_clean)
+    try:  # kernels and C references may include it; rewritten only when inputs.yaml changed
+        write_inputs_hpp(problem)
+    except OSError as exc:
+        print(f"cacao: warning: could not write {problem.directory / 'inputs.hpp'}: {exc.strerror}", file=sys.stderr)
     devices = NoDevices() if settings.dry_run else GpuScheduler(gpu.indices)
     deps = RunDeps(
         problem=problem,

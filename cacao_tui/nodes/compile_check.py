@@ -34,7 +34,8 @@ def format_report(report: CheckReport, source: str) -> str:
             f"(space: {size} configurations after restrictions)."
         )
     out = ["compile check FAILED."]
-    if report.message:
+    has_diagnostics = any(c.diagnostics for c in report.configs)
+    if report.message and not has_diagnostics:
         out.append(report.message)
     out += [f"forbidden: {hit}" for hit in report.forbid]
     if report.missing_kernels:
