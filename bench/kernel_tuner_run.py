@@ -13,8 +13,27 @@ import pathlib
 import time
 
 import kernel_tuner
+import kernel_tuner.backends.nvcuda as kt_backend
+import kernel_tuner.utils.nvcuda as kt_utils
 import numpy as np
 from kernel_tuner.observers.observer import BenchmarkObserver
+
+# Kernel Tuner 1.5.0's nvcuda backend passes cuLaunchKernel's return value, which cuda-bindings 13
+# gives as a 1-tuple, to cuda_error_check, which only inspects a bare CUresult: a launch that fails
+# (too many registers for the block) goes unnoticed, verification then fails on the untouched
+# output and tune_kernel aborts. Unpacking the tuple restores Kernel Tuner's own handling (it skips
+# such configurations); nothing else is changed.
+_check_error = kt_utils.cuda_error_check
+
+
+def _check_error_unpacked(error):  # noqa: ANN001, ANN202
+    if isinstance(error, tuple) and error:
+        error = error[0]
+    return _check_error(error)
+
+
+kt_utils.cuda_error_check = _check_error_unpacked
+kt_backend.cuda_error_check = _check_error_unpacked
 
 here = pathlib.Path(__file__).parent / "gemm_space"
 spec = json.loads((here / "space.json").read_text())
@@ -45,22 +64,46 @@ ref = (A.astype(np.float64) @ B.astype(np.float64)).astype(np.float32)
 options = None if args.strategy == "brute_force" else {"time_limit": args.time_limit, "fraction": args.fraction}
 T0 = time.perf_counter()
 results, env = kernel_tuner.tune_kernel(
-    "sgemm", str(here / "sgemm.cu"), (N, M), [A, B, C, np.int32(M), np.int32(N), np.int32(K)],
-    spec["tune_params"], lang="nvcuda",
-    grid_div_x=["BLOCK_SIZE_X", "TILE_SIZE_X"], grid_div_y=["BLOCK_SIZE_Y", "TILE_SIZE_Y"],
-    restrictions=spec["restrictions"], answer=[None, None, ref, None, None, None],
-    atol=spec["tolerance_abs"], strategy=args.strategy, strategy_options=options, iterations=args.iterations,
-    compiler_options=["-std=c++17"], verbose=False, quiet=True, observers=[WallClock()])
+    "sgemm",
+    str(here / "sgemm.cu"),
+    (N, M),
+    [A, B, C, np.int32(M), np.int32(N), np.int32(K)],
+    spec["tune_params"],
+    lang="nvcuda",
+    grid_div_x=["BLOCK_SIZE_X", "TILE_SIZE_X"],
+    grid_div_y=["BLOCK_SIZE_Y", "TILE_SIZE_Y"],
+    restrictions=spec["restrictions"],
+    answer=[None, None, ref, None, None, None],
+    atol=spec["tolerance_abs"],
+    strategy=args.strategy,
+    strategy_options=options,
+    iterations=args.iterations,
+    compiler_options=["-std=c++17"],
+    verbose=False,
+    quiet=True,
+    observers=[WallClock()],
+)
 wall = time.perf_counter() - T0
 valid = [r for r in results if isinstance(r.get("time"), float) and math.isfinite(r["time"])]
 best = min(valid, key=lambda r: r["time"]) if valid else None
-print(json.dumps({
-    "tool": f"kernel_tuner {kernel_tuner.__version__}", "strategy": args.strategy, "fraction": args.fraction,
-    "evaluated": len(results), "valid": len(valid), "wall_s": round(wall, 2),
-    "configs_per_s": round(len(results) / wall, 3),
-    "best_ms": best and round(best["time"], 5),
-    "best": best and {k: best[k] for k in spec["tune_params"]},
-    "time_to_best_s": best and round(best.get("wall_s", float("nan")), 2),
-    "seconds_in": {k: round(sum(r.get(k, 0) or 0 for r in results) / 1000, 2)
-                   for k in ("compile_time", "verification_time", "benchmark_time", "framework_time", "strategy_time")},
-    "device": env.get("device_name")}))
+print(
+    json.dumps(
+        {
+            "tool": f"kernel_tuner {kernel_tuner.__version__}",
+            "strategy": args.strategy,
+            "fraction": args.fraction,
+            "evaluated": len(results),
+            "valid": len(valid),
+            "wall_s": round(wall, 2),
+            "configs_per_s": round(len(results) / wall, 3),
+            "best_ms": best and round(best["time"], 5),
+            "best": best and {k: best[k] for k in spec["tune_params"]},
+            "time_to_best_s": best and round(best.get("wall_s", float("nan")), 2),
+            "seconds_in": {
+                k: round(sum(r.get(k, 0) or 0 for r in results) / 1000, 2)
+                for k in ("compile_time", "verification_time", "benchmark_time", "framework_time", "strategy_time")
+            },
+            "device": env.get("device_name"),
+        }
+    )
+)

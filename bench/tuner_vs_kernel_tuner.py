@@ -116,9 +116,26 @@ def run_kernel_tuner(budget: float, fraction: float, log: Path) -> dict[str, Any
 
 
 def run_ktt(budget: float, out: Path, spec: Path = SPEC, extra: list[str] | None = None) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "ktt", "tune", "--problem", str(PROBLEM), "--kernel", str(KERNEL), "--spec",
-           str(spec), "--output", str(out), "--duration", str(budget), "--json",
-           "--reference-time", str(out / "reference_time.json"), *(extra or [])]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ktt",
+        "tune",
+        "--problem",
+        str(PROBLEM),
+        "--kernel",
+        str(KERNEL),
+        "--spec",
+        str(spec),
+        "--output",
+        str(out),
+        "--duration",
+        str(budget),
+        "--json",
+        "--reference-time",
+        str(out / "reference_time.json"),
+        *(extra or []),
+    ]
     with NvmlSampler() as nvml:
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=max(budget, 60) * 4 + 300, cwd=ROOT)
@@ -170,8 +187,15 @@ def fidelity(results_file: Path, out: Path, n: int) -> list[dict[str, Any]]:
         except Exception as exc:  # ncu missing or failing: report, do not abort the benchmark
             table.append({"config": row["config"], "ktt_ms": row["time_ms"], "ncu_ms": None, "error": str(exc)[-500:]})
             continue
-        table.append({"config": row["config"], "ktt_ms": row["time_ms"], "ncu_ms": ncu_ms, "ncu_runs": runs,
-                      "rel_diff": (row["time_ms"] - ncu_ms) / ncu_ms if ncu_ms else None})
+        table.append(
+            {
+                "config": row["config"],
+                "ktt_ms": row["time_ms"],
+                "ncu_ms": ncu_ms,
+                "ncu_runs": runs,
+                "rel_diff": (row["time_ms"] - ncu_ms) / ncu_ms if ncu_ms else None,
+            }
+        )
     return table
 
 
@@ -204,9 +228,25 @@ def main() -> int:
     ours_dir = args.out / "ktt"
     ours_dir.mkdir(parents=True, exist_ok=True)
     ours = run_ktt(args.budget, ours_dir)
-    report["ktt"] = {k: ours.get(k) for k in ("evaluated", "valid", "wall_s", "search_s", "configs_per_s", "strategy",
-                                               "time_to_best_s", "gpu_busy_s", "compile_s_total", "process_wall_s",
-                                               "gpu_busy_nvml", "restricted_size", "by_status", "device")}
+    report["ktt"] = {
+        k: ours.get(k)
+        for k in (
+            "evaluated",
+            "valid",
+            "wall_s",
+            "search_s",
+            "configs_per_s",
+            "strategy",
+            "time_to_best_s",
+            "gpu_busy_s",
+            "compile_s_total",
+            "process_wall_s",
+            "gpu_busy_nvml",
+            "restricted_size",
+            "by_status",
+            "device",
+        )
+    }
     best = ours.get("best") or {}
     report["ktt"]["best_ms"] = best.get("time_ms")
     report["ktt"]["best"] = best.get("config")
@@ -223,27 +263,64 @@ def main() -> int:
     rows = []
     if kt:
         rate_ratio = ours_rate / kt["configs_per_s"] if ours_rate and kt["configs_per_s"] else None
-        rows.append(("configs/s (each tool's wall)", fmt(ours_rate), fmt(kt["configs_per_s"]), fmt(rate_ratio),
-                     f">= {TARGETS['configs_per_s']:g}x", rate_ratio is not None and rate_ratio >= TARGETS["configs_per_s"]))
+        rows.append(
+            (
+                "configs/s (each tool's wall)",
+                fmt(ours_rate),
+                fmt(kt["configs_per_s"]),
+                fmt(rate_ratio),
+                f">= {TARGETS['configs_per_s']:g}x",
+                rate_ratio is not None and rate_ratio >= TARGETS["configs_per_s"],
+            )
+        )
         rows.append(("time to best (s)", fmt(ours.get("time_to_best_s")), fmt(kt.get("time_to_best_s")), "", "", None))
         rt = report.get("retimed_by_ktt", {})
         a, b = rt.get("ktt_best_ms"), rt.get("kernel_tuner_best_ms")
-        rows.append(("best, own figure (ms)", fmt(best.get("time_ms"), ".4g"), fmt(kt.get("best_ms"), ".4g"), "", "", None))
+        rows.append(
+            ("best, own figure (ms)", fmt(best.get("time_ms"), ".4g"), fmt(kt.get("best_ms"), ".4g"), "", "", None)
+        )
         ok_best = a is not None and b is not None and a <= b * 1.01
-        rows.append(("best, both re-timed by ktt (ms)", fmt(a, ".4g"), fmt(b, ".4g"), fmt(b / a if a and b else None),
-                     "ours <= peer", ok_best if a and b else None))
-        rows.append(("GPU busy (NVML)", fmt(ours.get("gpu_busy_nvml"), ".0%"), fmt(kt.get("gpu_busy_nvml"), ".0%"), "",
-                     ">= 50%", (ours.get("gpu_busy_nvml") or 0) >= TARGETS["gpu_busy"]))
+        rows.append(
+            (
+                "best, both re-timed by ktt (ms)",
+                fmt(a, ".4g"),
+                fmt(b, ".4g"),
+                fmt(b / a if a and b else None),
+                "ours <= peer",
+                ok_best if a and b else None,
+            )
+        )
+        rows.append(
+            (
+                "GPU busy (NVML)",
+                fmt(ours.get("gpu_busy_nvml"), ".0%"),
+                fmt(kt.get("gpu_busy_nvml"), ".0%"),
+                "",
+                ">= 50%",
+                (ours.get("gpu_busy_nvml") or 0) >= TARGETS["gpu_busy"],
+            )
+        )
     busy_events = ours["gpu_busy_s"] / ours["wall_s"] if ours.get("wall_s") else None
-    rows.append(("GPU busy (ktt events / wall)", fmt(busy_events, ".0%"), "", "", ">= 50%",
-                 busy_events is not None and busy_events >= TARGETS["gpu_busy"]))
+    rows.append(
+        (
+            "GPU busy (ktt events / wall)",
+            fmt(busy_events, ".0%"),
+            "",
+            "",
+            ">= 50%",
+            busy_events is not None and busy_events >= TARGETS["gpu_busy"],
+        )
+    )
     fid = [f for f in report.get("fidelity", []) if f.get("rel_diff") is not None]
     if fid:
         worst = max(abs(f["rel_diff"]) for f in fid)
-        rows.append((f"median vs ncu, worst of {len(fid)}", fmt(worst, ".2%"), "", "", "<= 3%", worst <= TARGETS["fidelity"]))
+        rows.append(
+            (f"median vs ncu, worst of {len(fid)}", fmt(worst, ".2%"), "", "", "<= 3%", worst <= TARGETS["fidelity"])
+        )
         report["fidelity_worst"] = worst
-    report["table"] = [{"figure": r[0], "ktt": r[1], "kernel_tuner": r[2], "ratio": r[3], "target": r[4], "met": r[5]}
-                       for r in rows]
+    report["table"] = [
+        {"figure": r[0], "ktt": r[1], "kernel_tuner": r[2], "ratio": r[3], "target": r[4], "met": r[5]} for r in rows
+    ]
     (args.out / "bench.json").write_text(json.dumps(report, indent=2))
     print()
     print(f"{'figure':34s} {'ktt':>10s} {'KT 1.5.0':>10s} {'ratio':>8s}  {'target':14s} met")

@@ -26,7 +26,7 @@ from ktt.host_compiler import build_shared_library
 from ktt.inputs import make_inputs
 from ktt.problem import load_problem
 from ktt.problem.model import Problem, Shape
-from ktt.procs import die_with_parent
+from ktt.procs import exit_when_parent_dies
 from ktt.workdir import WorkDir
 
 QUICK_S = 0.25  # a reference faster than this is timed over a few calls
@@ -117,7 +117,7 @@ def time_reference(problem: Problem, shape: Shape, seed: int, work: WorkDir, fir
 
 
 def main(argv: list[str] | None = None) -> int:
-    die_with_parent()
+    exit_when_parent_dies()
     ap = argparse.ArgumentParser(prog="python -m ktt.host_reference")
     ap.add_argument("--problem", required=True)
     ap.add_argument("--work", required=True)

@@ -10,7 +10,6 @@ because compiler and profiler output can be long enough to fill a pipe and block
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import subprocess
@@ -20,14 +19,23 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-PR_SET_PDEATHSIG = 1
 
+def exit_when_parent_dies(poll_s: float = 0.5) -> None:
+    """Exit this process once its parent is gone (no orphaned GPU workers holding the device).
 
-def die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when its parent dies (no orphaned GPU workers)."""
-    with contextlib.suppress(Exception):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    A polling thread rather than PR_SET_PDEATHSIG: that signal fires when the *thread* that
+    started the child exits, and the tuner restarts its worker from a thread that ends
+    before the run does.
+    """
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(poll_s)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
 
 
 def spawn(

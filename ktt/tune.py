@@ -85,6 +85,10 @@ class TuneOptions:
     compile_workers: int | None = None
     keep_work: bool = False
     timing: dict[str, Any] = field(default_factory=dict)
+    # For tests and other front ends: a different worker program, and the arch to compile for
+    # (given both, no GPU is queried in this process).
+    worker_command: list[str] | None = None
+    arch: str | None = None
 
 
 class TuneError(Exception):
@@ -121,6 +125,7 @@ class Tuner:
         self.emit = emit
         self.t0 = time.monotonic()
         self.results: list[ConfigResult] = []
+        self.evaluated = 0  # configurations evaluated by the search (base shape)
         self.by_status: dict[str, int] = {}
         self.best: ConfigResult | None = None
         self.best_at: float | None = None
@@ -148,7 +153,7 @@ class Tuner:
         self._last_progress = now
         self.emit(
             Progress(
-                evaluated=len(self.results),
+                evaluated=self.evaluated,
                 valid=self.by_status.get("ok", 0),
                 space_size=self.space_total,
                 by_status=dict(self.by_status),
@@ -167,7 +172,9 @@ class Tuner:
         assert self.writer is not None
         self.writer.append(result)
         self.results.append(result)
-        self.by_status[result.status] = self.by_status.get(result.status, 0) + 1
+        if result.shape == self.problem.base.name:  # case runs of the best are reported under cases
+            self.evaluated += 1
+            self.by_status[result.status] = self.by_status.get(result.status, 0) + 1
         if result.gpu_ms:
             self.gpu_ms_total += result.gpu_ms
         if (
@@ -229,7 +236,7 @@ class Tuner:
             spec_file=str(self.opts.spec),
             space_size=self.space.product_size(),
             restricted_size=self.restricted,
-            evaluated=len(self.results),
+            evaluated=self.evaluated,
             valid=self.by_status.get("ok", 0),
             by_status=dict(self.by_status),
             strategy=getattr(self, "strategy_name", self.opts.strategy),
@@ -359,11 +366,13 @@ class Tuner:
             return self.summary(False, "no configuration satisfies the restrictions"), EXIT_NOTHING_VALID
 
         ordinal = self.opts.device if self.opts.device is not None else problem.gpu_indices[0]
-        info = query_device(ordinal)
-        if info is None:
-            raise TuneError(f"no CUDA device {ordinal} (no driver, or no such GPU)", EXIT_ENVIRONMENT)
-        self.device_name = info.name
-        self.arch = info.arch
+        if self.opts.arch and self.opts.worker_command:
+            self.device_name, self.arch = "(not queried)", self.opts.arch
+        else:
+            info = query_device(ordinal)
+            if info is None:
+                raise TuneError(f"no CUDA device {ordinal} (no driver, or no such GPU)", EXIT_ENVIRONMENT)
+            self.device_name, self.arch = info.name, info.arch
         self.ctx = CompileContext(problem, spec, self.kernel, self.work, self.arch)
         for shape in problem.shapes:
             self.ctx._inputs_hpp(shape)
@@ -383,8 +392,13 @@ class Tuner:
         self.ready: deque[Candidate] = deque()
         self.proposed = 0
         self.lookahead = max(4, 2 * max(1, workers))
-        # Compile ahead while the worker starts and the reference runs.
-        self._fill_compile_queue(search_open=True)
+        # Compile ahead while the worker starts and the reference runs (the budget clock starts now).
+        # Time kept back for validating and timing the best on every case, at most a quarter of the budget.
+        if self.duration is not None:
+            reserve = min(CASE_RESERVE_S * len(problem.cases) + 1.0, 0.25 * self.duration)
+            self.deadline = self.t0 + self.duration - reserve
+        else:
+            self.deadline = math.inf
 
         self._start_host_references()
         log_dir = self.work.log_dir
@@ -400,6 +414,7 @@ class Tuner:
                 "timing": timing,
             },
             log_path=log_dir / "worker.log",
+            command=self.opts.worker_command,
         )
         self.phase = "reference"
         self.progress(force=True)
@@ -417,10 +432,8 @@ class Tuner:
         # The search.
         self.phase = "search"
         self.search_start = time.monotonic()
-        reserve = CASE_RESERVE_S * len(problem.cases) + 1.0
-        self.deadline = (
-            max(time.monotonic() + 1.0, self.t0 + self.duration - reserve) if self.duration is not None else math.inf
-        )
+        if self.duration is not None:
+            self.deadline = max(time.monotonic() + 1.0, self.deadline)
         self._search_loop()
         self.search_s = time.monotonic() - self.search_start
         self.strategy_name = self.search.strategy_name()
@@ -460,7 +473,7 @@ class Tuner:
             score=score,
             floor=floor,
             search_s=round(self.search_s, 3),
-            configs_per_s=round(len(self.results) / self.search_s, 3) if self.search_s > 0 else None,
+            configs_per_s=round(self.evaluated / self.search_s, 3) if self.search_s > 0 else None,
         )
         return summary, EXIT_OK if ok else EXIT_NOTHING_VALID
 
@@ -550,6 +563,7 @@ class Tuner:
             compile_s=round(out.seconds, 4) if out else None,
         )
         msg = {
+            "config": cand.config,
             "cubin": cand.cubin_path,
             "launches": cand.launches,
             "scratch": cand.scratch,
@@ -681,10 +695,10 @@ class Tuner:
         if self.search.refine or self.search.mode != "auto" or self.duration is None:
             return
         now = time.monotonic()
-        if now - self._refine_checked < 1.0 or len(self.results) < 8:
+        if now - self._refine_checked < 1.0 or self.evaluated < 8:
             return
         self._refine_checked = now
-        rate = len(self.results) / max(1e-3, now - self.search_start)
+        rate = self.evaluated / max(1e-3, now - self.search_start)
         remaining = self.search.remaining()
         if remaining is not None and remaining / rate > (self.deadline - now):
             self.search.enable_refinement()

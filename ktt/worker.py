@@ -34,7 +34,7 @@ from ktt.gpu_checks import GpuChecks
 from ktt.nvrtc import CompileRequest, define_pairs
 from ktt.problem import load_problem
 from ktt.problem.model import Buffer, Problem, Shape
-from ktt.procs import die_with_parent
+from ktt.procs import exit_when_parent_dies
 from ktt.sequence import LaunchRejected, Sequence, prepare
 from ktt.timing import FLOOR_MARGIN, L2Flush, TimingSettings, floor_ms, measure, measure_bandwidth, peak_gflops
 from ktt.toolkit import cuda_include_dirs
@@ -386,7 +386,7 @@ def _status_for(exc: CudaError) -> str:
 
 
 def main() -> int:
-    die_with_parent()
+    exit_when_parent_dies()
     chan = Channel()
     session: Session | None = None
     for line in sys.stdin:

@@ -27,10 +27,10 @@ class WorkerDied(RuntimeError):
 
 
 class WorkerClient:
-    def __init__(self, init: dict[str, Any], log_path: Path | None = None, python: str | None = None) -> None:
+    def __init__(self, init: dict[str, Any], log_path: Path | None = None, command: list[str] | None = None) -> None:
         self.init_request = {"cmd": "init", **init}
         self.shape_request: dict[str, Any] | None = None
-        self.python = python or sys.executable
+        self.command = command or [sys.executable, "-m", "ktt.worker"]
         self.log_path = log_path
         self.proc: subprocess.Popen | None = None
         self.replies: queue.Queue[str | None] = queue.Queue()
@@ -43,7 +43,7 @@ class WorkerClient:
     # -- process -------------------------------------------------------------------
 
     def _start(self) -> None:
-        self.proc = procs.spawn([self.python, "-m", "ktt.worker"], stdin=subprocess.PIPE)
+        self.proc = procs.spawn(self.command, stdin=subprocess.PIPE)
         self.replies = queue.Queue()
         replies = self.replies
 

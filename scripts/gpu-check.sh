@@ -41,6 +41,13 @@ export PYTHONPATH="/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 command -v ncu >/dev/null && timeout 60 ncu --query-metrics > "$OUT/ncu_query_metrics.txt" 2>&1
 note "probe: $(grep -m1 -i h200 "$OUT/probe.txt" || head -2 "$OUT/probe.txt" | tail -1)"
 
+# A quick end-to-end smoke run (tiny problem, 3 configurations): its full output is kept for debugging.
+timeout 120 "$PY" -m ktt tune --problem tests/ktt/data/tiny --kernel tests/ktt/data/tiny/kernels.cu \
+  --spec tests/ktt/data/tiny/tuning.yaml --output "$OUT/smoke" --max-configs 3 --duration 0 --json \
+  --reference-time "$OUT/smoke/reference_time.json" > "$OUT/smoke.log" 2>&1
+note "smoke tune: exit $? $(tail -1 "$OUT/smoke.log" | cut -c1-300)"
+cp "$OUT"/smoke/work/logs/worker.log "$OUT/smoke_worker.log" 2>/dev/null
+
 if [ "$WHAT" = probe ]; then cat "$summary"; exit 0; fi
 
 if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then

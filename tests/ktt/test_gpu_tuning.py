@@ -31,17 +31,25 @@ def _keep(path: Path, name: str) -> None:
 
 
 def run_ktt(*args: str | Path, timeout: float = 300) -> tuple[int, list[dict]]:
-    proc = subprocess.run([sys.executable, "-m", "ktt", *map(str, args), "--json"], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ktt", *map(str, args), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
     lines = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode not in (0, 1):
         print(proc.stdout[-4000:], proc.stderr[-4000:])
     return proc.returncode, lines
 
 
-def tune(problem: Path, kernel: Path, spec: Path, out: Path, *extra: str, timeout: float = 300) -> tuple[int, TuneSummary]:
-    code, lines = run_ktt("tune", "--problem", problem, "--kernel", kernel, "--spec", spec, "--output", out, *extra,
-                          timeout=timeout)
+def tune(
+    problem: Path, kernel: Path, spec: Path, out: Path, *extra: str, timeout: float = 300
+) -> tuple[int, TuneSummary]:
+    code, lines = run_ktt(
+        "tune", "--problem", problem, "--kernel", kernel, "--spec", spec, "--output", out, *extra, timeout=timeout
+    )
     assert lines, "ktt tune printed nothing"
     assert lines[-1]["type"] == "result", lines[-1]
     summary = TuneSummary.model_validate(lines[-1])
@@ -60,8 +68,16 @@ def tuned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, Tune
     for name in ("mmul", "transpose", "softmax", "stencil"):
         example = ROOT / "problems" / name / "example"
         out = tmp_path_factory.mktemp(f"tune-{name}")
-        code, summary = tune(ROOT / "problems" / name, example / "kernels.cu", example / "tuning.yaml", out,
-                             "--duration", "12", "--reference-time", str(out / "reference_time.json"))
+        code, summary = tune(
+            ROOT / "problems" / name,
+            example / "kernels.cu",
+            example / "tuning.yaml",
+            out,
+            "--duration",
+            "12",
+            "--reference-time",
+            str(out / "reference_time.json"),
+        )
         _keep(out / "summary.json", f"summary_{name}.json")
         _keep(out / "results.jsonl", f"results_{name}.jsonl")
         done[name] = (code, summary, out)
@@ -93,8 +109,16 @@ def test_seeded_reference_time_is_used_and_kept(tmp_path: Path) -> None:
     example = ROOT / "problems" / "transpose" / "example"
     ref = tmp_path / "reference_time.json"
     ref.write_text(json.dumps({"ms": 100.0, "source": "seeded"}))
-    code, summary = tune(ROOT / "problems" / "transpose", example / "kernels.cu", example / "tuning.yaml",
-                         tmp_path / "out", "--max-configs", "3", "--reference-time", str(ref))
+    code, summary = tune(
+        ROOT / "problems" / "transpose",
+        example / "kernels.cu",
+        example / "tuning.yaml",
+        tmp_path / "out",
+        "--max-configs",
+        "3",
+        "--reference-time",
+        str(ref),
+    )
     assert code == 0
     assert summary.reference_source == "seeded"
     assert summary.reference_ms == 100.0
@@ -103,11 +127,21 @@ def test_seeded_reference_time_is_used_and_kept(tmp_path: Path) -> None:
 
 
 def test_profile_the_best_mmul(tuned: dict, tmp_path: Path) -> None:
-    _, summary, out = tuned["mmul"]
+    _, _summary, out = tuned["mmul"]
     example = ROOT / "problems" / "mmul" / "example"
-    code, lines = run_ktt("profile", "--problem", ROOT / "problems" / "mmul", "--kernel", example / "kernels.cu",
-                          "--spec", example / "tuning.yaml", "--from-summary", out / "summary.json",
-                          "--output", tmp_path)
+    code, lines = run_ktt(
+        "profile",
+        "--problem",
+        ROOT / "problems" / "mmul",
+        "--kernel",
+        example / "kernels.cu",
+        "--spec",
+        example / "tuning.yaml",
+        "--from-summary",
+        out / "summary.json",
+        "--output",
+        tmp_path,
+    )
     report = ProfileReport.model_validate(lines[-1])
     if report.error_kind in ("ncu_missing", "no_permission"):
         pytest.skip(f"ncu cannot profile here: {report.error}")
@@ -138,17 +172,41 @@ def _hostile_spec(tmp_path: Path, variants: list[int] | None = None) -> Path:
 
 
 EXPECTED = {
-    0: "ok", 1: "compile_failed", 2: "runtime_error", 3: "runtime_error", 4: "timeout", 5: "validation_failed",
-    6: "validation_failed", 7: "validation_failed", 8: "validation_failed", 9: "validation_failed", 10: "ok",
-    11: "validation_failed", 12: "launch_failed", 13: "compile_failed", 14: "compile_failed", 15: "validation_failed",
+    0: "ok",
+    1: "compile_failed",
+    2: "runtime_error",
+    3: "runtime_error",
+    4: "timeout",
+    5: "validation_failed",
+    6: "validation_failed",
+    7: "validation_failed",
+    8: "validation_failed",
+    9: "validation_failed",
+    10: "ok",
+    11: "validation_failed",
+    12: "launch_failed",
+    13: "compile_failed",
+    14: "compile_failed",
+    15: "validation_failed",
 }
 
 
 def test_hostile_kernels_are_classified_and_never_best(tmp_path: Path) -> None:
     spec = _hostile_spec(tmp_path)
     out = tmp_path / "out"
-    code, summary = tune(HOSTILE, HOSTILE / "kernels.cu", spec, out, "--duration", "0", "--config-timeout", "5",
-                         "--reference-time", str(tmp_path / "ref.json"), timeout=600)
+    code, summary = tune(
+        HOSTILE,
+        HOSTILE / "kernels.cu",
+        spec,
+        out,
+        "--duration",
+        "0",
+        "--config-timeout",
+        "5",
+        "--reference-time",
+        str(tmp_path / "ref.json"),
+        timeout=600,
+    )
     _keep(out / "results.jsonl", "results_hostile.jsonl")
     _keep(out / "summary.json", "summary_hostile.json")
     rows = results(out)
@@ -175,7 +233,15 @@ def test_time_below_the_physical_floor_is_suspect(tmp_path: Path) -> None:
     yaml_path = problem / "problem.yaml"
     yaml_path.write_text(yaml_path.read_text().replace("bytes: 8 * N", "bytes: 1000 * 8 * N"))
     spec = _hostile_spec(tmp_path, [0])
-    code, summary = tune(problem, problem / "kernels.cu", spec, tmp_path / "out", "--duration", "0",
-                         "--reference-time", str(tmp_path / "ref.json"))
+    code, summary = tune(
+        problem,
+        problem / "kernels.cu",
+        spec,
+        tmp_path / "out",
+        "--duration",
+        "0",
+        "--reference-time",
+        str(tmp_path / "ref.json"),
+    )
     assert code == 1 and summary.best is None
     assert results(tmp_path / "out")[0].status == "suspect"

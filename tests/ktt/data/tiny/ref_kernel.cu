@@ -1,0 +1,4 @@
+extern "C" __global__ void scale_ref(const float* X, float* Y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) Y[i] = 3.0f * X[i];
+}

@@ -1,0 +1,88 @@
+"""A stand-in for ``ktt.worker`` that needs no GPU: the same JSON-lines protocol, made-up timings.
+
+The configuration's BEHAVIOUR parameter picks a failure: 1 hangs (no beat), 2 exits mid-evaluation,
+3 reports a sticky CUDA error and exits. FAKE_EVAL_S (seconds) makes each evaluation take time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+
+def main() -> int:
+    out = sys.stdout
+    delay = float(os.environ.get("FAKE_EVAL_S", "0"))
+    for line in sys.stdin:
+        req = json.loads(line)
+        cmd = req.get("cmd")
+        if cmd == "init":
+            reply = {
+                "type": "reply",
+                "ok": True,
+                "device": "fake",
+                "arch": "sm_90",
+                "bandwidth_gbs": 4000.0,
+                "peak_gflops": 60000.0,
+            }
+        elif cmd == "shape":
+            reply = {
+                "type": "reply",
+                "ok": True,
+                "reference_ms": 2.0 if req["shape"] == "default" else 1.0,
+                "floor_ms": 0.001,
+            }
+        elif cmd == "eval":
+            cfg = req.get("config", {})
+            behaviour = int(cfg.get("BEHAVIOUR", 0))
+            out.write(json.dumps({"type": "beat"}) + "\n")
+            out.flush()
+            if behaviour == 1:
+                time.sleep(3600)
+            if behaviour == 2:
+                os._exit(7)
+            if behaviour == 3:
+                out.write(
+                    json.dumps(
+                        {
+                            "type": "result",
+                            "ok": False,
+                            "status": "runtime_error",
+                            "fatal": True,
+                            "error": "cuCtxSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS",
+                        }
+                    )
+                    + "\n"
+                )
+                out.flush()
+                return 3
+            time.sleep(delay)
+            t = 0.1 + 0.01 * int(cfg.get("BLOCK", 32)) / 32 + 0.05 / int(cfg.get("UNROLL", 1))
+            best = req.get("best_ms")
+            reply = {
+                "type": "result",
+                "status": "ok",
+                "time_ms": t,
+                "min_ms": t * 0.99,
+                "max_ms": t * 1.02,
+                "repeats": 10,
+                "flags": [],
+                "confirmed": best is None or t < best,
+                "gpu_ms": 1.0,
+                "validation": {"buffer": "Y", "max_abs_error": 0.0, "bad_count": 0, "checked": 1024},
+            }
+        elif cmd == "quit":
+            out.write(json.dumps({"type": "reply", "ok": True}) + "\n")
+            out.flush()
+            return 0
+        else:
+            reply = {"type": "reply", "ok": False, "error": "unknown"}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
