@@ -94,7 +94,7 @@ def test_example_tunes_to_a_valid_best(tuned: dict, name: str) -> None:
     assert summary.reference_ms and summary.speedup and summary.speedup > 0
     assert summary.reference_source == "measured"
     assert json.loads((out / "reference_time.json").read_text())["ms"] == pytest.approx(summary.reference_ms)
-    rows = results(out)
+    rows = [r for r in results(out) if r.shape == "default"]
     assert len(rows) == summary.evaluated
     assert all(r.status != "suspect" for r in rows)
     cases = {c.name: c for c in summary.cases}
@@ -222,8 +222,8 @@ def test_hostile_kernels_are_classified_and_never_best(tmp_path: Path) -> None:
     assert "input X was modified" in reasons[8]
     assert "fresh input" in reasons[9] and "fresh input" in reasons[11]
     assert "NaN" in reasons[15]
-    # The side-stream work (2 ms of spinning) is inside the measured time.
-    assert by_variant[10].time_ms and by_variant[10].time_ms > 1.0
+    # The side-stream work (about 5 ms of spinning) is inside the measured time.
+    assert by_variant[10].time_ms and by_variant[10].time_ms > 3.0
     assert summary.worker_restarts >= 3
 
 
