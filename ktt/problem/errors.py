@@ -10,10 +10,13 @@ def display_path(path: Path | str) -> str:
     """A path as the user would type it: relative to the working directory when below it."""
     p = Path(path)
     try:
-        rel = os.path.relpath(p)
-    except ValueError:
+        cwd = os.getcwd()
+        rel = os.path.relpath(p, cwd)
+    except (ValueError, OSError):
         return str(p)
-    return rel if not rel.startswith("..") else str(p)
+    if rel.startswith("..") or os.path.dirname(cwd) == cwd:  # outside, or the cwd is the root
+        return str(p) if p.is_absolute() else os.path.normpath(os.path.join(cwd, p))
+    return rel
 
 
 class ProblemError(Exception):
