@@ -103,7 +103,7 @@ class CacaoApp(App[AppResult]):
     # ---- the flush timer -------------------------------------------------------------
     def flush_events(self) -> None:
         """Fold the buffered events into the view and update only what they changed."""
-        if not self.main_screen.ready or (not self._events and not self._logs):
+        if not self.main_screen.ready or not self.main_screen.is_attached or (not self._events and not self._logs):
             return
         events, self._events = self._events, []
         lines = list(self._logs)
@@ -133,7 +133,9 @@ class CacaoApp(App[AppResult]):
         """q, ctrl+q and the palette's Quit: ask while branches run, else leave."""
         if isinstance(self.screen, QuitScreen | BusyScreen):
             return
-        if not self.engine.is_running():
+        # Between RunStarted and RunFinished the run is alive even when no branch task is
+        # (the master is still analyzing): leaving then must also ask.
+        if not self.engine.is_running() and (self.view.info is None or self.view.finished is not None):
             self.exit(FINISHED)
             return
         running = sum(1 for b in self.view.branches.values() if b.active) or 1

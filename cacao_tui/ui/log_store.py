@@ -7,7 +7,7 @@ branch so switching the selection does not lose a quiet branch's lines to a nois
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from cacao_tui.engine.events import LogLine
 from cacao_tui.ui.formatting import LEVEL_LETTERS, fmt_clock
@@ -17,8 +17,10 @@ RUN_LINES = 5_000
 BRANCH_LINES = 2_000
 
 
-@dataclass(frozen=True, slots=True)
-class LogEntry:
+class LogEntry(NamedTuple):
+    """A tuple of str/int/None: the garbage collector stops tracking it, so tens of thousands
+    kept in the rings do not lengthen full collections (which stall the event loop)."""
+
     branch: str | None
     iteration: int | None
     level: str

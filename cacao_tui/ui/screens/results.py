@@ -1,10 +1,9 @@
-"""The results view: final_results.json (rebuilt from the branch files when it is missing),
+"""The results view: final_results.json (rebuilt by cacao_tui.store.results when it is missing),
 the best configuration, a per-branch summary, and the best kernel of the selected branch."""
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 
 from rich.syntax import Syntax
 from rich.text import Text
@@ -15,9 +14,10 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from cacao_tui.store.layout import RunLayout
-from cacao_tui.store.state import BranchSummary, FinalResults
+from cacao_tui.store.results import LoadedResults, load_results
+from cacao_tui.store.state import BranchSummary
 from cacao_tui.ui import keymap
-from cacao_tui.ui.disk import read_branch_files, read_quietly, read_text_quietly
+from cacao_tui.ui.disk import read_text_quietly
 from cacao_tui.ui.formatting import (
     NONE,
     STATUS_STYLES,
@@ -42,54 +42,6 @@ COLUMNS = (
 )
 
 
-@dataclass
-class LoadedResults:
-    results: FinalResults | None
-    source: str  # where they came from, shown in the header
-
-
-def summarize_from_manifests(layout: RunLayout) -> FinalResults | None:
-    """A last resort when neither final_results.json nor the store's rebuild is available."""
-    branches = []
-    for name in layout.branch_names():
-        files = read_branch_files(layout, name)
-        m = files.manifest
-        if m is None:
-            continue
-        branches.append(
-            BranchSummary(
-                name=m.name,
-                title=m.title,
-                parent=m.parent,
-                depth=m.depth,
-                status=m.status,
-                iterations=m.iterations_done,
-                best_ms=m.best.time_ms if m.best else None,
-                speedup=m.best.speedup if m.best else None,
-                score=m.best.score if m.best else None,
-                best_iteration=m.best.iteration if m.best else None,
-                stop_reason=m.stop_reason,
-            )
-        )
-    if not branches:
-        return None
-    return FinalResults(problem_name=layout.problem_dir.name, complete=False, rebuilt=True, branches=branches)
-
-
-def load_results(layout: RunLayout) -> LoadedResults:
-    results = read_quietly(layout.final_results, FinalResults)
-    if results is not None:
-        return LoadedResults(results, "final_results.json")
-    try:
-        from cacao_tui.store.results import rebuild_final_results  # the store's rebuild, when present
-    except ImportError:
-        return LoadedResults(summarize_from_manifests(layout), "branch manifests")
-    try:
-        return LoadedResults(rebuild_final_results(layout), "rebuilt from branch files")
-    except Exception as exc:  # a broken run directory must still show something
-        return LoadedResults(summarize_from_manifests(layout), f"branch manifests (rebuild failed: {exc})")
-
-
 def _sort_key(b: BranchSummary) -> tuple[int, float, str]:
     return (b.best_ms is None, b.best_ms if b.best_ms is not None else 0.0, b.name)
 
@@ -102,7 +54,7 @@ def results_header(loaded: LoadedResults, layout: RunLayout) -> Text:
         text.append(f"\n{layout.output} has no final_results.json and no branches.", style="dim")
         return text
     text.append(f"Results · {r.problem_name}", style="bold")
-    text.append(f"  ({loaded.source})", style="dim")
+    text.append(f"  (from {loaded.source})", style="dim")
     if not r.complete:
         text.append("  incomplete run", style="yellow")
     if r.dry_run:
@@ -121,6 +73,8 @@ def results_header(loaded: LoadedResults, layout: RunLayout) -> Text:
     ref = f"reference {fmt_ms(r.reference_ms)}" + (f" ({r.reference_source})" if r.reference_source else "")
     tokens = " ".join(f"{k} {fmt_count(v)}" for k, v in r.tokens.items()) or NONE
     text.append(f"\n{ref} · tokens {tokens} · cost {fmt_cost(r.cost_usd)}", style="dim")
+    for note in loaded.notes[:3]:
+        text.append(f"\n{note}", style="yellow")
     return text
 
 

@@ -68,17 +68,10 @@ class DetailsPane(Vertical):
             with TabPane("Profile", id="profile"):
                 yield ProfilePane(id="profile-pane")
 
-    @property
-    def log_pane(self) -> LogPane:
-        return self.query_one(LogPane)
-
-    @property
-    def kernel(self) -> KernelPane:
-        return self.query_one(KernelPane)
-
-    @property
-    def tuning(self) -> TuningPane:
-        return self.query_one(TuningPane)
+    def on_mount(self) -> None:
+        self.log_pane = self.query_one(LogPane)
+        self.kernel = self.query_one(KernelPane)
+        self.tuning = self.query_one(TuningPane)
 
     def show_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab

@@ -63,11 +63,8 @@ class LogPane(Vertical):
         yield ScrollLog(highlight=True, max_lines=LOG_WIDGET_LINES, id="log-lines")
         yield Input(placeholder="filter: text to keep (Enter keeps, Esc clears)", id="log-filter")
 
-    @property
-    def log_widget(self) -> ScrollLog:
-        return self.query_one("#log-lines", ScrollLog)
-
     def on_mount(self) -> None:
+        self.log_widget = self.query_one("#log-lines", ScrollLog)
         self.query_one("#log-filter").display = False
         self._update_header()
 
