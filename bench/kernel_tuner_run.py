@@ -26,7 +26,7 @@ from kernel_tuner.observers.observer import BenchmarkObserver
 _check_error = kt_utils.cuda_error_check
 
 
-def _check_error_unpacked(error):  # noqa: ANN001, ANN202
+def _check_error_unpacked(error):
     if isinstance(error, tuple) and error:
         error = error[0]
     return _check_error(error)

@@ -19,6 +19,7 @@ Prints a table of ratios against the targets and writes OUT/bench.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -84,10 +85,8 @@ class NvmlSampler:
 
     def _run(self) -> None:
         while not self._stop.wait(self.period_s):
-            try:
+            with contextlib.suppress(Exception):
                 self.samples.append(int(self._nvml.nvmlDeviceGetUtilizationRates(self._handle).gpu))
-            except Exception:
-                pass
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()

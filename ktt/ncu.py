@@ -182,8 +182,12 @@ def _convert(name: str, value: float | str | None, unit: str) -> tuple[float | s
     return value, unit
 
 
-def parse_raw_csv(text: str) -> list[KernelProfile]:
-    """``ncu --csv --page raw`` output -> one KernelProfile per profiled launch, in launch order."""
+def parse_raw_csv(text: str, all_metrics: bool = False) -> list[KernelProfile]:
+    """``ncu --csv --page raw`` output -> one KernelProfile per profiled launch, in launch order.
+
+    The raw page also carries device attributes and every rollup of each metric; by default
+    only the catalogue's metrics are kept, in catalogue order (``all_metrics`` keeps all).
+    """
     lines = [ln for ln in text.splitlines() if ln.startswith('"')]
     if len(lines) < 2:
         return []
@@ -216,6 +220,8 @@ def parse_raw_csv(text: str) -> list[KernelProfile]:
                 )
             )
         by_name = {m.name: m for m in metrics}
+        if not all_metrics:
+            metrics = [by_name[m.name] for m in CATALOGUE if m.name in by_name]
         duration = by_name.get(DURATION)
         profiles.append(
             KernelProfile(

@@ -1,0 +1,115 @@
+"""``ktt check``: every shipped example passes without a GPU; planted mistakes are reported where they are."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from ktt_paths import PROBLEMS, ROOT
+
+from ktt.check import check_kernel
+from ktt.cli import main
+from ktt.problem import load_problem
+
+# One line of each example replaced by a mistake: (the line's start, its replacement).
+PLANTED = {
+    "mmul": ("As[c + 0][r] = a.x;", "            As[c + 0][r] = a.q;"),
+    "transpose": ("const int x = blockIdx.x", "    const int x = blockIdx.x * TILE + threadIdx.x + undefined_offset;"),
+    "softmax": ("float m = NEG_INF;", "    float m = NEG_INF + undefined_start;"),
+    "stencil": ("float up = y0 > 0", "    float up = y0 > 0 ? __ldg(&IN[(size_t)(y0 - 1) * NX + x]) : bogus;"),
+}
+
+
+def example(name: str) -> tuple[Path, Path, Path]:
+    d = ROOT / "problems" / name
+    return d, d / "example" / "kernels.cu", d / "example" / "tuning.yaml"
+
+
+@pytest.mark.parametrize("name", PROBLEMS)
+def test_example_passes_with_no_gpu(name: str, compile_cache: Path, capsys: pytest.CaptureFixture) -> None:
+    problem_dir, kernel, spec = example(name)
+    code = main(
+        [
+            "check",
+            "--problem",
+            str(problem_dir),
+            "--kernel",
+            str(kernel),
+            "--spec",
+            str(spec),
+            "--json",
+            "--arch",
+            "sm_90",
+            "--cache-dir",
+            str(compile_cache),
+        ]
+    )
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert code == 0, report["message"]
+    assert report["ok"] and report["sampled"] >= 1 and not report["missing_kernels"]
+    if name == "stencil":
+        assert {c["shape"] for c in report["configs"]} == {"default", "small", "tall"}
+
+
+def planted(name: str) -> tuple[str, int]:
+    """The example's source with one line broken, and that line's number."""
+    source = example(name)[1].read_text().splitlines()
+    prefix, replacement = PLANTED[name]
+    line = next(i for i, text in enumerate(source) if text.strip().startswith(prefix)) + 1
+    source[line - 1] = replacement
+    return "\n".join(source) + "\n", line
+
+
+@pytest.mark.parametrize("name", PROBLEMS)
+def test_planted_error_is_reported_at_its_line(name: str, compile_cache: Path) -> None:
+    problem_dir, _, spec = example(name)
+    text, line = planted(name)
+    report = check_kernel(load_problem(problem_dir), text, spec, sample=2, arch="sm_90", cache_dir=compile_cache)
+    assert not report.ok
+    first = report.configs[0].diagnostics[0]
+    assert first.file == "kernels.cu" and first.line == line, report.configs[0].diagnostics
+    assert report.message and f"kernels.cu:{line}:" in report.message
+
+
+def test_forbidden_pattern_stops_before_compiling(compile_cache: Path) -> None:
+    problem_dir, kernel, spec = example("stencil")
+    text = kernel.read_text() + "\n// comments are ignored: thrust::sort\nint dummy() { return thrust::sort(); }\n"
+    report = check_kernel(load_problem(problem_dir), text, spec, cache_dir=compile_cache)
+    assert not report.ok and report.sampled == 0
+    n = text.count("\n")
+    assert report.forbid == [
+        f"line {n}: forbidden pattern /thrust::/: Thrust is not allowed; write the kernel yourself"
+    ]
+
+
+def test_missing_kernel_and_spec_errors(compile_cache: Path) -> None:
+    problem_dir, kernel, spec = example("transpose")
+    problem = load_problem(problem_dir)
+    text = kernel.read_text().replace("transpose_tiled", "transpose_renamed")
+    report = check_kernel(problem, text, spec, sample=1, cache_dir=compile_cache)
+    assert not report.ok and report.missing_kernels == ["transpose_tiled"]
+    not_extern = kernel.read_text().replace('extern "C" ', "")
+    report = check_kernel(problem, not_extern, spec, sample=1, cache_dir=compile_cache)
+    assert report.missing_kernels == ["transpose_tiled"] and 'extern "C"' in (report.message or "")
+    report = check_kernel(problem, kernel.read_text(), "launches: [", cache_dir=compile_cache)
+    assert not report.ok and "YAML" in (report.message or "")
+    yaml_text = spec.read_text().replace("TILE % BLOCK_ROWS == 0", "TILE % BLOCK_ROWS == 0 && TILE > 1000")
+    report = check_kernel(problem, kernel.read_text(), yaml_text, cache_dir=compile_cache)
+    assert not report.ok and "no configuration satisfies" in (report.message or "")
+
+
+def test_cli_exit_codes(tmp_path: Path, compile_cache: Path, capsys: pytest.CaptureFixture) -> None:
+    problem_dir, kernel, spec = example("transpose")
+    bad_kernel = tmp_path / "kernels.cu"
+    bad_kernel.write_text(planted("transpose")[0])
+    args = ["check", "--problem", str(problem_dir), "--spec", str(spec), "--cache-dir", str(compile_cache)]
+    assert main([*args, "--kernel", str(bad_kernel)]) == 1
+    assert main([*args, "--kernel", str(tmp_path / "missing.cu")]) == 2
+    broken = tmp_path / "problem"
+    shutil.copytree(problem_dir, broken, ignore=shutil.ignore_patterns("output", "example"))
+    (broken / "problem.yaml").write_text("name: [oops\n")
+    assert main(["check", "--problem", str(broken), "--kernel", str(kernel), "--spec", str(spec)]) == 2
+    out = capsys.readouterr().out
+    assert "check FAILED" in out and "kernels.cu:" in out
