@@ -27,8 +27,8 @@ from cacao_tui.engine.events import (
     TuningProgress,
     _Event,
 )
-from cacao_tui.store.atomic import read_model_or_none
-from cacao_tui.store.state import FinalResults
+from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.results import load_results, render_results
 
 PROGRESS_EVERY_S = 2.0
 
@@ -39,38 +39,6 @@ def _ms(value: float | None) -> str:
 
 def _x(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
-
-
-def results_table(final: FinalResults) -> str:
-    """The final per-branch table, as plain text."""
-    rows = [("branch", "status", "iters", "best", "speedup", "note")]
-    for b in final.branches:
-        rows.append(
-            (
-                ("  " * b.depth) + b.name,
-                b.status,
-                str(b.iterations),
-                _ms(b.best_ms),
-                _x(b.score if b.score is not None else b.speedup),
-                (b.stop_reason or "")[:60],
-            )
-        )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    if final.best:
-        b = final.best
-        lines.append("")
-        lines.append(
-            f"best: {b.branch} iteration {b.iteration}: {_ms(b.time_ms)}"
-            + (f", {b.speedup:.2f}x over the reference" if b.speedup else "")
-            + (f", score {b.score:.2f}" if b.score is not None else "")
-            + f" — {b.kernel_path}"
-        )
-    elif final.dry_run:
-        lines.append("")
-        lines.append("dry run: kernels were compile-checked, nothing was timed")
-    return "\n".join(lines)
 
 
 class HeadlessRenderer:
@@ -158,11 +126,12 @@ class HeadlessRenderer:
             return None
         if isinstance(e, RunFinished):
             self.finished = e
-            lines = []
-            final = read_model_or_none(Path(e.final_results), FinalResults) if e.final_results else None
-            if final is not None and final.branches:
-                lines.append("")
-                lines.append(results_table(final))
+            lines: list[str] = []
+            if e.final_results:
+                layout = RunLayout(Path(e.final_results).parent.parent)
+                loaded = load_results(layout)
+                if loaded.results is not None and loaded.results.branches:
+                    lines += ["", render_results(loaded, layout)]
             lines.append("")
             lines.append(
                 f"run {e.status}"

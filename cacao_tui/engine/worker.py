@@ -394,6 +394,7 @@ class BranchWorker:
             config=r.best_config or {},
             kernel_path=st.kernel_path or "",
             spec_path=st.spec_path,
+            cases=r.cases,
         )
         if m.best is not None and m.best.rank() >= candidate.rank():
             return

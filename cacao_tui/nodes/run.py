@@ -5,7 +5,7 @@ from __future__ import annotations
 from cacao_tui.ktt_client import TuneRequest, TunerError
 from cacao_tui.nodes.context import BranchView, RunDeps
 from cacao_tui.settings import tuner_watchdog_s
-from cacao_tui.store.state import TuneOutcome
+from cacao_tui.store.state import CaseOutcome, TuneOutcome
 
 DRY_RUN_SAMPLE = 8
 
@@ -71,5 +71,9 @@ async def run_tuning(deps: RunDeps, branch: BranchView) -> TuneOutcome:
         space_size=summary.restricted_size or summary.space_size,
         confirmed=summary.confirmed_on_fresh_input,
         suspect=suspect,
+        cases=[
+            CaseOutcome(name=c.name, status=c.status, time_ms=c.time_ms, reference_ms=c.reference_ms, speedup=c.speedup)
+            for c in summary.cases
+        ],
         message=summary.message,
     )

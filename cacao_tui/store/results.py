@@ -68,6 +68,7 @@ def _candidate(state: IterState, require_score: bool) -> BestResult | None:
         config=r.best_config or {},
         kernel_path=state.kernel_path or "",
         spec_path=state.spec_path,
+        cases=r.cases,
     )
 
 
@@ -234,6 +235,9 @@ def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
         lines.append(f"kernel     {_kernel_display(layout, b.kernel_path)}")
         if b.config:
             lines.append("config     " + ", ".join(f"{k}={v}" for k, v in b.config.items()))
+        for c in b.cases:
+            detail = f"{_ms(c.time_ms)}, {_x(c.speedup)} over {_ms(c.reference_ms)}" if c.time_ms else c.status
+            lines.append(f"case       {c.name}: {detail}")
     else:
         lines.append("best       none: no kernel was validated and timed")
     lines.append(f"reference  {ref}")

@@ -117,6 +117,16 @@ class MasterState(_State):
     updated_at: float = Field(default_factory=now)
 
 
+class CaseOutcome(BaseModel):
+    """One shape of a problem with ``cases:``: the best configuration timed on it."""
+
+    name: str
+    status: str
+    time_ms: float | None = None
+    reference_ms: float | None = None
+    speedup: float | None = None
+
+
 class BestResult(BaseModel):
     branch: str
     iteration: int
@@ -126,6 +136,7 @@ class BestResult(BaseModel):
     config: dict[str, ParamValue] = Field(default_factory=dict)
     kernel_path: str
     spec_path: str | None = None
+    cases: list[CaseOutcome] = Field(default_factory=list)  # per shape, with ``cases:``; score is their geomean
 
     def rank(self) -> tuple[bool, float, float]:
         """Sort key, larger is better: the case score when there is one, else the shortest time."""
@@ -183,6 +194,7 @@ class TuneOutcome(BaseModel):
     space_size: int = 0
     confirmed: bool = False
     suspect: bool = False
+    cases: list[CaseOutcome] = Field(default_factory=list)
     message: str | None = None
 
 
