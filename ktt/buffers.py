@@ -18,7 +18,7 @@ import numpy as np
 from ktt.device import Gpu
 from ktt.gpu_checks import CANARY32, POISON32, GpuChecks
 from ktt.inputs import make_buffer
-from ktt.problem.model import Buffer, Problem, Shape
+from ktt.problem.model import Problem, Shape
 
 GUARD_BYTES = 64 * 1024
 
@@ -92,10 +92,6 @@ class ShapeBuffers:
                 self.previous[b.name] = gpu.alloc(nbytes)
         gpu.sync()
         return self
-
-    @property
-    def buffers(self) -> list[Buffer]:
-        return self.problem.buffers
 
     def set_reference(self, set_index: int, name: str, values: np.ndarray) -> None:
         b = next(x for x in self.problem.buffers if x.name == name)

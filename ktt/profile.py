@@ -10,7 +10,6 @@ them. The report is imported as raw CSV and parsed by ``ktt.ncu``.
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -303,7 +302,3 @@ def run_config(
     seq.free()
     print(json.dumps({"ok": True, "runs": runs}))
     return EXIT_OK
-
-
-def median_or_none(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None

@@ -45,10 +45,6 @@ class Search:
         if self.mode == "random" or (self.mode == "auto" and self.keys is None):
             self.refine = True
 
-    @property
-    def total(self) -> int | None:
-        return len(self.keys) if self.keys is not None else None
-
     def remaining(self) -> int | None:
         return None if self.keys is None else len(self.keys) - len(self.proposed)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ktt.device import Gpu
 
@@ -41,7 +41,6 @@ class Timing:
     samples: list[float]
     launch_ms: list[float] | None = None
     early_stop: bool = False
-    extra: dict[str, float] = field(default_factory=dict)
 
 
 class L2Flush:

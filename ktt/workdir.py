@@ -26,9 +26,6 @@ class WorkDir:
     def reference_file(self, shape: str, set_index: int, buffer: str) -> Path:
         return self.reference_dir(shape, set_index) / f"{buffer}.npy"
 
-    def reference_time_file(self, shape: str) -> Path:
-        return self.root / "reference" / shape / "time.json"
-
     @property
     def host_dir(self) -> Path:
         return self.root / "host"

@@ -103,7 +103,6 @@ class Session:
             bw_file.write_text(json.dumps({"gbs": self.bandwidth}))
         self.peak = peak_gflops(props.arch, props.sm_count, props.clock_khz)
         self.bufs: ShapeBuffers | None = None
-        self.shape: Shape | None = None
         self.spin_up()
 
     def spin_up(self, ms: float = 60.0) -> None:
@@ -135,7 +134,6 @@ class Session:
             self.bufs = None
         self.work.prepare_shape(self.problem, shape)
         self.bufs = ShapeBuffers.create(self.gpu, self.problem, shape, sets, self.seed, self.work.root)
-        self.shape = shape
         reference_ms = None
         for s in sets:
             if not self.work.has_reference(self.problem, shape.name, s):
