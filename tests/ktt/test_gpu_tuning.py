@@ -245,3 +245,41 @@ def test_time_below_the_physical_floor_is_suspect(tmp_path: Path) -> None:
     )
     assert code == 1 and summary.best is None
     assert results(tmp_path / "out")[0].status == "suspect"
+
+
+PIPELINE = """
+tune_params: {BLOCK: [64, 256], SPILL: [0, 1]}
+scratch:
+  - {name: tmp, dtype: float, size: N}
+launches:
+  - kernel: stage1
+    grid: {x: (N + BLOCK - 1) / BLOCK}
+    block: {x: BLOCK}
+    args: [X, tmp, {value: N, dtype: int}]
+  - kernel: stage2
+    grid: {x: (N + BLOCK - 1) / BLOCK}
+    block: {x: BLOCK}
+    args: [tmp, Y]
+"""
+
+
+def test_pipeline_with_scratch_is_timed_per_launch_and_guarded(tmp_path: Path) -> None:
+    tiny = Path(__file__).parent / "data" / "tiny"
+    spec = tmp_path / "tuning.yaml"
+    spec.write_text(PIPELINE)
+    code, summary = tune(
+        tiny,
+        tiny / "pipeline.cu",
+        spec,
+        tmp_path / "out",
+        "--duration",
+        "0",
+        "--reference-time",
+        str(tmp_path / "ref.json"),
+    )
+    rows = [r for r in results(tmp_path / "out") if r.shape == "default"]
+    assert code == 0 and summary.best is not None and summary.best.config["SPILL"] == 0
+    assert summary.best.launch_ms is not None and len(summary.best.launch_ms) == 2
+    spilled = [r for r in rows if r.config["SPILL"] == 1]
+    assert spilled and all(r.status == "validation_failed" and "scratch tmp" in (r.error or "") for r in spilled)
+    assert [c.name for c in summary.cases] == ["default", "half"] and all(c.speedup for c in summary.cases)
