@@ -85,6 +85,8 @@ class LLMCallView:
     response_text: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     stop_reason: str | None = None
+    started_at: float = 0.0
+    retries: int = 0
 
     @property
     def key(self) -> str:
@@ -101,7 +103,42 @@ def _dig(data: dict[str, Any], *paths: str) -> Any:
     return None
 
 
+def _from_call_record(path: Path, data: dict[str, Any]) -> LLMCallView | None:
+    """The LLM layer's own record model (cacao_tui.llm.recording.CallRecord), when it validates."""
+    from cacao_tui.llm.recording import CallRecord
+
+    try:
+        record = CallRecord.model_validate(data)
+    except ValueError:
+        return None
+    messages = [m.model_dump(exclude_none=True, exclude={"provider_data"}) for m in record.messages]
+    if record.system:
+        messages.insert(0, {"role": "system", "content": record.system})
+    response = record.response
+    return LLMCallView(
+        path=path,
+        node=record.node,
+        index=record.index,
+        input_tokens=record.usage.input_tokens,
+        output_tokens=record.usage.output_tokens,
+        cost_usd=record.usage.cost_usd,
+        latency_s=record.latency_s,
+        model=record.model,
+        error=record.error,
+        messages=messages,
+        tools=[t.name for t in record.tools],
+        response_text=response.text if response else "",
+        tool_calls=[tc.model_dump(exclude_none=True) for tc in response.tool_calls] if response else [],
+        stop_reason=response.stop_reason if response else None,
+        started_at=record.started_at,
+        retries=record.retries,
+    )
+
+
 def parse_llm_record(path: Path, data: dict[str, Any]) -> LLMCallView:
+    known = _from_call_record(path, data)
+    if known is not None:
+        return known
     stem_node, _, stem_index = path.stem.rpartition("_")
     node = _dig(data, "node", "key.node", "context.node") or stem_node or path.stem
     index = _dig(data, "index", "key.index")
@@ -129,6 +166,7 @@ def parse_llm_record(path: Path, data: dict[str, Any]) -> LLMCallView:
         response_text=str(text),
         tool_calls=[t for t in (_dig(data, "tool_calls", "response.tool_calls") or []) if isinstance(t, dict)],
         stop_reason=response.get("stop_reason") if isinstance(response, dict) else None,
+        started_at=float(_dig(data, "started_at") or path_mtime(path)),
     )
 
 
@@ -143,7 +181,7 @@ def read_llm_calls(directory: Path) -> list[LLMCallView]:
             continue
         if isinstance(data, dict):
             calls.append(parse_llm_record(path, data))
-    calls.sort(key=lambda c: (path_mtime(c.path), c.node, c.index))
+    calls.sort(key=lambda c: (c.started_at, c.node, c.index))
     return calls
 
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from cacao_tui.engine import events as ev
 from cacao_tui.engine.events import EventBus
+from cacao_tui.llm.recording import CallRecord
+from cacao_tui.llm.types import ChatResponse, Message, Usage
 from cacao_tui.store.atomic import write_json_atomic, write_model, write_text_atomic
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import (
@@ -134,8 +136,21 @@ def write_run_files(layout: RunLayout) -> None:
     out = layout.output
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(layout.master, {"phase": "dispatched", "analysis": "Compute-bound; reuse tiles."})
-    write_json_atomic(
-        layout.master_llm / "analyze_0.json", _llm_record("analyze", 0, "Analyze mmul_ref.", "It is compute-bound.")
+    # The master's call in the LLM layer's own record format; the branches' in an older, looser shape.
+    write_model(
+        layout.master_llm / "analyze_000.json",
+        CallRecord(
+            node="analyze",
+            index=0,
+            provider="replay",
+            model="scripted-model",
+            started_at=T0,
+            latency_s=2.5,
+            system="You analyze CUDA reference kernels.",
+            messages=[Message(role="user", content="Analyze mmul_ref.")],
+            response=ChatResponse(text="It is compute-bound.", usage=Usage(input_tokens=1200, output_tokens=340)),
+            usage=Usage(input_tokens=1200, output_tokens=340, cost_usd=0.0123),
+        ),
     )
     kernels = {1: KERNEL_V1, 2: KERNEL_V2, 3: KERNEL_V3}
     times = {1: 1.8, 2: 1.2}

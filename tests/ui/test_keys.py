@@ -185,7 +185,7 @@ async def test_d_switches_kernel_source_and_diff(run: Run) -> None:
         pane = app.main_screen.query_one(KernelPane)
         assert app.main_screen.query_one(TabbedContent).active == "kernel"
         assert pane.mode == "diff"
-        assert "diff vs iter2" in str(pane.query_one("#kernel-header").render())
+        assert "Kernel diff vs iter2" in str(pane.query_one("#kernel-header").render())
         await pilot.press("d")
         assert pane.mode == "source"
 

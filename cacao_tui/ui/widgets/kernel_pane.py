@@ -52,11 +52,11 @@ class KernelPane(Vertical):
         lines = d.kernel.count("\n") + 1
         if self.mode == "diff":
             if d.base_kernel is None:
-                header.update(f"Kernel · {name} · diff: nothing earlier to compare with  [d: source]")
+                header.update(f"Kernel diff: nothing earlier to compare with · {name} · d: source")
                 body.update(Text("This is the first kernel of a root branch.", style="dim"))
                 return
             diff = kernel_diff(d.base_kernel, d.kernel, d.base_label or "before", f"iter{d.index}")
-            header.update(f"Kernel · {name} · diff vs {d.base_label} ({diff.summary})  [d: source]")
+            header.update(f"Kernel diff vs {d.base_label} ({diff.summary}) · {name} · d: source")
             body.update(diff.text)
         else:
             vs = f" · d: diff vs {d.base_label}" if d.base_kernel is not None else ""

@@ -64,6 +64,8 @@ def call_detail(call: LLMCallView) -> RenderableType:
     head.append(
         f" · {call.input_tokens:,} in / {call.output_tokens:,} out · {call.latency_s:.1f} s · {fmt_cost(call.cost_usd)}"
     )
+    if call.retries:
+        head.append(f" · {call.retries} retries", style="yellow")
     head.append(f"\n{call.path}", style="dim")
     parts.append(head)
     if call.error:
