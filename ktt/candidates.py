@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from ktt.expressions import ExpressionError
-from ktt.nvrtc import CompileRequest, define_pairs
+from ktt.nvrtc import CompileOutput, CompileRequest, define_pairs
 from ktt.problem.model import Problem, Shape
+from ktt.protocol import Diagnostic
 from ktt.spec import Config, TuningSpec
 from ktt.toolkit import cuda_include_dirs
 from ktt.workdir import WorkDir, local_headers
@@ -118,3 +119,12 @@ def geometry_problems(launches: list[dict[str, Any]]) -> str | None:
         if grid[1] > 65535 or grid[2] > 65535:
             return f"launches[{i}] ({launch['kernel']}): grid {tuple(grid)}: y and z are limited to 65535"
     return None
+
+
+def protocol_diagnostics(out: CompileOutput, limit: int = 50) -> list[Diagnostic]:
+    """Compiler errors and warnings as protocol Diagnostics (notes dropped, at most ``limit``)."""
+    return [
+        Diagnostic(file=d.file, line=d.line, column=d.column, severity=d.severity, message=d.message)
+        for d in out.diagnostics
+        if d.severity in ("error", "warning")
+    ][:limit]

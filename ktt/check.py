@@ -14,13 +14,13 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ktt.candidates import CompileContext, KernelSource, geometry_problems, launch_plan
+from ktt.candidates import CompileContext, KernelSource, geometry_problems, launch_plan, protocol_diagnostics
 from ktt.compile_cache import compile_cached, default_cache_dir
 from ktt.expressions import ExpressionError
 from ktt.nvrtc import CompileOutput, kernel_definition_lines
 from ktt.problem import ProblemError
 from ktt.problem.model import Problem, Shape, strip_c_comments
-from ktt.protocol import CheckedConfig, CheckReport, Diagnostic
+from ktt.protocol import CheckedConfig, CheckReport
 from ktt.space import SearchSpace
 from ktt.spec import Config, TuningSpec, load_spec, load_spec_text
 from ktt.toolkit import resolve_arch
@@ -45,14 +45,6 @@ def _load_spec(problem: Problem, spec: str | Path) -> tuple[TuningSpec, str]:
     if _looks_like_path(spec):
         return load_spec(spec, problem), str(spec)
     return load_spec_text(str(spec), problem), "tuning.yaml"
-
-
-def _diagnostics(out: CompileOutput) -> list[Diagnostic]:
-    return [
-        Diagnostic(file=d.file, line=d.line, column=d.column, severity=d.severity, message=d.message)
-        for d in out.diagnostics
-        if d.severity in ("error", "warning")
-    ][:50]
 
 
 def check_kernel(
@@ -136,7 +128,7 @@ def check_kernel(
                 config=config,
                 ok=out.ok and problem_text is None,
                 compile_s=round(out.seconds, 4),
-                diagnostics=_diagnostics(out),
+                diagnostics=protocol_diagnostics(out),
                 shape=shape.name,
                 error=out.first_error() or problem_text,
             )

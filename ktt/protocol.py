@@ -95,7 +95,7 @@ class Progress(_Model):
     best_config: dict[str, ParamValue] | None = None
     elapsed_s: float
     budget_s: float | None = None
-    phase: str = "search"  # reference | search | confirm | cases | done
+    phase: str = "search"  # setup | reference | search | cases | done
 
 
 class LogLine(_Model):

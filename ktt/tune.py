@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ktt import procs
-from ktt.candidates import CompileContext, KernelSource, geometry_problems, launch_plan
+from ktt.candidates import CompileContext, KernelSource, geometry_problems, launch_plan, protocol_diagnostics
 from ktt.compile_cache import CompileCache, compile_cached, default_cache_dir
 from ktt.compile_pool import CompilePool, default_workers
 from ktt.expressions import ExpressionError
@@ -42,7 +42,6 @@ from ktt.protocol import (
     EXIT_OK,
     CaseResult,
     ConfigResult,
-    Diagnostic,
     ErrorLine,
     FloorReport,
     LogLine,
@@ -109,14 +108,6 @@ class Candidate:
     compile_out: CompileOutput | None = None
     cache_key: str | None = None
     cubin_path: str | None = None
-
-
-def _diagnostics(out: CompileOutput) -> list[Diagnostic]:
-    return [
-        Diagnostic(file=d.file, line=d.line, column=d.column, severity=d.severity, message=d.message)
-        for d in out.diagnostics
-        if d.severity in ("error", "warning")
-    ][:50]
 
 
 class Tuner:
@@ -438,6 +429,7 @@ class Tuner:
         self.search_s = time.monotonic() - self.search_start
         self.strategy_name = self.search.strategy_name()
         self.pool.shutdown()
+        self.pool = None
 
         # Cases.
         cases = self._run_cases()
@@ -495,8 +487,12 @@ class Tuner:
         except ExpressionError as exc:
             cand.error = f"launch geometry: {exc}"
         if cand.error is None:
-            assert self.pool is not None
-            cand.future = self.pool.submit(self.ctx.request(config, shape))
+            req = self.ctx.request(config, shape)
+            if self.pool is not None:
+                cand.future = self.pool.submit(req)
+            else:  # after the search (the cases): compile here
+                cand.future = Future()
+                cand.future.set_result(compile_cached(req, self.cache_dir))
         return cand
 
     def _fill_compile_queue(self, search_open: bool) -> None:
@@ -545,13 +541,13 @@ class Tuner:
                 config=cand.config,
                 status=status,
                 error=error,  # type: ignore[arg-type]
-                diagnostics=_diagnostics(out) if out else [],
+                diagnostics=protocol_diagnostics(out) if out else [],
                 compile_s=round(out.seconds, 4) if out else None,
                 shape=cand.shape.name,
             )
         )
 
-    def _evaluate(self, cand: Candidate, best_ms: float | None, confirm: bool = True) -> ConfigResult:
+    def _evaluate(self, cand: Candidate, best_ms: float | None, floor_ms: float | None) -> ConfigResult:
         """One configuration on the GPU worker (called from the GPU thread)."""
         assert self.worker is not None
         out = cand.compile_out
@@ -568,8 +564,8 @@ class Tuner:
             "launches": cand.launches,
             "scratch": cand.scratch,
             "best_ms": best_ms,
-            "floor_ms": self.floor_ms,
-            "confirm": confirm,
+            "floor_ms": floor_ms,
+            "confirm": True,
             "time": True,
             "race": True,
         }
@@ -614,7 +610,7 @@ class Tuner:
                 if cand is None:
                     return
                 try:
-                    result = self._evaluate(cand, gpu_best[0])
+                    result = self._evaluate(cand, gpu_best[0], self.floor_ms)
                     t = result.time_ms
                     if result.status == "ok" and result.confirmed and t is not None and (gpu_best[0] or math.inf) > t:
                         gpu_best[0] = t
@@ -734,30 +730,12 @@ class Tuner:
         return out
 
     def _run_case(self, key: Key, shape: Shape) -> CaseResult:
-        cand = Candidate(key, self.space.config(key), shape)
-        try:
-            cand.launches, cand.scratch = launch_plan(self.spec, cand.config, shape)
-            cand.error = geometry_problems(cand.launches)
-        except ExpressionError as exc:
-            cand.error = f"launch geometry: {exc}"
-        if cand.error is not None:
-            res = ConfigResult(index=0, config=cand.config, status="launch_failed", error=cand.error, shape=shape.name)
-            self.record(res)
-            return CaseResult(name=shape.name, status="launch_failed", error=cand.error)
-        req = self.ctx.request(cand.config, shape)
-        out, k = compile_cached(req, self.cache_dir)
-        fut: Future = Future()
-        fut.set_result((out, k))
-        cand.future = fut
-        if not self._finish_compile(cand):
-            return CaseResult(name=shape.name, status="compile_failed", error=self.results[-1].error)
+        cand = self._make_candidate(key, shape)
+        if not self._finish_compile(cand):  # recorded as launch_failed or compile_failed
+            failed = self.results[-1]
+            return CaseResult(name=shape.name, status=failed.status, error=failed.error)
         reply = self._use_shape(shape)
-        floor_keep = self.floor_ms
-        self.floor_ms = reply.get("floor_ms")
-        try:
-            result = self._evaluate(cand, best_ms=None, confirm=True)
-        finally:
-            self.floor_ms = floor_keep
+        result = self._evaluate(cand, best_ms=None, floor_ms=reply.get("floor_ms"))  # best_ms None: always confirm
         self.record(result)
         if "worker_restarted" in result.flags and self.worker is not None:
             with contextlib.suppress(WorkerDied):
