@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Final, Literal
 
 from textual.app import App, SystemCommand
@@ -27,6 +28,7 @@ from cacao_tui.ui.log_store import LogEntry, LogStore
 from cacao_tui.ui.run_view import RunView
 from cacao_tui.ui.screens.dialogs import BusyScreen, QuitScreen
 from cacao_tui.ui.screens.main import MainScreen
+from cacao_tui.ui.screens.new_problem import NewProblemScreen
 from cacao_tui.ui.screens.results import ResultsScreen
 
 AppResult = Literal["finished", "stopped", "detach"]
@@ -162,6 +164,8 @@ class CacaoApp(App[AppResult]):
                 yield SystemCommand(
                     key.palette or key.help, f"{key.help} (key: {key.shown})", self._palette_action(screen, key.action)
                 )
+            for command in keymap.PALETTE_ONLY:
+                yield SystemCommand(command.title, command.help, self._palette_action(screen, command.action))
         else:
             yield from super().get_system_commands(screen)
 
@@ -185,3 +189,17 @@ class ResultsApp(App[None]):
 
     def get_default_screen(self) -> Screen:
         return ResultsScreen(self.run_layout, standalone=True)
+
+
+class NewProblemApp(App[Path | None]):
+    """The new-problem dialog on its own (e.g. for a CLI flag): returns the new directory or None."""
+
+    CSS_PATH = "cacao.tcss"
+    TITLE = "cacao new problem"
+
+    def __init__(self, parent_dir: Path) -> None:
+        super().__init__()
+        self.parent_dir = parent_dir
+
+    def on_mount(self) -> None:
+        self.push_screen(NewProblemScreen(self.parent_dir), self.exit)

@@ -198,6 +198,7 @@ QUIT: tuple[Key, ...] = (
     Key("d", "choose('detach')", "detach", "Leave the app; the run goes on and prints progress lines"),
     Key("escape,n", "choose(None)", "cancel", "Back to the run", display="esc"),
 )
+FORM: tuple[Key, ...] = (Key("escape", "close", "cancel", "Cancel the dialog", display="esc"),)
 CLOSE: tuple[Key, ...] = (Key("escape,q,question_mark", "close", "close", "Close", display="esc"),)
 RESULTS: tuple[Key, ...] = (
     Key("escape,q", "close", "back", "Back (or quit when opened with --best)", display="esc"),
@@ -211,7 +212,25 @@ def help_sections() -> list[tuple[str, list[Key]]]:
         sections.setdefault(key.section, []).append(key)
     sections["Moving around"] += [*NAVIGATION, *BUILTIN]
     sections["Quit dialog"] = list(QUIT)
+    sections["Command palette only (ctrl+p)"] = [
+        Key("ctrl+p", c.action, "", f"{c.title} {c.help}") for c in PALETTE_ONLY
+    ]
     return list(sections.items())
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command palette entry with no key of its own."""
+
+    action: str
+    title: str
+    help: str
+
+
+PALETTE_ONLY: tuple[Command, ...] = (
+    Command("new_problem", "New problem…", "Create a problem directory from a form (checked like --check)"),
+    Command("clone_problem", "Clone this problem…", "Copy this problem's definition, without its runs, to a new name"),
+)
 
 
 def bindings(keys: tuple[Key, ...]) -> list[Binding]:

@@ -80,3 +80,14 @@ def test_results_view(snap_compare) -> None:
         await settle(pilot)
 
     assert snap_compare(ResultsApp(run.layout), terminal_size=(100, 30), run_before=before)
+
+
+def test_new_problem_dialog(snap_compare) -> None:
+    from pathlib import Path
+
+    from cacao_tui.ui.app import NewProblemApp
+
+    async def before(pilot) -> None:
+        await settle(pilot)
+
+    assert snap_compare(NewProblemApp(Path("/tmp/cacao-ui-fixture")), terminal_size=(100, 40), run_before=before)

@@ -20,7 +20,7 @@ def help_table() -> Table:
     for title, keys in keymap.help_sections():
         table.add_row(Text(title, style="bold underline"), "")
         for key in keys:
-            table.add_row(key.shown, key.help)
+            table.add_row("" if title.startswith("Command palette") else key.shown, key.help)
         table.add_row("", "")
     return table
 

@@ -20,8 +20,10 @@ from cacao_tui.ui import keymap
 from cacao_tui.ui.disk import load_selection, read_all_branches
 from cacao_tui.ui.log_store import LogEntry, LogStore
 from cacao_tui.ui.run_view import RUN, RunView, Selection, seed_from_disk, touches
+from cacao_tui.ui.screens.clone import CloneScreen
 from cacao_tui.ui.screens.dialogs import ConfirmScreen
 from cacao_tui.ui.screens.help import HelpScreen
+from cacao_tui.ui.screens.new_problem import NewProblemScreen
 from cacao_tui.ui.screens.results import ResultsScreen
 from cacao_tui.ui.widgets.best_sparkline import BestSparkline
 from cacao_tui.ui.widgets.branch_tree import BranchTree
@@ -231,6 +233,12 @@ class MainScreen(Screen[None]):
 
     def action_results(self) -> None:
         self.app.push_screen(ResultsScreen(self.run_layout))
+
+    def action_new_problem(self) -> None:
+        self.app.push_screen(NewProblemScreen(self.run_layout.problem_dir.parent))
+
+    def action_clone_problem(self) -> None:
+        self.app.push_screen(CloneScreen(self.run_layout.problem_dir))
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen())
