@@ -645,11 +645,16 @@ class Tuner:
                         if self._finish_compile(cand):
                             self.ready.append(cand)
                 if time.monotonic() >= self.deadline:
-                    self.ready.clear()
+                    # Out of time: abandon what is compiling or queued; the configuration in flight finishes.
                     for cand in self.compiling:
                         if cand.future is not None:
                             cand.future.cancel()
                     self.compiling.clear()
+                    self.ready.clear()
+                    with contextlib.suppress(queue.Empty):
+                        while True:
+                            if inbox.get_nowait() is not None:
+                                in_gpu -= 1
                 while self.ready and in_gpu < GPU_QUEUE:
                     inbox.put(self.ready.popleft())
                     in_gpu += 1
@@ -673,15 +678,6 @@ class Tuner:
                 self.progress()
                 if not self._budget_open() and not self.compiling and not self.ready and in_gpu == 0:
                     break
-                if time.monotonic() >= self.deadline and in_gpu > 0:
-                    # Drop what is queued for the GPU but not started; wait for the one in flight.
-                    dropped = []
-                    with contextlib.suppress(queue.Empty):
-                        while True:
-                            c = inbox.get_nowait()
-                            if c is not None:
-                                dropped.append(c)
-                    in_gpu -= len(dropped)
         finally:
             inbox.put(None)
             thread.join(timeout=self.opts.config_timeout_s + 30)
