@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,11 @@ from ktt_paths import ROOT
 from ktt.inputs import make_inputs
 from ktt.problem import load_problem
 from ktt.workdir import WorkDir
+
+needs_cc = pytest.mark.skipif(
+    not (shutil.which("cc") or shutil.which("gcc")) or not (shutil.which("c++") or shutil.which("g++")),
+    reason="no host C/C++ compiler (cpu_c references and custom inputs need one)",
+)
 
 INPUTS = """
 args:
@@ -52,6 +58,7 @@ def transpose(a):
 """
 
 
+@needs_cc
 def test_inputs_are_deterministic_and_in_range(tmp_path: Path) -> None:
     d = make_problem(tmp_path, "reference: {type: cpu_c, file: ref_cpu.c}", "ref_cpu.c", CPU_REF)
     problem = load_problem(d)
@@ -66,6 +73,7 @@ def test_inputs_are_deterministic_and_in_range(tmp_path: Path) -> None:
     assert first["K"].tolist() == [0, 3, 6, 9, 12]
 
 
+@needs_cc
 @pytest.mark.parametrize("kind", ["cpu_c", "python"])
 def test_host_reference_writes_outputs_and_a_time(tmp_path: Path, kind: str) -> None:
     if kind == "cpu_c":
