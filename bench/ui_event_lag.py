@@ -63,9 +63,13 @@ class Result:
     flushes: int
     dropped: int
 
+    def quantiles(self) -> list[float]:
+        lags = sorted(self.lags_ms)
+        return statistics.quantiles(lags, n=100) if len(lags) >= 2 else [lags[0]] * 99
+
     def row(self) -> list[str]:
         lags = sorted(self.lags_ms)
-        q = statistics.quantiles(lags, n=100) if len(lags) >= 2 else [lags[0]] * 99
+        q = self.quantiles()
         return [
             self.scenario,
             self.size,
@@ -234,7 +238,7 @@ def main() -> int:
         print("  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths, strict=True))))
         if i == 0:
             print("  ".join("-" * w for w in widths))
-    worst = max(sorted(r.lags_ms)[int(len(r.lags_ms) * 0.99) - 1] for r in results[1:])
+    worst = max(r.quantiles()[98] for r in results[1:])
     ok = worst <= args.target_ms
     print(f"worst p99 lag with the app: {worst:.1f} ms (target <= {args.target_ms:g} ms): {'OK' if ok else 'OVER'}")
     return 0 if ok else 1

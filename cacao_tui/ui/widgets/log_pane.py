@@ -17,24 +17,19 @@ from cacao_tui.ui.log_store import LogEntry, LogStore, matches
 from cacao_tui.ui.run_view import Selection
 
 LOG_WIDGET_LINES = 5_000
-LEVEL_STYLES = {"E": "bold red", "W": "yellow", "D": "dim", "I": "green"}
+LEVEL_STYLES = {"E": "red", "W": "yellow"}
 
 
 class LogLineHighlighter(Highlighter):
-    """Colours ``HH:MM:SS L where: message``: dim time, coloured level, cyan location."""
+    """Colours only warnings and errors, one span per line: at thousands of lines a second
+    every span shows up in the frame time (bench/ui_event_lag.py), so info lines stay plain."""
 
     def highlight(self, text: Text) -> None:
         plain = text.plain
-        if len(plain) < 11 or plain[2] != ":" or plain[10] != " ":
-            return
-        text.stylize("dim", 0, 8)
-        level = plain[9]
-        text.stylize(LEVEL_STYLES.get(level, ""), 9, 10)
-        colon = plain.find(": ", 11)
-        if colon > 0:
-            text.stylize("cyan", 11, colon)
-            if level == "E":
-                text.stylize("red", colon + 2)
+        if len(plain) > 10 and plain[8] == " " and plain[10] == " ":
+            style = LEVEL_STYLES.get(plain[9])
+            if style:
+                text.stylize(style, 9)
 
 
 class ScrollLog(Log):
