@@ -160,11 +160,17 @@ def test_a_broken_engine_is_not_disguised(monkeypatch: pytest.MonkeyPatch) -> No
         main(["--dir", str(MMUL)])
 
 
-def test_verbose_run_prints_warnings(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_verbose_run_prints_warnings(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     monkeypatch.setitem(sys.modules, ENGINE_MODULE, _FakeEngine())
-    main(["--dir", str(MMUL), "-v"])
-    assert "warning: inputs.yaml: args: one-letter macros (M, N, K)" in capsys.readouterr().err
-    main(["--dir", str(MMUL)])
+    problem = tmp_path / "mmul"
+    shutil.copytree(MMUL, problem, ignore=shutil.ignore_patterns("output", "archive"))
+    with (problem / "problem.yaml").open("a") as f:
+        f.write("colour: blue\n")
+    main(["--dir", str(problem), "-v"])
+    assert "warning: problem.yaml: colour: unknown key (ignored)" in capsys.readouterr().err
+    main(["--dir", str(problem)])
     assert capsys.readouterr().err == ""
 
 

@@ -21,13 +21,13 @@ def test_mmul_summary_names_everything() -> None:
     text = render_check(load_problem(REPO / "problems" / "mmul"))
     for expected in (
         "boundary   (const float* A, const float* B, float* C)",
-        "A  M * K = 4,194,304 float = 16,777,216 bytes (16.0 MiB)",
+        "A  DIM_M * DIM_K = 4,194,304 float = 16,777,216 bytes (16.0 MiB)",
         "total  50,331,648 bytes (48.0 MiB)",
         "grid (128, 128, 1) blocks",
         "reference  cuda  ref_kernel.cu  function mmul_ref  block (16, 16, 1)",
         "forbid /\\bcublas/",
         "default: 50,331,648 bytes moved (48.0 MiB), 17,179,869,184 flops",
-        "-DM, -DN, -DK",
+        "-DDIM_M, -DDIM_N, -DDIM_K",
     ):
         assert expected in text, expected
 

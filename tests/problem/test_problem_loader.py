@@ -49,7 +49,7 @@ def test_mmul_boundary_sizes_and_grid() -> None:
     assert p.base.sizes == {"A": 2048 * 2048, "B": 2048 * 2048, "C": 2048 * 2048}
     assert p.base.grid.as_tuple() == (128, 128, 1)
     assert p.reference.function == "mmul_ref" and p.reference.block.as_tuple() == (16, 16, 1)
-    assert p.defines() == {"M": 2048, "N": 2048, "K": 2048}
+    assert p.defines() == {"DIM_M": 2048, "DIM_N": 2048, "DIM_K": 2048}
 
 
 def test_stencil_cases_apply_their_overrides() -> None:
@@ -152,8 +152,8 @@ def test_missing_block_warns_for_cuda(tiny: Path) -> None:
 def test_inputs_hpp_for_mmul(tmp_path: Path) -> None:
     p = load_problem(REPO / "problems" / "mmul")
     text = render_inputs_hpp(p)
-    assert "#define M 2048" in text and "typedef float C_t;" in text
-    assert "#define C_SIZE (((size_t)M) * ((size_t)N))" in text
+    assert "#define DIM_M 2048" in text and "typedef float C_t;" in text
+    assert "#define C_SIZE (((size_t)DIM_M) * ((size_t)DIM_N))" in text
     target = write_inputs_hpp(p, tmp_path)
     assert target.read_text() == text
 
@@ -200,8 +200,8 @@ def test_transpose_cpu_reference_runs(tmp_path: Path) -> None:
             "-Werror",
             "-shared",
             "-fPIC",
-            f"-DR={rows}",
-            f"-DC={cols}",
+            f"-DROWS={rows}",
+            f"-DCOLS={cols}",
             str(p.reference.file),
             "-o",
             str(lib),

@@ -1,5 +1,5 @@
 // mmul, branch "tiling", iteration 2: square shared-memory tiles.
-// Each block stages a TILE x TILE tile of A and of B per step along K, so every
+// Each block stages a TILE x TILE tile of A and of B per step along DIM_K, so every
 // global element is read by one block TILE times less often than in the naive kernel.
 #include "inputs.hpp"
 
@@ -18,13 +18,13 @@ mmul_tiled(const float* __restrict__ A, const float* __restrict__ B, float* __re
     const int row = blockIdx.y * TILE + ty;
     const int col = blockIdx.x * TILE + tx;
     float acc = 0.0f;
-    for (int k0 = 0; k0 < K; k0 += TILE) {
-        As[ty][tx] = (row < M && k0 + tx < K) ? A[(size_t)row * K + k0 + tx] : 0.0f;
-        Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(size_t)(k0 + ty) * N + col] : 0.0f;
+    for (int k0 = 0; k0 < DIM_K; k0 += TILE) {
+        As[ty][tx] = (row < DIM_M && k0 + tx < DIM_K) ? A[(size_t)row * DIM_K + k0 + tx] : 0.0f;
+        Bs[ty][tx] = (k0 + ty < DIM_K && col < DIM_N) ? B[(size_t)(k0 + ty) * DIM_N + col] : 0.0f;
         __syncthreads();
 #pragma unroll
         for (int kk = 0; kk < TILE; ++kk) acc = fmaf(As[ty][kk], Bs[kk][tx], acc);
         __syncthreads();
     }
-    if (row < M && col < N) C[(size_t)row * N + col] = acc;
+    if (row < DIM_M && col < DIM_N) C[(size_t)row * DIM_N + col] = acc;
 }

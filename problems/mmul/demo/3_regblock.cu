@@ -42,14 +42,14 @@ mmul_regblock(const float* __restrict__ A, const float* __restrict__ B, float* _
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
 
-    for (int k0 = 0; k0 < K; k0 += BK) {
+    for (int k0 = 0; k0 < DIM_K; k0 += BK) {
         for (int i = tid; i < BM * BK; i += NTHREADS) {
-            const int r = i / BK, c = i % BK;  // consecutive threads read along K: coalesced
-            As[c][r] = (m0 + r < M && k0 + c < K) ? A[(size_t)(m0 + r) * K + k0 + c] : 0.0f;
+            const int r = i / BK, c = i % BK;  // consecutive threads read along DIM_K: coalesced
+            As[c][r] = (m0 + r < DIM_M && k0 + c < DIM_K) ? A[(size_t)(m0 + r) * DIM_K + k0 + c] : 0.0f;
         }
         for (int i = tid; i < BK * BN; i += NTHREADS) {
             const int r = i / BN, c = i % BN;
-            Bs[r][c] = (k0 + r < K && n0 + c < N) ? B[(size_t)(k0 + r) * N + n0 + c] : 0.0f;
+            Bs[r][c] = (k0 + r < DIM_K && n0 + c < DIM_N) ? B[(size_t)(k0 + r) * DIM_N + n0 + c] : 0.0f;
         }
         __syncthreads();
 #pragma unroll
@@ -72,7 +72,7 @@ mmul_regblock(const float* __restrict__ A, const float* __restrict__ B, float* _
 #pragma unroll
         for (int j = 0; j < TN; ++j) {
             const int c = n0 + tx + j * THREADS_X;  // neighbouring threads store neighbouring columns
-            if (r < M && c < N) C[(size_t)r * N + c] = acc[i][j];
+            if (r < DIM_M && c < DIM_N) C[(size_t)r * DIM_N + c] = acc[i][j];
         }
     }
 }

@@ -2,7 +2,7 @@
 // shared-memory stages. While the block computes on one stage, the next K-slice is already
 // in flight into registers (float4), then stored to the other stage: one __syncthreads per
 // step instead of two, and four times fewer load instructions.
-// Needs M % BM == N % BN == K % BK == 0 and BK, BN multiples of 4 (tuning.yaml restricts it).
+// Needs DIM_M % BM == DIM_N % BN == DIM_K % BK == 0 and BK, BN multiples of 4 (tuning.yaml restricts it).
 #include "inputs.hpp"
 
 #ifndef BM
@@ -31,7 +31,7 @@ constexpr int A_VECS = BM * BK / 4;  // float4 loads per A tile
 constexpr int B_VECS = BK * BN / 4;
 constexpr int A_ITERS = (A_VECS + NT - 1) / NT;
 constexpr int B_ITERS = (B_VECS + NT - 1) / NT;
-static_assert(M % BM == 0 && N % BN == 0 && K % BK == 0, "tile sizes must divide the matrix sizes");
+static_assert(DIM_M % BM == 0 && DIM_N % BN == 0 && DIM_K % BK == 0, "tile sizes must divide the matrix sizes");
 static_assert(BK % 4 == 0 && BN % 4 == 0, "float4 loads need BK and BN multiples of 4");
 
 extern "C" __global__ void __launch_bounds__(NT)
@@ -51,7 +51,7 @@ mmul_vec_dbuf(const float* __restrict__ A, const float* __restrict__ B, float* _
             const int v = tid + it * NT;
             if (v < A_VECS) {
                 const int r = v / (BK / 4), c4 = v % (BK / 4);
-                a_reg[it] = *reinterpret_cast<const float4*>(A + (size_t)(m0 + r) * K + k0 + c4 * 4);
+                a_reg[it] = *reinterpret_cast<const float4*>(A + (size_t)(m0 + r) * DIM_K + k0 + c4 * 4);
             }
         }
 #pragma unroll
@@ -59,7 +59,7 @@ mmul_vec_dbuf(const float* __restrict__ A, const float* __restrict__ B, float* _
             const int v = tid + it * NT;
             if (v < B_VECS) {
                 const int r = v / (BN / 4), c4 = v % (BN / 4);
-                b_reg[it] = *reinterpret_cast<const float4*>(B + (size_t)(k0 + r) * N + n0 + c4 * 4);
+                b_reg[it] = *reinterpret_cast<const float4*>(B + (size_t)(k0 + r) * DIM_N + n0 + c4 * 4);
             }
         }
     };
@@ -95,8 +95,8 @@ mmul_vec_dbuf(const float* __restrict__ A, const float* __restrict__ B, float* _
     store_shared(0);
     __syncthreads();
     int stage = 0;
-    for (int k0 = 0; k0 < K; k0 += BK) {
-        const bool more = k0 + BK < K;
+    for (int k0 = 0; k0 < DIM_K; k0 += BK) {
+        const bool more = k0 + BK < DIM_K;
         if (more) load_global(k0 + BK);  // next slice in flight while we compute
 #pragma unroll
         for (int kk = 0; kk < BK; ++kk) {
@@ -118,6 +118,6 @@ mmul_vec_dbuf(const float* __restrict__ A, const float* __restrict__ B, float* _
     for (int i = 0; i < TM; ++i) {
         const size_t r = (size_t)(m0 + ty * TM + i);
 #pragma unroll
-        for (int j = 0; j < TN; ++j) C[r * N + n0 + tx + j * TX] = acc[i][j];
+        for (int j = 0; j < TN; ++j) C[r * DIM_N + n0 + tx + j * TX] = acc[i][j];
     }
 }

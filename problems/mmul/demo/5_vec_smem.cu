@@ -24,7 +24,7 @@ constexpr int TX = BN / TN;
 constexpr int TY = BM / TM;
 constexpr int NT = TX * TY;
 static_assert(TM % 4 == 0 && TN % 4 == 0, "fragments are read as float4");
-static_assert(M % BM == 0 && N % BN == 0 && K % BK == 0, "tile sizes must divide the matrix sizes");
+static_assert(DIM_M % BM == 0 && DIM_N % BN == 0 && DIM_K % BK == 0, "tile sizes must divide the matrix sizes");
 
 extern "C" __global__ void __launch_bounds__(NT)
 mmul_vec_smem(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
@@ -40,14 +40,14 @@ mmul_vec_smem(const float* __restrict__ A, const float* __restrict__ B, float* _
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
 
-    for (int k0 = 0; k0 < K; k0 += BK) {
+    for (int k0 = 0; k0 < DIM_K; k0 += BK) {
         for (int i = tid; i < BM * BK; i += NT) {
             const int r = i / BK, c = i % BK;
-            As[c][r] = A[(size_t)(m0 + r) * K + k0 + c];
+            As[c][r] = A[(size_t)(m0 + r) * DIM_K + k0 + c];
         }
         for (int i = tid; i < BK * BN; i += NT) {
             const int r = i / BN, c = i % BN;
-            Bs[r][c] = B[(size_t)(k0 + r) * N + n0 + c];
+            Bs[r][c] = B[(size_t)(k0 + r) * DIM_N + n0 + c];
         }
         __syncthreads();
 #pragma unroll
@@ -72,7 +72,7 @@ mmul_vec_smem(const float* __restrict__ A, const float* __restrict__ B, float* _
     }
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
-        float* row = C + (size_t)(m0 + ty * TM + i) * N + n0 + tx * TN;
+        float* row = C + (size_t)(m0 + ty * TM + i) * DIM_N + n0 + tx * TN;
 #pragma unroll
         for (int j = 0; j < TN; j += 4)
             *reinterpret_cast<float4*>(row + j) = make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);

@@ -33,14 +33,14 @@ mmul_strip(const float* __restrict__ A, const float* __restrict__ B, float* __re
 #pragma unroll
     for (int i = 0; i < TM; ++i) acc[i] = 0.0f;
 
-    for (int k0 = 0; k0 < K; k0 += BK) {
+    for (int k0 = 0; k0 < DIM_K; k0 += BK) {
         for (int i = tid; i < BM * BK; i += NT) {
             const int r = i / BK, c = i % BK;
-            As[r][c] = (m0 + r < M && k0 + c < K) ? A[(size_t)(m0 + r) * K + k0 + c] : 0.0f;
+            As[r][c] = (m0 + r < DIM_M && k0 + c < DIM_K) ? A[(size_t)(m0 + r) * DIM_K + k0 + c] : 0.0f;
         }
         for (int i = tid; i < BK * BN; i += NT) {
             const int r = i / BN, c = i % BN;
-            Bs[r][c] = (k0 + r < K && n0 + c < N) ? B[(size_t)(k0 + r) * N + n0 + c] : 0.0f;
+            Bs[r][c] = (k0 + r < DIM_K && n0 + c < DIM_N) ? B[(size_t)(k0 + r) * DIM_N + n0 + c] : 0.0f;
         }
         __syncthreads();
 #pragma unroll
@@ -55,6 +55,6 @@ mmul_strip(const float* __restrict__ A, const float* __restrict__ B, float* __re
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
         const int r = m0 + ty * TM + i;
-        if (r < M && c < N) C[(size_t)r * N + c] = acc[i];
+        if (r < DIM_M && c < DIM_N) C[(size_t)r * DIM_N + c] = acc[i];
     }
 }

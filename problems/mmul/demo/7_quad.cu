@@ -19,12 +19,12 @@ mmul_quad(const float* __restrict__ A, const float* __restrict__ B, float* __res
     const int r0 = m0 + ty, r1 = m0 + ty + TILE;
     const int c0 = n0 + tx, c1 = n0 + tx + TILE;
     float acc00 = 0.0f, acc01 = 0.0f, acc10 = 0.0f, acc11 = 0.0f;
-    for (int k0 = 0; k0 < K; k0 += TILE) {
+    for (int k0 = 0; k0 < DIM_K; k0 += TILE) {
         const int k = k0 + tx, kb = k0 + ty;
-        As[ty][tx] = (r0 < M && k < K) ? A[(size_t)r0 * K + k] : 0.0f;
-        As[ty + TILE][tx] = (r1 < M && k < K) ? A[(size_t)r1 * K + k] : 0.0f;
-        Bs[ty][tx] = (kb < K && c0 < N) ? B[(size_t)kb * N + c0] : 0.0f;
-        Bs[ty][tx + TILE] = (kb < K && c1 < N) ? B[(size_t)kb * N + c1] : 0.0f;
+        As[ty][tx] = (r0 < DIM_M && k < DIM_K) ? A[(size_t)r0 * DIM_K + k] : 0.0f;
+        As[ty + TILE][tx] = (r1 < DIM_M && k < DIM_K) ? A[(size_t)r1 * DIM_K + k] : 0.0f;
+        Bs[ty][tx] = (kb < DIM_K && c0 < DIM_N) ? B[(size_t)kb * DIM_N + c0] : 0.0f;
+        Bs[ty][tx + TILE] = (kb < DIM_K && c1 < DIM_N) ? B[(size_t)kb * DIM_N + c1] : 0.0f;
         __syncthreads();
 #pragma unroll
         for (int kk = 0; kk < TILE; ++kk) {
@@ -37,8 +37,8 @@ mmul_quad(const float* __restrict__ A, const float* __restrict__ B, float* __res
         }
         __syncthreads();
     }
-    if (r0 < M && c0 < N) C[(size_t)r0 * N + c0] = acc00;
-    if (r0 < M && c1 < N) C[(size_t)r0 * N + c1] = acc01;
-    if (r1 < M && c0 < N) C[(size_t)r1 * N + c0] = acc10;
-    if (r1 < M && c1 < N) C[(size_t)r1 * N + c1] = acc11;
+    if (r0 < DIM_M && c0 < DIM_N) C[(size_t)r0 * DIM_N + c0] = acc00;
+    if (r0 < DIM_M && c1 < DIM_N) C[(size_t)r0 * DIM_N + c1] = acc01;
+    if (r1 < DIM_M && c0 < DIM_N) C[(size_t)r1 * DIM_N + c0] = acc10;
+    if (r1 < DIM_M && c1 < DIM_N) C[(size_t)r1 * DIM_N + c1] = acc11;
 }
