@@ -143,6 +143,10 @@ class CacaoApp(App[AppResult]):
         running = sum(1 for b in self.view.branches.values() if b.active) or 1
         self.push_screen(QuitScreen(running), self._quit_chosen)
 
+    async def action_help_quit(self) -> None:
+        """ctrl+c (where no widget copies with it) asks like q: people press it to stop a run."""
+        await self.action_quit()
+
     def _quit_chosen(self, choice: str | None) -> None:
         if choice == "detach":
             self.detach_from_bus()

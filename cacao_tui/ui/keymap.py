@@ -167,6 +167,7 @@ BUILTIN: tuple[Key, ...] = (
     Key("tab", "focus_next", "", "Next pane (tree → tabs → pane contents)"),
     Key("shift+tab", "focus_previous", "", "Previous pane"),
     Key("ctrl+p", "command_palette", "", "Command palette: every action above by name", display="ctrl+p"),
+    Key("ctrl+c", "help_quit", "", "Quit (same as q), unless a text box is copying with it", display="ctrl+c"),
 )
 
 # Moving inside a pane: vi keys next to the arrows.

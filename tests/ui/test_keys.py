@@ -185,7 +185,7 @@ async def test_d_switches_kernel_source_and_diff(run: Run) -> None:
         pane = app.main_screen.query_one(KernelPane)
         assert app.main_screen.query_one(TabbedContent).active == "kernel"
         assert pane.mode == "diff"
-        assert "Kernel diff vs iter2" in str(pane.query_one("#kernel-header").render())
+        assert "Kernel diff vs iter2" in pane.query_one("#kernel-header").content.plain
         await pilot.press("d")
         assert pane.mode == "source"
 
@@ -266,16 +266,21 @@ async def test_q_then_s_stops_the_engine_cleanly(run: Run) -> None:
         app = await start(pilot, run)
         await pilot.press("q", "s")
         await pilot.pause(0.05)
-        assert "Stopping" in str(app.screen.query_one(".dialog-title").render())
+        assert "Stopping" in str(app.screen.query_one(".dialog-title").content)
         await pilot.pause(0.5)
     assert app.return_value == "stopped"
     assert run.engine.stopped
 
 
-async def test_ctrl_q_asks_like_q(run: Run) -> None:
+async def test_ctrl_q_and_ctrl_c_ask_like_q(run: Run) -> None:
     async with run.app().run_test() as pilot:
         app = await start(pilot, run)
         await pilot.press("ctrl+q")
+        await settle(pilot)
+        assert isinstance(app.screen, QuitScreen)
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.press("ctrl+c")
         await settle(pilot)
         assert isinstance(app.screen, QuitScreen)
 

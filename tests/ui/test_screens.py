@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 from scripted_engine import T0, write_final_results, write_run_files
-from textual.widgets import DataTable, ProgressBar, Sparkline, Static
+from textual.widget import Widget
+from textual.widgets import DataTable, ProgressBar, Sparkline
 from ui_helpers import Run, select, settle, start
 
 from cacao_tui.engine import events as ev
@@ -17,8 +18,8 @@ from cacao_tui.ui.screens.results import ResultsScreen
 from cacao_tui.ui.widgets.kernel_pane import KernelPane
 
 
-def text_of(widget: Static) -> str:
-    """What a Static was last given, as plain text (rich renderables are rendered)."""
+def text_of(widget: Widget) -> str:
+    """What a Static or TextLine was last given, as plain text (rich renderables are rendered)."""
     content = widget.content
     if isinstance(content, str):
         return content
@@ -67,19 +68,19 @@ async def test_details_of_an_iteration_come_from_its_files(run: Run) -> None:
         await select(pilot, "tiled", 2)
         screen = app.main_screen
         kernel = screen.query_one(KernelPane)
-        assert "tiled/iter2/kernels.cu" in text_of(kernel.query_one("#kernel-header", Static))
-        assert "__shared__ float As" in text_of(kernel.query_one("#kernel-body", Static))
+        assert "tiled/iter2/kernels.cu" in text_of(kernel.query_one("#kernel-header"))
+        assert "__shared__ float As" in text_of(kernel.query_one("#kernel-body"))
         top = cells(screen.query_one("#tuning-top", DataTable))
         assert top[0][:3] == ["1", "1.20 ms", "×3.25"] and top[0][3] == "TILE=16"
         assert len(top) == 3
-        assert "launch_failed 1" in text_of(screen.query_one("#tuning-failures", Static))
+        assert "launch_failed 1" in text_of(screen.query_one("#tuning-failures"))
         metrics = cells(screen.query_one("#profile-metrics", DataTable))
         dram = next(row for row in metrics if row[1] == "DRAM throughput")
         assert dram[2] == "40 %" and dram[3] == "-33.3%"  # 60 % in iter1 → 40 % in iter2
-        assert "compute-bound" in text_of(screen.query_one("#profile-roofline", Static))
+        assert "compute-bound" in text_of(screen.query_one("#profile-roofline"))
         calls = cells(screen.query_one("#llm-calls", DataTable))
         assert [row[0] for row in calls] == ["plan", "author"] or [row[0] for row in calls] == ["author", "plan"]
-        detail = text_of(screen.query_one("#llm-detail", Static))
+        detail = text_of(screen.query_one("#llm-detail"))
         assert "── user ──" in detail and "── response ──" in detail
 
 
@@ -89,9 +90,9 @@ async def test_first_iteration_of_a_child_branch_diffs_against_its_parent(run: R
         await select(pilot, "tiled-db", 1)
         await pilot.press("d")
         await settle(pilot)
-        header = text_of(app.main_screen.query_one("#kernel-header", Static))
+        header = text_of(app.main_screen.query_one("#kernel-header"))
         assert "diff vs parent tiled/iter2" in header
-        body = text_of(app.main_screen.query_one("#kernel-body", Static))
+        body = text_of(app.main_screen.query_one("#kernel-body"))
         assert "+    __shared__ float As[TILE + 1][TILE + 1];" in body
 
 
@@ -106,26 +107,23 @@ async def test_the_run_selection_shows_master_llm_calls(run: Run) -> None:
 
 
 async def test_live_tuning_progress_moves_the_bar(run: Run) -> None:
+    def progress(evaluated: int, elapsed: float) -> ev.TuningProgress:
+        return ev.TuningProgress(branch="tiled", iteration=3, evaluated=evaluated, valid=evaluated, space_size=4,
+                                 best_ms=0.9, elapsed_s=elapsed, budget_s=20, by_status={"ok": evaluated})  # fmt: skip
+
     async with run.app().run_test() as pilot:
         app = await start(pilot, run)
         await select(pilot, "tiled", 3)
         bar = app.main_screen.query_one("#tuning-progress", ProgressBar)
-        run.bus.emit(
-            ev.TuningProgress(
-                branch="tiled",
-                iteration=3,
-                evaluated=3,
-                valid=3,
-                space_size=4,
-                best_ms=0.9,
-                elapsed_s=15,
-                budget_s=20,
-                by_status={"ok": 3},
-            )
-        )
+        run.bus.emit(progress(3, 15))  # while the Log tab shows: kept, not drawn
+        await settle(pilot)
+        await pilot.press("4")  # the Tuning tab draws the latest
         await settle(pilot)
         assert bar.total == 20 and bar.progress == 15
-        assert "evaluated 3 / 4" in text_of(app.main_screen.query_one("#tuning-counts", Static))
+        assert "evaluated 3 / 4" in text_of(app.main_screen.query_one("#tuning-counts"))
+        run.bus.emit(progress(4, 18))
+        await settle(pilot)
+        assert bar.progress == 18
 
 
 async def test_sparkline_shows_best_time_per_iteration_of_the_selected_branch(run: Run) -> None:
@@ -144,7 +142,7 @@ async def test_sparkline_shows_best_time_per_iteration_of_the_selected_branch(ru
 async def test_status_bar_shows_problem_provider_tokens_cost_elapsed_gpus(run: Run) -> None:
     async with run.app().run_test(size=(160, 30)) as pilot:
         app = await start(pilot, run)
-        bar = text_of(app.main_screen.query_one("#status", Static))
+        bar = text_of(app.main_screen.query_one("#status"))
         for part in ("mmul", "replay/scripted-model", "20k↑ 5k↓ $0.42", "02:05", "GPU 0", "best 1.20 ms"):
             assert part in bar, part
 
@@ -191,11 +189,11 @@ async def test_results_view_reads_final_results(run: Run) -> None:
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, ResultsScreen)
-        header = text_of(screen.query_one("#results-header", Static))
+        header = text_of(screen.query_one("#results-header"))
         assert "1.20 ms ×3.25" in header and "from final_results.json" in header
         rows = cells(screen.query_one("#results-branches", DataTable))
         assert [r[0] for r in rows] == ["tiled", "tiled-db", "vectorized"] or rows[0][0] == "tiled"
-        assert "__shared__" in text_of(screen.query_one("#results-kernel", Static))
+        assert "__shared__" in text_of(screen.query_one("#results-kernel"))
         await pilot.press("q")
         await pilot.pause()
     assert app.return_value is None
@@ -207,7 +205,7 @@ async def test_results_view_without_final_results_still_summarizes(tmp_path: Pat
     app = ResultsApp(layout)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        header = text_of(app.screen.query_one("#results-header", Static))
+        header = text_of(app.screen.query_one("#results-header"))
         assert "incomplete run" in header and "rebuilt" in header
         rows = cells(app.screen.query_one("#results-branches", DataTable))
         assert rows[0][0] == "tiled" and rows[0][3] == "1.20 ms"
@@ -217,7 +215,7 @@ async def test_results_view_of_an_empty_directory(tmp_path: Path) -> None:
     app = ResultsApp(RunLayout(tmp_path))
     async with app.run_test() as pilot:
         await settle(pilot)
-        assert "No results yet" in text_of(app.screen.query_one("#results-header", Static))
+        assert "No results yet" in text_of(app.screen.query_one("#results-header"))
 
 
 async def test_run_finished_is_announced(run: Run) -> None:

@@ -11,7 +11,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual.widgets import Footer, TabbedContent
 
 from cacao_tui.engine import events as ev
 from cacao_tui.engine.control import EngineControl
@@ -103,15 +103,26 @@ class MainScreen(Screen[None]):
         for event in events:
             if isinstance(event, ev.TuningProgress | ev.TuningFinished):
                 self._progress[(event.branch, event.iteration)] = event
-                if self._shows_iteration(event.branch, event.iteration):
-                    if isinstance(event, ev.TuningProgress):
-                        self.details.tuning.show_progress(event)
-                    else:
-                        self.details.tuning.show_finished(event)
+                # Drawn only while the Tuning tab shows; activating it draws the latest.
+                if self.details.active_tab == "tuning" and self._shows_iteration(event.branch, event.iteration):
+                    self._draw_progress(event)
             if not isinstance(event, ev.LogLine | ev.TuningProgress) and touches(event, sel):
                 self._stale = True
             if isinstance(event, ev.RunFinished):
                 self._announce_finish(event)
+
+    def _draw_progress(self, event: ev.TuningProgress | ev.TuningFinished) -> None:
+        if isinstance(event, ev.TuningProgress):
+            self.details.tuning.show_progress(event)
+        else:
+            self.details.tuning.show_finished(event)
+
+    @on(TabbedContent.TabActivated)
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == "tuning":
+            shown = [e for (b, i), e in self._progress.items() if self._shows_iteration(b, i)]
+            if shown and isinstance(shown[-1], ev.TuningProgress):
+                self._draw_progress(shown[-1])
 
     def _shows_iteration(self, branch: str, iteration: int) -> bool:
         sel = self.selection

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Sparkline, Static
+from textual.widgets import Sparkline
 
 from cacao_tui.ui.formatting import fmt_ms
 from cacao_tui.ui.run_view import BranchView
+from cacao_tui.ui.widgets.text_line import TextLine
 
 
 class BestSparkline(Vertical):
     def compose(self) -> ComposeResult:
-        yield Static("best per iteration", id="spark-label")
+        yield TextLine("best per iteration", id="spark-label")
         yield Sparkline([], id="spark")
 
     def show(self, branch: BranchView | None) -> None:
@@ -26,4 +27,4 @@ class BestSparkline(Vertical):
             label = f"{branch.name}: no timed iteration yet"
         else:
             label = f"{branch.name}: {fmt_ms(data[0])} → {fmt_ms(data[-1])} (min {fmt_ms(min(data))})"
-        self.query_one("#spark-label", Static).update(label)
+        self.query_one("#spark-label", TextLine).update(label)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Static, TabbedContent, TabPane
+from textual.widgets import TabbedContent, TabPane
 
 from cacao_tui.engine.events import TuningFinished, TuningProgress
 from cacao_tui.ui.disk import SelectionDetails
@@ -16,6 +16,7 @@ from cacao_tui.ui.widgets.kernel_pane import KernelPane
 from cacao_tui.ui.widgets.llm_pane import LLMPane
 from cacao_tui.ui.widgets.log_pane import LogPane
 from cacao_tui.ui.widgets.profile_pane import ProfilePane
+from cacao_tui.ui.widgets.text_line import TextLine
 from cacao_tui.ui.widgets.tuning_pane import TuningPane
 
 TABS = (("log", "Log"), ("llm", "LLM"), ("kernel", "Kernel"), ("tuning", "Tuning"), ("profile", "Profile"))
@@ -55,7 +56,7 @@ class DetailsPane(Vertical):
         self._header = ""
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="selection-header")
+        yield TextLine("", id="selection-header")
         with TabbedContent(id="tabs", initial="log"):
             with TabPane("Log", id="log"):
                 yield LogPane(self._store, id="log-pane")
@@ -84,7 +85,7 @@ class DetailsPane(Vertical):
         text = selection_header(view, selection)
         if text.markup != self._header:
             self._header = text.markup
-            self.query_one("#selection-header", Static).update(text)
+            self.query_one("#selection-header", TextLine).update(text)
 
     def show(self, data: SelectionDetails, progress: TuningProgress | TuningFinished | None) -> None:
         """Fill the file-backed tabs from what was read for the selection."""

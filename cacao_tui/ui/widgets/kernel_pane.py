@@ -12,6 +12,7 @@ from textual.widgets import Static
 from cacao_tui.ui.disk import IterationDetails
 from cacao_tui.ui.kernel_diff import kernel_diff
 from cacao_tui.ui.widgets.scroll_pane import ScrollPane
+from cacao_tui.ui.widgets.text_line import TextLine
 
 
 class KernelPane(Vertical):
@@ -22,7 +23,7 @@ class KernelPane(Vertical):
         self._rendered: tuple[object, ...] | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("Kernel", id="kernel-header", classes="pane-header")
+        yield TextLine("Kernel", id="kernel-header", classes="pane-header")
         with ScrollPane(id="kernel-scroll"):
             yield Static("", id="kernel-body")
 
@@ -41,7 +42,7 @@ class KernelPane(Vertical):
         if key == self._rendered:
             return  # same text: no repaint
         self._rendered = key
-        header = self.query_one("#kernel-header", Static)
+        header = self.query_one("#kernel-header", TextLine)
         body = self.query_one("#kernel-body", Static)
         if d is None or d.kernel is None:
             where = f"{d.branch}/iter{d.index}" if d else "the run"

@@ -15,6 +15,7 @@ from cacao_tui.ui.disk import LLMCallView
 from cacao_tui.ui.formatting import fmt_cost, fmt_count
 from cacao_tui.ui.widgets.scroll_pane import ScrollPane
 from cacao_tui.ui.widgets.table_sync import KeyTable
+from cacao_tui.ui.widgets.text_line import TextLine
 
 MESSAGE_CHARS = 6_000  # per message shown; the rest is cut with a note
 ROLE_STYLES = {"system": "magenta", "user": "cyan", "assistant": "green", "tool": "yellow"}
@@ -106,7 +107,7 @@ class LLMPane(Vertical):
         self._shown: str | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("LLM calls", id="llm-header", classes="pane-header")
+        yield TextLine("LLM calls", id="llm-header", classes="pane-header")
         yield KeyTable(COLUMNS, id="llm-calls")
         with ScrollPane(id="llm-detail-scroll"):
             yield Static("", id="llm-detail")
@@ -117,7 +118,7 @@ class LLMPane(Vertical):
         table.sync({c.key: call_row(c) for c in calls})
         tokens_in = sum(c.input_tokens for c in calls)
         tokens_out = sum(c.output_tokens for c in calls)
-        self.query_one("#llm-header", Static).update(
+        self.query_one("#llm-header", TextLine).update(
             f"LLM · {scope} · {len(calls)} call(s) · {fmt_count(tokens_in)} in / {fmt_count(tokens_out)} out"
         )
         if not calls:

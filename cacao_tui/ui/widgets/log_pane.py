@@ -10,11 +10,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import Input, Log, Static
+from textual.widgets import Input, Log
 
 from cacao_tui.ui import keymap
 from cacao_tui.ui.log_store import LogEntry, LogStore, matches
 from cacao_tui.ui.run_view import Selection
+from cacao_tui.ui.widgets.text_line import TextLine
 
 LOG_WIDGET_LINES = 5_000
 LEVEL_STYLES = {"E": "red", "W": "yellow"}
@@ -54,7 +55,7 @@ class LogPane(Vertical):
         self.needle = ""
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="log-header", classes="pane-header")
+        yield TextLine("", id="log-header", classes="pane-header")
         yield ScrollLog(highlight=True, max_lines=LOG_WIDGET_LINES, id="log-lines")
         yield Input(placeholder="filter: text to keep (Enter keeps, Esc clears)", id="log-filter")
 
@@ -68,7 +69,7 @@ class LogPane(Vertical):
         text = f"Log · {where}"
         if self.needle:
             text += f" · filter “{self.needle}”"
-        self.query_one("#log-header", Static).update(text)
+        self.query_one("#log-header", TextLine).update(text)
 
     def redraw(self) -> None:
         log = self.log_widget

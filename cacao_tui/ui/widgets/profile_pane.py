@@ -11,6 +11,7 @@ from textual.widgets import Static
 from cacao_tui.store.state import ProfileOutcome
 from cacao_tui.ui.formatting import fmt_change, fmt_config, fmt_ms, fmt_value
 from cacao_tui.ui.widgets.table_sync import KeyTable
+from cacao_tui.ui.widgets.text_line import TextLine
 from ktt.protocol import KernelProfile, ProfileReport
 
 COLUMNS = (("section", "section"), ("metric", "metric"), ("value", "value"), ("change", "Δ prev"))
@@ -50,7 +51,7 @@ def metric_rows(report: ProfileReport, previous: ProfileReport | None) -> dict[s
 
 class ProfilePane(Vertical):
     def compose(self) -> ComposeResult:
-        yield Static("Profile", id="profile-header", classes="pane-header")
+        yield TextLine("Profile", id="profile-header", classes="pane-header")
         yield Static("", id="profile-roofline")
         yield KeyTable(COLUMNS, id="profile-metrics")
 
@@ -64,7 +65,7 @@ class ProfilePane(Vertical):
     ) -> None:
         compared = prev_label and previous is not None and report is not None and report.ok
         header = f"Profile · {where}" + (f" · Δ vs {prev_label}" if compared else "")
-        self.query_one("#profile-header", Static).update(header)
+        self.query_one("#profile-header", TextLine).update(header)
         line = Text()
         table = self.query_one("#profile-metrics", KeyTable)
         if report is None or not report.ok:

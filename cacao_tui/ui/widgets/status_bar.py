@@ -6,13 +6,13 @@ import time
 from collections.abc import Callable
 
 from rich.text import Text
-from textual.widgets import Static
 
 from cacao_tui.ui.formatting import fmt_cost, fmt_count, fmt_elapsed, fmt_gpus, fmt_ms, fmt_speedup
 from cacao_tui.ui.run_view import RunView
+from cacao_tui.ui.widgets.text_line import TextLine
 
 
-class StatusBar(Static):
+class StatusBar(TextLine):
     """Redrawn by the flush timer when the run changes, and once a second for the clock."""
 
     def __init__(self, view: RunView, clock: Callable[[], float] = time.time, **kwargs: object) -> None:
@@ -20,7 +20,6 @@ class StatusBar(Static):
         self._view = view
         self._clock = clock
         self._started = clock()
-        self._last = ""
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self.update_bar)
@@ -69,7 +68,4 @@ class StatusBar(Static):
         self.update_bar()
 
     def update_bar(self) -> None:
-        text = self.bar_text()
-        if text.plain != self._last:
-            self._last = text.plain
-            self.update(text)
+        self.update(self.bar_text())

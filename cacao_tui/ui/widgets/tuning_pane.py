@@ -5,12 +5,13 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import ProgressBar, Static
+from textual.widgets import ProgressBar
 
 from cacao_tui.engine.events import TuningFinished, TuningProgress
 from cacao_tui.ui.disk import TuningView
 from cacao_tui.ui.formatting import NONE, fmt_config, fmt_ms, fmt_speedup
 from cacao_tui.ui.widgets.table_sync import KeyTable
+from cacao_tui.ui.widgets.text_line import TextLine
 
 COLUMNS = (("rank", "#"), ("time", "time"), ("speedup", "speedup"), ("config", "configuration"))
 FAIL_STYLES = {"compile_failed": "red", "runtime_error": "red", "validation_failed": "red", "suspect": "yellow"}
@@ -33,10 +34,10 @@ class TuningPane(Vertical):
         self._reference_ms: float | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("Tuning", id="tuning-header", classes="pane-header")
-        yield Static("", id="tuning-counts")
+        yield TextLine("Tuning", id="tuning-header", classes="pane-header")
+        yield TextLine("", id="tuning-counts")
         yield ProgressBar(total=1, show_eta=False, id="tuning-progress")  # never indeterminate: it animates
-        yield Static("", id="tuning-failures")
+        yield TextLine("", id="tuning-failures")
         yield KeyTable(COLUMNS, id="tuning-top")
 
     def _counts(
@@ -49,19 +50,19 @@ class TuningPane(Vertical):
         text.append(f" · best {fmt_ms(best_ms)}", style="green" if best_ms is not None else "dim")
         if extra:
             text.append(f" · {extra}")
-        self.query_one("#tuning-counts", Static).update(text)
+        self.query_one("#tuning-counts", TextLine).update(text)
 
     def show_files(self, where: str, tuning: TuningView | None, ran: bool | None, message: str | None) -> None:
         """What the iteration's tune/ files say (after tuning, or while results.jsonl grows)."""
         header = f"Tuning · {where}"
         if ran is False:
             header += " · not tuned" + (f" ({message})" if message else "")
-        self.query_one("#tuning-header", Static).update(header)
+        self.query_one("#tuning-header", TextLine).update(header)
         bar = self.query_one("#tuning-progress", ProgressBar)
         if tuning is None or (tuning.evaluated == 0 and tuning.summary is None):
             self._counts("waiting", 0, 0, 0, None)
             bar.update(total=1, progress=0)
-            self.query_one("#tuning-failures", Static).update(by_status_text({}))
+            self.query_one("#tuning-failures", TextLine).update(by_status_text({}))
             self.query_one("#tuning-top", KeyTable).sync({})
             return
         summary = tuning.summary
@@ -73,7 +74,7 @@ class TuningPane(Vertical):
             extra = f"{summary.wall_s:.0f} s · speedup {fmt_speedup(summary.speedup)}"
             bar.update(total=max(1, summary.evaluated), progress=summary.evaluated)
         self._counts("done" if summary else "search", tuning.evaluated, tuning.valid, space, best, extra)
-        self.query_one("#tuning-failures", Static).update(by_status_text(tuning.by_status))
+        self.query_one("#tuning-failures", TextLine).update(by_status_text(tuning.by_status))
         self._show_top(tuning)
 
     def _show_top(self, tuning: TuningView) -> None:
@@ -92,7 +93,7 @@ class TuningPane(Vertical):
             bar.update(total=e.space_size, progress=e.evaluated)
         budget = f"{e.elapsed_s:.0f}/{e.budget_s:.0f} s" if e.budget_s else f"{e.elapsed_s:.0f} s"
         self._counts(e.phase, e.evaluated, e.valid, e.space_size, e.best_ms, budget)
-        self.query_one("#tuning-failures", Static).update(by_status_text(e.by_status))
+        self.query_one("#tuning-failures", TextLine).update(by_status_text(e.by_status))
         if e.best_config is not None and e.best_ms is not None:
             table = self.query_one("#tuning-top", KeyTable)
             if table.row_count == 0:
@@ -103,4 +104,4 @@ class TuningPane(Vertical):
         bar.update(total=max(1, e.evaluated), progress=e.evaluated)
         extra = f"speedup {fmt_speedup(e.speedup)}" + (f" · {e.message}" if e.message else "")
         self._counts("done" if e.ran else "not tuned", e.evaluated, e.valid, 0, e.best_ms, extra)
-        self.query_one("#tuning-failures", Static).update(by_status_text(e.by_status))
+        self.query_one("#tuning-failures", TextLine).update(by_status_text(e.by_status))
