@@ -15,9 +15,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from cacao_tui.engine import events as ev
 from cacao_tui.store.atomic import StateFileError, read_model
 from cacao_tui.store.layout import BranchLayout, IterLayout, RunLayout
-from cacao_tui.store.state import BranchConfig, BranchManifest, IterState
+from cacao_tui.store.state import BranchConfig, BranchManifest, Context, IterState
 from cacao_tui.ui.run_view import Selection
 from ktt.protocol import ConfigResult, ProfileReport, TuneSummary
 
@@ -60,6 +61,19 @@ def read_branch_files(layout: RunLayout, name: str) -> BranchFiles:
         if state is not None:
             files.states.append(state)
     return files
+
+
+def read_run_started(layout: RunLayout) -> ev.RunStarted | None:
+    """What RunStarted would have said, from context.json (for an app that subscribed late)."""
+    ctx = read_quietly(layout.context, Context)
+    if ctx is None:
+        return None
+    s = ctx.settings
+    return ev.RunStarted(
+        ts=ctx.created_at, problem=ctx.problem_name, problem_dir=ctx.problem_dir, provider=s.provider,
+        model=s.model, gpus=ctx.gpu.indices, gpu_name=ctx.gpu.name, arch=ctx.gpu.arch, dry_run=s.dry_run,
+        max_iter=s.max_iter, max_depth=s.max_depth, n_strategies=s.n_strategies,
+    )  # fmt: skip
 
 
 def read_all_branches(layout: RunLayout) -> list[BranchFiles]:

@@ -236,3 +236,31 @@ async def test_a_failing_engine_call_is_reported_not_raised(run: Run) -> None:
         await settle(pilot)
         assert any("pause: vectorized is failed" in n.message for n in app._notifications)
         assert app.is_running
+
+
+async def test_late_subscriber_reads_run_info_from_context_json(tmp_path: Path) -> None:
+    from cacao_tui.store.atomic import write_model
+    from cacao_tui.store.state import Context, GpuInfo, RunSettings
+    from cacao_tui.ui.app import CacaoApp
+
+    run = Run(tmp_path)
+    settings = RunSettings(max_iter=5, max_depth=2, n_strategies=2, provider="anthropic", model="m1")
+    write_model(run.layout.context, Context(
+        problem_name="mmul", problem_dir=str(run.layout.problem_dir), description="", boundary_signature="",
+        scalars={}, buffers=[], grid=(1, 1, 1), reference_type="cuda", reference_file="ref_kernel.cu",
+        tolerance=1e-4, gpu=GpuInfo(name="H200", indices=[0, 1]), settings=settings, created_at=T0,
+    ))  # fmt: skip
+    app = CacaoApp(engine=run.engine, bus=run.bus, clock=lambda: T0 + 61)  # no run_info, no events
+    async with app.run_test(size=(160, 30)) as pilot:
+        await start(pilot, run, play=False)
+        bar = text_of(app.main_screen.query_one("#status"))
+        assert "mmul" in bar and "anthropic/m1" in bar and "GPU 0,1" in bar and "01:01" in bar
+
+
+async def test_master_call_records_show_the_system_prompt(run: Run) -> None:
+    async with run.app().run_test() as pilot:
+        app = await start(pilot, run)
+        await select(pilot, None)
+        detail = text_of(app.main_screen.query_one("#llm-detail"))
+        assert "── system ──" in detail and "You analyze CUDA reference kernels." in detail
+        assert "It is compute-bound." in detail

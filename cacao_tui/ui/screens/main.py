@@ -17,7 +17,7 @@ from cacao_tui.engine import events as ev
 from cacao_tui.engine.control import EngineControl
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.ui import keymap
-from cacao_tui.ui.disk import load_selection, read_all_branches
+from cacao_tui.ui.disk import load_selection, read_all_branches, read_run_started
 from cacao_tui.ui.log_store import LogEntry, LogStore
 from cacao_tui.ui.run_view import RUN, RunView, Selection, seed_from_disk, touches
 from cacao_tui.ui.screens.clone import CloneScreen
@@ -78,8 +78,13 @@ class MainScreen(Screen[None]):
     async def seed(self) -> None:
         """Events sent before the app subscribed (or all of a resumed run) are on disk: read them first."""
         seed_from_disk(self.view, await asyncio.to_thread(read_all_branches, self.run_layout))
+        if self.view.info is None:
+            started = await asyncio.to_thread(read_run_started, self.run_layout)
+            if started is not None:
+                self.view.apply(started)
         self.branch_tree.sync(self.view, {RUN, *self.view.branches})
         self.details.update_header(self.view, self.selection)
+        self.status_bar.update_bar()
         self.ready = True
         # Everything built so far (modules, widgets, styles) lives as long as the app. Moving it
         # out of the collector's generations keeps full collections short: unfrozen, they
