@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The GPU check: run on a CUDA machine (the device tool runs it from the repository root).
 #
-#   scripts/gpu-check.sh [all|tests|bench|probe]      (default: all)
+#   scripts/gpu-check.sh [all|engine|tests|bench|probe]      (default: all)
 #
 # 1. installs the wheels carried in .whl/ into /tmp/site (pydantic, kernel_tuner, ...) and runs
 #    with PYTHONPATH=/tmp/site:. (the project itself is not pip-installed there);
 # 2. probes the machine (GPU, driver, NVRTC, ncu) into $OUT/probe.txt;
 # 3. runs the gpu-marked tests (pytest -m gpu) -> $OUT/pytest_gpu.log, artifacts in $OUT/artifacts;
 # 4. runs the benchmark against Kernel Tuner -> $OUT/bench/ (bench.json, logs);
-# 5. [the engine's end-to-end replay run goes in the marked place below];
+# 5. replays the mmul demo session through the engine without --dry-run (real tuning and ncu),
+#    and runs the engine-overhead benchmark -> $OUT/engine_replay.log, engine_output/;
 # 6. writes $OUT/summary.txt and prints it last.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +51,25 @@ cp "$OUT"/smoke/work/logs/worker.log "$OUT/smoke_worker.log" 2>/dev/null
 
 if [ "$WHAT" = probe ]; then cat "$summary"; exit 0; fi
 
+# ---- the engine end to end: the mmul demo session replayed WITHOUT --dry-run ----------------------
+# Every kernel of the session is compiled, validated and tuned by ktt on this GPU and profiled with
+# ncu; the best one's speedup over the reference is reported. Then the engine-overhead benchmark.
+if [ "$WHAT" = all ] || [ "$WHAT" = engine ]; then
+  work=/tmp/cacao-replay
+  rm -rf "$work" && mkdir -p "$work" && cp -r problems/mmul "$work/mmul" && rm -rf "$work/mmul/output" "$work/mmul/archive"
+  start=$(date +%s)
+  (cd "$work" && timeout "${ENGINE_TIMEOUT:-420}" "$PY" -m cacao_tui --dir mmul --provider replay --no-ui \
+      --timeout "${ENGINE_TUNE_S:-6}") > "$OUT/engine_replay.log" 2>&1
+  rc=$?
+  note "engine replay of problems/mmul/session.jsonl (no --dry-run, --timeout ${ENGINE_TUNE_S:-6}): exit $rc in $(( $(date +%s) - start )) s"
+  grep -E "tuned:|profile:|new run best" "$OUT/engine_replay.log" | tee -a "$summary"
+  sed -n '/results from/,/^run /p' "$OUT/engine_replay.log" | tee -a "$summary"
+  cp -r "$work/mmul/output" "$OUT/engine_output" 2>/dev/null
+  timeout 180 "$PY" bench/engine_overhead.py > "$OUT/engine_overhead.log" 2>&1
+  note "engine overhead benchmark: exit $?"
+  tail -3 "$OUT/engine_overhead.log" | tee -a "$summary"
+fi
+
 if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
   start=$(date +%s)
   KTT_GPU_TEST_OUT="$OUT/artifacts" timeout "${TESTS_TIMEOUT:-280}" "$PY" -m pytest -m gpu -p no:cacheprovider \
@@ -66,11 +86,6 @@ if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
   note "benchmark: exit $rc in $(( $(date +%s) - start )) s"
   sed -n '/^figure/,$p' "$OUT/bench.log" | tee -a "$summary"
 fi
-
-# ---- ENGINE END-TO-END REPLAY RUN (the lead adds it here) -------------------------------------
-# e.g. "$PY" -m cacao_tui --dir problems/mmul --replay ... > "$OUT/engine_replay.log" 2>&1
-#      note "engine replay: exit $?"
-# -------------------------------------------------------------------------------------------------
 
 tar czf "$FINAL/bundle.tgz" -C "$OUT" --exclude='*.npy' --exclude='*.cubin' --exclude='*.ncu-rep' . \
   && rm -rf "$OUT"
