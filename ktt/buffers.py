@@ -41,12 +41,17 @@ def alloc_guarded(gpu: Gpu, nbytes: int, label: str) -> Guarded:
     padded = (nbytes + 255) // 256 * 256
     base = gpu.alloc(padded + 2 * GUARD_BYTES)
     g = Guarded(base, base + GUARD_BYTES, nbytes, label)
-    gpu.memset32(base, CANARY32, GUARD_BYTES // 4)
-    tail = g.ptr + padded
-    gpu.memset32(tail, CANARY32, GUARD_BYTES // 4)
-    if padded > nbytes:  # the slack between the data end and the 256-byte boundary is guard too
-        gpu.memset32(g.ptr + g.words * 4, CANARY32, (padded - g.words * 4) // 4)
+    fill_guards(gpu, g)
     return g
+
+
+def fill_guards(gpu: Gpu, g: Guarded) -> None:
+    """Write the canary into both guard bands (again: an earlier configuration may have hit them)."""
+    padded = (g.nbytes + 255) // 256 * 256
+    gpu.memset32(g.base, CANARY32, GUARD_BYTES // 4)
+    gpu.memset32(g.ptr + padded, CANARY32, GUARD_BYTES // 4)
+    if padded > g.words * 4:  # the slack between the data end and the 256-byte boundary is guard too
+        gpu.memset32(g.ptr + g.words * 4, CANARY32, (padded - g.words * 4) // 4)
 
 
 def canary_slots(checks: GpuChecks, g: Guarded) -> list[tuple[int, str]]:
@@ -112,9 +117,10 @@ class ShapeBuffers:
                 self.gpu.h2d(self.ref_dev[(s, name)], host)
 
     def restore(self, set_index: int) -> None:
-        """Inputs from the pristine host copies; writable-only buffers poisoned."""
+        """Inputs from the pristine host copies; writable-only buffers poisoned; fresh canaries."""
         for b in self.problem.buffers:
             g = self.dev[b.name]
+            fill_guards(self.gpu, g)
             if b.access == "write":
                 self.gpu.memset32(g.ptr, POISON32, g.words)
             else:

@@ -166,6 +166,7 @@ def collect_final_results(layout: RunLayout) -> tuple[FinalResults, list[str]]:
         dry_run=bool(context and context.settings.dry_run),
         reference_ms=reference_ms if reference_ms is not None else file_ms,
         reference_source=source,
+        cases=list(context.cases) if context else [],
         best=best,
         branches=summaries,
     )
@@ -230,12 +231,12 @@ def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
     if r.best is not None:
         b = r.best
         over = f", {b.speedup:.3g}x over the reference" if b.speedup is not None else ""
-        score = f", score {b.score:.3g} (geometric mean over cases)" if b.score is not None else ""
+        score = f", score {b.score:.3g} (geometric mean over shapes)" if b.score is not None and r.cases else ""
         lines.append(f"best       {b.branch} iteration {b.iteration}: {_ms(b.time_ms)}{over}{score}")
         lines.append(f"kernel     {_kernel_display(layout, b.kernel_path)}")
         if b.config:
             lines.append("config     " + ", ".join(f"{k}={v}" for k, v in b.config.items()))
-        for c in b.cases:
+        for c in b.cases if r.cases else []:
             detail = f"{_ms(c.time_ms)}, {_x(c.speedup)} over {_ms(c.reference_ms)}" if c.time_ms else c.status
             lines.append(f"case       {c.name}: {detail}")
     else:
@@ -246,8 +247,9 @@ def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
         cost = f"${r.cost_usd:.2f}" if r.cost_usd is not None else "-"
         lines.append(f"llm        tokens {tokens}; cost {cost}")
     if r.branches:
-        rows: list[tuple[str, ...]] = [("", "branch", "status", "iters", "best", "speedup", "score", "at", "note")]
+        header = ("", "branch", "status", "iters", "best", "speedup", "score", "at", "note")
         best_name = r.best.branch if r.best else None
+        rows: list[tuple[str, ...]] = [header]
         for s in r.branches:
             rows.append(
                 (
@@ -262,6 +264,8 @@ def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
                     (s.stop_reason or "").replace("\n", " ")[:60],
                 )
             )
+        if not r.cases:  # without cases the score is the speedup: one column says it
+            rows = [row[:6] + row[7:] for row in rows]
         lines.append("")
         lines += _table(rows)
     else:

@@ -263,6 +263,7 @@ class FinalResults(_State):
     dry_run: bool = False
     reference_ms: float | None = None
     reference_source: str | None = None
+    cases: list[str] = Field(default_factory=list)  # the problem's extra shapes; scores matter only with them
     best: BestResult | None = None
     branches: list[BranchSummary] = Field(default_factory=list)
     tokens: dict[str, int] = Field(default_factory=dict)

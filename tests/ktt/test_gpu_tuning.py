@@ -283,3 +283,30 @@ def test_pipeline_with_scratch_is_timed_per_launch_and_guarded(tmp_path: Path) -
     spilled = [r for r in rows if r.config["SPILL"] == 1]
     assert spilled and all(r.status == "validation_failed" and "scratch tmp" in (r.error or "") for r in spilled)
     assert [c.name for c in summary.cases] == ["default", "half"] and all(c.speedup for c in summary.cases)
+
+
+def test_a_guard_hit_does_not_leak_into_the_next_configuration(tmp_path: Path) -> None:
+    """The out-of-bounds writer runs first (one compile worker, exhaustive order); the honest
+    kernel after it must see freshly written canaries, not the previous configuration's hit."""
+    spec = _hostile_spec(tmp_path, variants=[5, 0])
+    out = tmp_path / "out"
+    code, summary = tune(
+        HOSTILE,
+        HOSTILE / "kernels.cu",
+        spec,
+        out,
+        "--duration",
+        "0",
+        "--strategy",
+        "exhaustive",
+        "--compile-workers",
+        "1",
+        "--reference-time",
+        str(tmp_path / "ref.json"),
+    )
+    rows = sorted(results(out), key=lambda r: r.index)
+    assert [int(r.config["VARIANT"]) for r in rows if r.shape == "default"][:2] == [5, 0]
+    by_variant = {int(r.config["VARIANT"]): r for r in rows}
+    assert by_variant[5].status == "validation_failed" and "out-of-bounds" in (by_variant[5].error or "")
+    assert by_variant[0].status == "ok", by_variant[0].error
+    assert code == 0 and summary.best is not None and summary.best.config["VARIANT"] == 0
