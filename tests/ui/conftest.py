@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-os.environ["TZ"] = "UTC"  # log lines show clock times; pin them for snapshots
-time.tzset()
 sys.path.insert(0, str(Path(__file__).parent))
 
-from ui_helpers import Run  # noqa: E402
+from ui_helpers import Run
+
+
+@pytest.fixture(autouse=True)
+def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Log lines show clock times: pin the zone for snapshots, for these tests only."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
 
 
 @pytest.fixture
