@@ -231,7 +231,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _best(args: argparse.Namespace) -> int:
-    # Issue 6 seam: when not headless, the Textual results screen opens here instead of the table.
+    """The results table, or the app's results view when not headless and on a terminal."""
     _require_problem_yaml(args.dir)
     layout = RunLayout(args.dir)
     loaded = load_results(layout)
@@ -246,6 +246,11 @@ def _best(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.json:
         print(loaded.results.model_dump_json(indent=2))
+        return EXIT_OK
+    if not args.no_ui and sys.stdout.isatty() and sys.stdin.isatty():
+        from cacao_tui.ui.app import ResultsApp  # textual only when the app is used
+
+        ResultsApp(layout).run()
         return EXIT_OK
     print(render_results(loaded, layout))
     return EXIT_OK
