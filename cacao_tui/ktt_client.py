@@ -19,7 +19,6 @@ from pydantic import ValidationError
 
 from cacao_tui.subprocesses import ProcessResult, run_streaming
 from ktt.protocol import (
-    EXIT_BAD_INPUT,
     EXIT_ENVIRONMENT,
     CheckReport,
     ErrorLine,
@@ -111,24 +110,12 @@ class KttTuner:
     def __init__(self, python: str | None = None) -> None:
         self.python = python or sys.executable
 
+    def _argv(self, command: str, problem_dir: Path, kernel: Path, spec: Path, *extra: str) -> list[str]:
+        return [self.python, "-m", "ktt", command, "--problem", str(problem_dir), "--kernel", str(kernel),
+                "--spec", str(spec), *extra, "--json"]  # fmt: skip
+
     async def check(self, problem_dir: Path, kernel: Path, spec: Path, *, sample: int, arch: str) -> CheckReport:
-        argv = [
-            self.python,
-            "-m",
-            "ktt",
-            "check",
-            "--problem",
-            str(problem_dir),
-            "--kernel",
-            str(kernel),
-            "--spec",
-            str(spec),
-            "--sample",
-            str(sample),
-            "--arch",
-            arch,
-            "--json",
-        ]
+        argv = self._argv("check", problem_dir, kernel, spec, "--sample", str(sample), "--arch", arch)
         result = await run_streaming(argv, env=_python_env(), timeout_s=CHECK_TIMEOUT_S)
         data = _last_json(result.stdout_lines, "check")
         if data is None:
@@ -136,29 +123,14 @@ class KttTuner:
         return CheckReport.model_validate(data)
 
     async def tune(self, request: TuneRequest, on_progress: Callable[[Progress], None]) -> TuneSummary:
-        argv = [
-            self.python,
-            "-m",
-            "ktt",
-            "tune",
-            "--problem",
-            str(request.problem_dir),
-            "--kernel",
-            str(request.kernel),
-            "--spec",
-            str(request.spec),
-            "--output",
-            str(request.out_dir),
-            "--duration",
-            f"{request.duration_s:g}",
-            "--device",
-            str(request.device),
-            "--reference-time",
-            str(request.reference_time),
-            "--seed",
-            str(request.seed),
-            "--json",
-        ]
+        argv = self._argv(
+            "tune", request.problem_dir, request.kernel, request.spec,
+            "--output", str(request.out_dir),
+            "--duration", f"{request.duration_s:g}",
+            "--device", str(request.device),
+            "--reference-time", str(request.reference_time),
+            "--seed", str(request.seed),
+        )  # fmt: skip
 
         def on_line(line: str) -> None:
             if '"progress"' not in line:
@@ -182,25 +154,10 @@ class KttTuner:
     async def profile(
         self, problem_dir: Path, kernel: Path, spec: Path, summary: Path, out_dir: Path, *, device: int
     ) -> ProfileReport:
-        argv = [
-            self.python,
-            "-m",
-            "ktt",
-            "profile",
-            "--problem",
-            str(problem_dir),
-            "--kernel",
-            str(kernel),
-            "--spec",
-            str(spec),
-            "--from-summary",
-            str(summary),
-            "--output",
-            str(out_dir),
-            "--device",
-            str(device),
-            "--json",
-        ]
+        argv = self._argv(
+            "profile", problem_dir, kernel, spec,
+            "--from-summary", str(summary), "--output", str(out_dir), "--device", str(device),
+        )  # fmt: skip
         result = await run_streaming(argv, env=_python_env(), timeout_s=PROFILE_TIMEOUT_S)
         data = _last_json(result.stdout_lines, "profile")
         if data is not None:
@@ -208,7 +165,3 @@ class KttTuner:
         failure = _failure(result, "ktt profile")
         kind = "no_gpu" if failure.environment else "failed"
         return ProfileReport(ok=False, error=str(failure), error_kind=kind)  # type: ignore[arg-type]
-
-
-def is_bad_input(exc: TunerError) -> bool:
-    return exc.exit_code == EXIT_BAD_INPUT

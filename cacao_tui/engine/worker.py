@@ -38,9 +38,9 @@ from cacao_tui.nodes.run import EnvironmentFailure, run_tuning
 from cacao_tui.nodes.single_shot import implement_and_configure
 from cacao_tui.store.atomic import read_model, read_model_or_none, write_model
 from cacao_tui.store.layout import BranchLayout
+from cacao_tui.store.results import best_candidate
 from cacao_tui.store.state import (
     TERMINAL_BRANCH,
-    BestResult,
     BranchConfig,
     BranchManifest,
     Decision,
@@ -379,30 +379,26 @@ class BranchWorker:
         )
 
     def note_best(self, m: BranchManifest, st: IterState) -> None:
-        r = st.run
-        if r is None or not r.ran or r.best_ms is None or r.suspect:
+        require_score = bool(self.engine.deps.problem.cases)
+        candidate = best_candidate(st, require_score)
+        if candidate is None:
+            r = st.run
+            if require_score and r is not None and r.ran and r.best_ms is not None and r.score is None:
+                self.reporter.log("not eligible as best: a case failed or was not run", "warning")
             return
-        if self.engine.deps.problem.cases and r.score is None:
-            self.reporter.log("not eligible as best: a case failed or was not run", "warning")
-            return
-        candidate = BestResult(
-            branch=self.name,
-            iteration=st.index,
-            time_ms=r.best_ms,
-            speedup=r.speedup,
-            score=r.score,
-            config=r.best_config or {},
-            kernel_path=st.kernel_path or "",
-            spec_path=st.spec_path,
-            cases=r.cases,
-        )
         if m.best is not None and m.best.rank() >= candidate.rank():
             return
         m.best = candidate
         self.save(m)
         run_best = self.engine.offer_best(candidate)
         self.engine.bus.emit(
-            NewBest(branch=self.name, iteration=st.index, time_ms=r.best_ms, speedup=r.speedup, run_best=run_best)
+            NewBest(
+                branch=self.name,
+                iteration=st.index,
+                time_ms=candidate.time_ms,
+                speedup=candidate.speedup,
+                run_best=run_best,
+            )
         )
 
     async def apply(self, m: BranchManifest, st: IterState) -> bool:

@@ -50,8 +50,9 @@ def _read(path: Path, model: type[M], notes: list[str]) -> M | None:
         return None
 
 
-def _candidate(state: IterState, require_score: bool) -> BestResult | None:
-    """The iteration's tuned result, when it may be reported as a best (the worker's rule)."""
+def best_candidate(state: IterState, require_score: bool) -> BestResult | None:
+    """The iteration's tuned result, when it may be reported as a best: tuned, a finite time,
+    not suspect, and with ``cases`` a score. The worker and the rebuild both use this rule."""
     r = state.run
     if r is None or not r.ran or r.best_ms is None or r.suspect:
         return None
@@ -137,7 +138,7 @@ def collect_final_results(layout: RunLayout) -> tuple[FinalResults, list[str]]:
             decided += state.status == "decided"
             if state.run is not None and state.run.reference_ms is not None and reference_ms is None:
                 reference_ms = state.run.reference_ms
-            branch_best = _better(branch_best, _candidate(state, require_score))
+            branch_best = _better(branch_best, best_candidate(state, require_score))
         if m.best is not None and (not require_score or m.best.score is not None):
             branch_best = _better(branch_best, m.best)  # the worker's own record, if a state file is gone
         best = _better(best, branch_best)
