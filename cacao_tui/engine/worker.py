@@ -247,6 +247,11 @@ class BranchWorker:
             best_root = self.engine.layout.output / Path(m.best.kernel_path).parent
             label = f"this branch's best so far, iteration {m.best.iteration}, {m.best.time_ms:.4g} ms"
             base_kernel, base_spec = _read_pair(best_root)
+        elif (latest := self.latest_kernel(idx)) is not None:
+            # Nothing timed yet (a dry run, or no valid configuration): go on from the last kernel
+            # this branch wrote, unless that iteration asked for a retry.
+            base_kernel, base_spec = _read_pair(self.layout.iteration(latest).root)
+            label = f"this branch's latest kernel, iteration {latest} (not timed)"
         elif m.parent is not None and m.parent_iteration is not None:
             parent_root = self.engine.layout.branch(m.parent).iteration(m.parent_iteration).root
             base_kernel, base_spec = _read_pair(parent_root)
@@ -267,6 +272,18 @@ class BranchWorker:
             base_spec=base_spec,
             base_label=label,
         )
+
+    def latest_kernel(self, before: int) -> int | None:
+        for i in reversed(self.layout.iteration_indices()):
+            if i >= before:
+                continue
+            st = read_model_or_none(self.layout.iteration(i).state, IterState)
+            if st is None or st.author is None or not st.author.ok:
+                continue
+            if st.decision is not None and st.decision.action == "retry":
+                return None
+            return i
+        return None
 
     async def run_iteration(self, m: BranchManifest, idx: int, st: IterState | None) -> IterState:
         deps = self.engine.deps

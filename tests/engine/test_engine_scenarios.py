@@ -363,3 +363,29 @@ def test_single_shot_path(mmul_dir: Path) -> None:
     nodes = {r.key.node for r in provider.requests}
     assert {"implement", "configure"} <= nodes and "author" not in nodes
     assert manifests(mmul_dir)["b1-alpha"].best.time_ms == 0.75  # type: ignore[union-attr]
+
+
+def test_without_a_timed_best_the_next_iteration_starts_from_the_latest_kernel(mmul_dir: Path) -> None:
+    """In a dry run nothing is timed: iteration 2 must still build on iteration 1's kernel."""
+    from cacao_tui.store.state import TuneOutcome
+
+    class DryTuner(FakeTuner):  # FAKE: answers like a dry run, nothing timed
+        async def tune(self, request, on_progress):  # type: ignore[no-untyped-def]
+            raise AssertionError("a dry run never tunes")
+
+    scenario = Scenario(strategies=["alpha"])
+    plans: list[str] = []
+    original = scenario.respond
+
+    def spy(request):  # type: ignore[no-untyped-def]
+        if request.key.node == "plan":
+            plans.append(request.messages[-1].content)
+        return original(request)
+
+    scenario.respond = spy  # type: ignore[method-assign]
+    engine = make_engine(mmul_dir, scenario.provider(), tuner=DryTuner(), max_iter=2, n_strategies=1, dry_run=True)
+    run(engine)
+    assert "start from the reference" in plans[0]
+    assert "this branch's latest kernel, iteration 1 (not timed)" in plans[1] and "FAKE_TIME_MS: 2.0" in plans[1]
+    st = read_model(RunLayout(mmul_dir).branch("b1-alpha").iteration(2).state, IterState)
+    assert isinstance(st.run, TuneOutcome) and not st.run.ran
