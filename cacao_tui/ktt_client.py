@@ -51,6 +51,7 @@ class TuneRequest:
     watchdog_s: float
     reference_time: Path
     seed: int = 0
+    compile_workers: int | None = None  # None: ktt's default (all cores but one)
 
 
 class Tuner(Protocol):
@@ -130,6 +131,7 @@ class KttTuner:
             "--device", str(request.device),
             "--reference-time", str(request.reference_time),
             "--seed", str(request.seed),
+            *(["--compile-workers", str(request.compile_workers)] if request.compile_workers else []),
         )  # fmt: skip
 
         def on_line(line: str) -> None:

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import os
+
 from cacao_tui.ktt_client import TuneRequest, TunerError
 from cacao_tui.nodes.context import BranchView, RunDeps
 from cacao_tui.settings import tuner_watchdog_s
 from cacao_tui.store.state import CaseOutcome, TuneOutcome
 
 DRY_RUN_SAMPLE = 8
+
+
+def compile_workers(n_gpus: int) -> int | None:
+    """With several GPUs, tunings run at once: share the cores between their compiler pools."""
+    if n_gpus <= 1:
+        return None
+    return max(1, ((os.cpu_count() or 2) - 1) // n_gpus)
 
 
 class EnvironmentFailure(Exception):
@@ -48,6 +57,7 @@ async def run_tuning(deps: RunDeps, branch: BranchView) -> TuneOutcome:
                     watchdog_s=tuner_watchdog_s(budget + 60.0 * (1 + len(problem.cases))),
                     reference_time=deps.layout.reference_time,
                     seed=branch.iteration,
+                    compile_workers=compile_workers(len(deps.gpu.indices)),
                 ),
                 branch.reporter.tuning_progress,
             )

@@ -4,6 +4,7 @@ retries, failures, and the control surface (pause, kill, max_iter, retry)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 from pathlib import Path
@@ -389,3 +390,37 @@ def test_without_a_timed_best_the_next_iteration_starts_from_the_latest_kernel(m
     assert "this branch's latest kernel, iteration 1 (not timed)" in plans[1] and "FAKE_TIME_MS: 2.0" in plans[1]
     st = read_model(RunLayout(mmul_dir).branch("b1-alpha").iteration(2).state, IterState)
     assert isinstance(st.run, TuneOutcome) and not st.run.ran
+
+
+def test_ktt_command_lines(monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """What KttTuner asks of ktt; with several GPUs the compiler pools share the cores."""
+    from cacao_tui import ktt_client
+    from cacao_tui.ktt_client import KttTuner, TuneRequest
+    from cacao_tui.nodes.run import compile_workers
+    from cacao_tui.subprocesses import ProcessResult
+
+    seen: list[list[str]] = []
+
+    async def fake_run(argv, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(argv)
+        return ProcessResult(returncode=0, stdout_lines=[], stderr="", timed_out=False, seconds=0.0)
+
+    monkeypatch.setattr(ktt_client, "run_streaming", fake_run)
+    req = TuneRequest(
+        problem_dir=tmp_path,
+        kernel=tmp_path / "k.cu",
+        spec=tmp_path / "t.yaml",
+        out_dir=tmp_path,
+        device=1,
+        duration_s=6,
+        watchdog_s=60,
+        reference_time=tmp_path / "r.json",
+        compile_workers=7,
+    )
+    with contextlib.suppress(ktt_client.TunerError):  # the fake process printed no result
+        asyncio.run(KttTuner(python="py").tune(req, lambda p: None))
+    argv = seen[0]
+    assert argv[:4] == ["py", "-m", "ktt", "tune"] and argv[-1] == "--json"
+    assert argv[argv.index("--device") + 1] == "1" and argv[argv.index("--duration") + 1] == "6"
+    assert argv[argv.index("--compile-workers") + 1] == "7"
+    assert compile_workers(1) is None and compile_workers(2) >= 1
