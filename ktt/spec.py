@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ktt.expressions import Expression, ExpressionError, Number
 from ktt.problem.errors import ProblemError
-from ktt.problem.files import DTYPES
+from ktt.problem.files import DTYPES, check_dtype, reject_bool
 from ktt.problem.model import Buffer, Dim3, Problem, Scalar, Shape
 from ktt.problem.yaml_io import read_yaml_mapping, validate_model
 
@@ -45,18 +45,12 @@ class _SpecModel(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-def _no_bool(value: Any) -> Any:
-    if isinstance(value, bool):
-        raise ValueError(f"expected a number or an expression, got {value!r}")
-    return value
-
-
 class Dim3Spec(_SpecModel):
     x: int | str = 1
     y: int | str = 1
     z: int | str = 1
 
-    _nb = field_validator("x", "y", "z", mode="before")(_no_bool)
+    _nb = field_validator("x", "y", "z", mode="before")(reject_bool)
 
 
 class ValueArg(_SpecModel):
@@ -65,12 +59,7 @@ class ValueArg(_SpecModel):
     value: int | float | str
     dtype: str = "int"
 
-    @field_validator("dtype")
-    @classmethod
-    def _dtype(cls, v: str) -> str:
-        if v not in DTYPES:
-            raise ValueError(f"unknown dtype {v!r} (allowed: {', '.join(DTYPES)})")
-        return v
+    _dtype = field_validator("dtype")(check_dtype)
 
 
 LaunchArg = Annotated[str | ValueArg, Field(union_mode="left_to_right")]
@@ -84,7 +73,7 @@ class LaunchSpec(_SpecModel):
     args: list[LaunchArg] | None = None  # None: the problem's boundary, in args order
     stream: int | str = 0  # 0: the main stream; N > 0: a side stream, forked from and joined to the main one
 
-    _nb = field_validator("shared_mem", "stream", mode="before")(_no_bool)
+    _nb = field_validator("shared_mem", "stream", mode="before")(reject_bool)
 
 
 class ScratchSpec(_SpecModel):
@@ -95,14 +84,9 @@ class ScratchSpec(_SpecModel):
     size: int | str
     zero: bool = True  # memset to zero before each run of the launch sequence
 
-    _nb = field_validator("size", mode="before")(_no_bool)
+    _nb = field_validator("size", mode="before")(reject_bool)
 
-    @field_validator("dtype")
-    @classmethod
-    def _dtype(cls, v: str) -> str:
-        if v not in DTYPES:
-            raise ValueError(f"unknown dtype {v!r} (allowed: {', '.join(DTYPES)})")
-        return v
+    _dtype = field_validator("dtype")(check_dtype)
 
 
 class TuningFile(_SpecModel):

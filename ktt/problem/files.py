@@ -26,14 +26,14 @@ InitKind = Literal["random", "zeros", "custom", "file"]
 ReferenceType = Literal["cuda", "cpu_c", "python"]
 
 
-def _check_dtype(value: Any) -> Any:
+def check_dtype(value: Any) -> Any:
     if value not in DTYPES:
         allowed = ", ".join(DTYPES)
         raise ValueError(f"unknown dtype {value!r} (allowed: {allowed})")
     return value
 
 
-def _reject_bool(value: Any) -> Any:
+def reject_bool(value: Any) -> Any:
     if isinstance(value, bool):
         raise ValueError(f"expected a number or an expression, got {value!r}")
     return value
@@ -68,7 +68,7 @@ class Dim3Expr(FileModel):
     y: ExprValue = 1
     z: ExprValue = 1
 
-    _no_bool = field_validator("x", "y", "z", mode="before")(_reject_bool)
+    _no_bool = field_validator("x", "y", "z", mode="before")(reject_bool)
 
 
 class GpuSection(FileModel):
@@ -171,8 +171,8 @@ class ScalarArg(FileModel):
     value: ExprValue
     placements: list[Placement] = Field(default_factory=lambda: ["host", "define"])
 
-    _dtype = field_validator("dtype")(_check_dtype)
-    _no_bool = field_validator("value", mode="before")(_reject_bool)
+    _dtype = field_validator("dtype")(check_dtype)
+    _no_bool = field_validator("value", mode="before")(reject_bool)
 
     @field_validator("placements")
     @classmethod
@@ -196,8 +196,8 @@ class BufferArg(FileModel):
     file: str | None = None
     validate_: bool = Field(default=False, alias="validate")
 
-    _dtype = field_validator("dtype")(_check_dtype)
-    _no_bool = field_validator("size", mode="before")(_reject_bool)
+    _dtype = field_validator("dtype")(check_dtype)
+    _no_bool = field_validator("size", mode="before")(reject_bool)
 
 
 Arg = Annotated[ScalarArg | BufferArg, Field(discriminator="kind")]
