@@ -65,7 +65,6 @@ class BranchReporter:
 
     def __init__(self, worker: BranchWorker) -> None:
         self.worker = worker
-        self._last_progress = 0.0
 
     def log(self, message: str, level: str = "info") -> None:
         self.worker.engine.bus.log(message, level=level, branch=self.worker.name, iteration=self.worker.iteration)
@@ -126,11 +125,6 @@ class BranchWorker:
         st.updated_at = time.time()
         write_model(self.layout.iteration(st.index).state, st)
 
-    def max_iter(self, m: BranchManifest, cfg: BranchConfig) -> int:
-        """Iterations this branch may use. With a path budget, branch_config.json starts at what
-        the budget leaves for this branch (see Engine.create_branch); the user may change it."""
-        return cfg.max_iter
-
     # -- status ------------------------------------------------------------------------------
     def set_status(self, m: BranchManifest, status: str, reason: str | None = None) -> None:
         if m.status == status and reason is None:
@@ -146,7 +140,7 @@ class BranchWorker:
                 status=status,
                 iteration=m.current_iteration,
                 iterations_done=m.iterations_done,
-                max_iter=self.max_iter(m, cfg),
+                max_iter=cfg.max_iter,
                 reason=reason,
             )
         )
@@ -228,7 +222,9 @@ class BranchWorker:
             idx = m.current_iteration if m.current_iteration is not None else m.iterations_done + 1
             st = read_model_or_none(self.layout.iteration(idx).state, IterState)
             if st is None or st.decision is None:
-                limit = self.max_iter(m, cfg)
+                # With a path budget, branch_config.json starts at what the budget leaves for this
+                # branch (Engine.create_branch); the user may change it.
+                limit = cfg.max_iter
                 if st is None and m.iterations_done >= limit and not retried:
                     self.set_status(m, "done", f"iteration budget reached ({m.iterations_done}/{limit})")
                     return
@@ -266,7 +262,7 @@ class BranchWorker:
             reporter=self.reporter,
             iteration=idx,
             iterations_done=m.iterations_done,
-            max_iter=self.max_iter(m, cfg),
+            max_iter=cfg.max_iter,
             best=m.best,
             base_kernel=base_kernel,
             base_spec=base_spec,
