@@ -82,7 +82,7 @@ def check_kernel(
         report.message = str(exc)
         return report
     report.space_size = tspec.space_size()
-    space = SearchSpace(tspec.tune_params, tspec.restrictions, problem.base.scalars)
+    space = SearchSpace(tspec.tune_params, tspec.restrictions, problem.primary.scalars)
     keys = space.enumerate(ENUMERATION_LIMIT)
     rng = random.Random(seed)
     if keys is not None:
@@ -108,8 +108,8 @@ def check_kernel(
     with tempfile.TemporaryDirectory(prefix="ktt-check-") as tmp:
         work = WorkDir(work_dir or Path(tmp))
         ctx = CompileContext(problem, tspec, kernel, work, arch_name)
-        jobs: list[tuple[Config, Shape]] = [(space.config(k), problem.base) for k in chosen]
-        jobs += [(space.config(chosen[0]), case) for case in problem.cases]
+        jobs: list[tuple[Config, Shape]] = [(space.config(k), problem.primary) for k in chosen]
+        jobs += [(space.config(chosen[0]), case) for case in problem.shapes[1:]]
         cache = str(cache_dir or default_cache_dir())
 
         def run(job: tuple[Config, Shape]) -> tuple[CheckedConfig, CompileOutput | None, list[dict] | None]:

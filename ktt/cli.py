@@ -161,7 +161,7 @@ def _parser() -> argparse.ArgumentParser:
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--config", type=str, help="the configuration as JSON, e.g. '{\"BX\": 16}'")
     g.add_argument("--from-summary", type=Path, help="profile the best configuration of a tune summary.json")
-    p.add_argument("--shape", default=None, help="problem shape (default: the base shape)")
+    p.add_argument("--shape", default=None, help="problem shape (default: the primary one, the first case)")
     p.add_argument("--device", type=int, default=None)
 
     r = sub.add_parser("run-config")  # the program ncu profiles; not for people

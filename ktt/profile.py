@@ -179,7 +179,7 @@ def _setup(opts: ProfileOptions) -> tuple[Any, Any, KernelSource, Config, list[d
     spec = load_spec(opts.spec, problem)
     kernel = KernelSource.read(opts.kernel)
     config = _config_from(opts)
-    shape = problem.shape(opts.shape or problem.base.name)
+    shape = problem.shape(opts.shape or problem.primary.name)
     launches, _ = launch_plan(spec, config, shape)
     return problem, spec, kernel, config, launches
 
@@ -187,9 +187,10 @@ def _setup(opts: ProfileOptions) -> tuple[Any, Any, KernelSource, Config, list[d
 def profile(opts: ProfileOptions) -> tuple[ProfileReport, int]:
     opts.output.mkdir(parents=True, exist_ok=True)
     try:
-        _, _, _, config, launches = _setup(opts)
+        problem, _, _, config, launches = _setup(opts)
     except (ProblemError, OSError, ValueError, KeyError, ExpressionError) as exc:
         return ProfileReport(ok=False, error=str(exc), error_kind="failed"), EXIT_BAD_INPUT
+    opts.shape = opts.shape or problem.primary.name  # the ncu runner needs the name
     if find_ncu() is None:
         report = ProfileReport(
             ok=False,

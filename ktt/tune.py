@@ -163,7 +163,7 @@ class Tuner:
         assert self.writer is not None
         self.writer.append(result)
         self.results.append(result)
-        if result.shape == self.problem.base.name:  # case runs of the best are reported under cases
+        if result.shape == self.problem.primary.name:  # case runs of the best are reported under cases
             self.evaluated += 1
             self.by_status[result.status] = self.by_status.get(result.status, 0) + 1
         if result.gpu_ms:
@@ -172,7 +172,7 @@ class Tuner:
             result.status == "ok"
             and result.confirmed
             and result.time_ms is not None
-            and result.shape == self.problem.base.name
+            and result.shape == self.problem.primary.name
             and (self.best is None or result.time_ms < (self.best.time_ms or math.inf))
         ):
             self.best = result
@@ -202,8 +202,8 @@ class Tuner:
         elif spec.duration_s is not None:
             self.duration = spec.duration_s
         else:
-            self.duration = None if self.max_configs else problem.base.duration_s
-        self.space = SearchSpace(spec.tune_params, spec.restrictions, problem.base.scalars)
+            self.duration = None if self.max_configs else problem.primary.duration_s
+        self.space = SearchSpace(spec.tune_params, spec.restrictions, problem.primary.scalars)
         self.keys = self.space.enumerate(ENUMERATION_LIMIT)
         self.restricted = len(self.keys) if self.keys is not None else None
         self.space_total = self.restricted if self.restricted is not None else self.space.product_size()
@@ -336,7 +336,7 @@ class Tuner:
             device=device,
             measured_at=dt.datetime.now(dt.UTC).isoformat(),
         )
-        base = self.problem.base.name
+        base = self.problem.primary.name
         if data.ms is None and base in self.ref_measured:
             data.ms = self.ref_measured[base]
         for name, ms in self.ref_measured.items():
@@ -371,7 +371,7 @@ class Tuner:
         existing = self._read_reference_times()
         self.ref_times_known: dict[str, float | None] = {}
         if existing is not None:
-            self.ref_times_known[problem.base.name] = existing.ms
+            self.ref_times_known[problem.primary.name] = existing.ms
             self.ref_times_known.update(existing.cases)
         self.ref_source = existing.source if existing is not None else "measured"
         self.ref_measured: dict[str, float] = {}
@@ -386,7 +386,7 @@ class Tuner:
         # Compile ahead while the worker starts and the reference runs (the budget clock starts now).
         # Time kept back for validating and timing the best on every case, at most a quarter of the budget.
         if self.duration is not None:
-            reserve = min(CASE_RESERVE_S * len(problem.cases) + 1.0, 0.25 * self.duration)
+            reserve = min(CASE_RESERVE_S * (len(problem.shapes) - 1) + 1.0, 0.25 * self.duration)
             self.deadline = self.t0 + self.duration - reserve
         else:
             self.deadline = math.inf
@@ -415,7 +415,7 @@ class Tuner:
             raise TuneError(f"the GPU worker failed to start: {exc}", EXIT_ENVIRONMENT) from None
         self.bandwidth = winfo.get("bandwidth_gbs")
         self.peak = winfo.get("peak_gflops")
-        base_reply = self._use_shape(problem.base)
+        base_reply = self._use_shape(problem.primary)
         self.floor_ms = base_reply.get("floor_ms")
         self.floor_bytes = base_reply.get("floor_bytes")
         self.floor_flops = base_reply.get("floor_flops")
@@ -434,7 +434,7 @@ class Tuner:
         # Cases.
         cases = self._run_cases()
         self._write_reference_times(self.device_name)
-        base_ref = self.ref_times_known.get(problem.base.name)
+        base_ref = self.ref_times_known.get(problem.primary.name)
         speedup = base_ref / self.best.time_ms if (self.best and base_ref and self.best.time_ms) else None
         score = None
         if cases and all(c.speedup for c in cases):
@@ -501,7 +501,7 @@ class Tuner:
             if key is None:
                 break
             self.proposed += 1
-            self.compiling.append(self._make_candidate(key, self.problem.base))
+            self.compiling.append(self._make_candidate(key, self.problem.primary))
 
     def _finish_compile(self, cand: Candidate) -> bool:
         """Collect a finished compile; True when the candidate goes on to the GPU."""
@@ -700,25 +700,25 @@ class Tuner:
 
     def _run_cases(self) -> list[CaseResult]:
         problem = self.problem
-        base_ref = self.ref_times_known.get(problem.base.name)
+        base_ref = self.ref_times_known.get(problem.primary.name)
         if self.best is None:
             return [CaseResult(name=s.name, status="not_run") for s in problem.shapes]
         best = self.best
         out = [
             CaseResult(
-                name=problem.base.name,
+                name=problem.primary.name,
                 status="ok",
                 time_ms=best.time_ms,
                 reference_ms=base_ref,
                 speedup=(base_ref / best.time_ms) if (base_ref and best.time_ms) else None,
             )
         ]
-        if not problem.cases:
+        if len(problem.shapes) == 1:
             return out
         self.phase = "cases"
         self.progress(force=True)
         key = self.space.key(best.config)
-        for shape in problem.cases:
+        for shape in problem.shapes[1:]:  # the search tuned the primary; the others run its best
             try:
                 out.append(self._run_case(key, shape))
             except TuneError as exc:

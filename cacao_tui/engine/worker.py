@@ -392,7 +392,7 @@ class BranchWorker:
         )
 
     def note_best(self, m: BranchManifest, st: IterState) -> None:
-        require_score = bool(self.engine.deps.problem.cases)
+        require_score = self.engine.deps.problem.declared_cases
         candidate = best_candidate(st, require_score)
         if candidate is None:
             r = st.run

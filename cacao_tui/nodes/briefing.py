@@ -24,7 +24,7 @@ def _floor_text(problem: Problem, arch_peak_note: str = "") -> str:
 def _buffers_text(problem: Problem) -> str:
     out = []
     for b in problem.buffers:
-        n = problem.base.sizes[b.name]
+        n = problem.primary.sizes[b.name]
         flags = [b.access] + (["validated"] if b.validate else [])
         out.append(f"{b.name} ({b.ctype}[{b.size.text}] = {n:,} elements, {', '.join(flags)})")
     return "; ".join(out)
@@ -42,9 +42,9 @@ def problem_brief(deps: RunDeps) -> str:
     rules = [f"- {t}" for t in p.rules_text]
     rules += [f"- forbidden: /{r.pattern.pattern}/" + (f" ({r.reason})" if r.reason else "") for r in p.forbid]
     shapes = "; ".join(f"{s.name}: " + ", ".join(f"{k}={v}" for k, v in s.scalars.items()) for s in p.shapes)
-    if p.cases:
+    if p.declared_cases:
         shapes += " (score = geometric mean of the per-shape speedups; every shape must pass)"
-    budget = deps.settings.timeout_s or p.base.duration_s
+    budget = deps.settings.timeout_s or p.primary.duration_s
     deps._brief = prompts.render(
         "problem_brief",
         name=p.name,
@@ -54,7 +54,7 @@ def problem_brief(deps: RunDeps) -> str:
         buffers=_buffers_text(p),
         reference_type=ref.type,
         reference_file=ref.file.name,
-        grid=str(p.base.grid),
+        grid=str(p.primary.grid),
         block=str(ref.block),
         reference_source=source.rstrip(),
         tolerance=p.tolerance,

@@ -41,7 +41,7 @@ async def run_tuning(deps: RunDeps, branch: BranchView) -> TuneOutcome:
             message=f"dry run: not run on a GPU; {n_ok}/{len(report.configs)} sampled configurations compiled"
             + ("" if report.ok else " (check failed)"),
         )
-    budget = deps.settings.timeout_s or problem.base.duration_s
+    budget = deps.settings.timeout_s or problem.primary.duration_s
     it.tune_dir.mkdir(parents=True, exist_ok=True)
     try:
         async with deps.devices.acquire() as device:
@@ -54,7 +54,7 @@ async def run_tuning(deps: RunDeps, branch: BranchView) -> TuneOutcome:
                     out_dir=it.tune_dir,
                     device=device,
                     duration_s=budget,
-                    watchdog_s=tuner_watchdog_s(budget + 60.0 * (1 + len(problem.cases))),
+                    watchdog_s=tuner_watchdog_s(budget + 60.0 * len(problem.shapes)),
                     reference_time=deps.layout.reference_time,
                     seed=branch.iteration,
                     compile_workers=compile_workers(len(deps.gpu.indices)),

@@ -104,18 +104,17 @@ def _shape_lines(problem: Problem, shape: Shape) -> list[str]:
 
 
 def _case_lines(problem: Problem) -> list[str]:
+    if not problem.declared_cases:
+        return []
     lines = []
-    for case in problem.cases:
-        changed = [
-            f"{s.name}={_value(case.scalars[s.name])}"
-            for s in problem.scalars
-            if case.scalars[s.name] != problem.base.scalars[s.name]
-        ]
+    for i, case in enumerate(problem.shapes):
+        values = case.scalars
+        changed = [f"{s.name}={_value(values[s.name])}" for s in problem.scalars if values[s.name] != s.value]
         files = [f"{k} from {_relative(v, problem.directory)}" for k, v in case.files.items()]
         parts = changed + files
-        lines.append(f"{case.name}: {', '.join(parts) if parts else 'same as the base shape'}")
-    if lines:
-        lines.append("a kernel is scored by the geometric mean of its speedups over all shapes")
+        primary = " (primary: the search tunes this one)" if i == 0 else ""
+        lines.append(f"{case.name}{primary}: {', '.join(parts) if parts else 'the inputs.yaml values'}")
+    lines.append("a kernel is scored by the geometric mean of its speedups over all cases")
     return lines
 
 

@@ -120,7 +120,7 @@ class RulesSection(FileModel):
 
 
 class CaseSection(FileModel):
-    name: str
+    name: str = "default"  # as in the original, an unnamed case is called default
     scalars: dict[str, ExprValue] = Field(default_factory=dict)
     files: dict[str, str] = Field(default_factory=dict)
     duration_s: float | None = Field(default=None, gt=0)

@@ -15,7 +15,7 @@ HEADER_NAME = "inputs.hpp"
 
 
 def render_inputs_hpp(problem: Problem, shape: Shape | None = None) -> str:
-    shape = shape or problem.base
+    shape = shape or problem.primary
     lines = [
         f"// {HEADER_NAME}: generated from inputs.yaml of problem '{problem.name}'. Do not edit:",
         "// it is rewritten whenever inputs.yaml changes.",

@@ -30,7 +30,7 @@ MAX_GPU_BYTES = 288 * 10**9
 MAX_THREADS_PER_BLOCK = 1024
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CASE_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
-BASE_SHAPE = "default"
+DEFAULT_SHAPE = "default"  # the one implicit shape of a problem without cases
 
 REFERENCE_FILES = {"cuda": "ref_kernel.cu", "cpu_c": "ref_cpu.c", "python": "ref.py"}
 REFERENCE_SUFFIXES = {".cu": "cuda", ".cuh": "cuda", ".c": "cpu_c", ".py": "python"}
@@ -129,28 +129,32 @@ def load_problem(directory: Path | str) -> Problem:
     reference, ref_warnings = _resolve_reference(pfile, raw, root, problem_path)
     warnings += ref_warnings
 
-    base = _make_shape(
-        BASE_SHAPE,
-        base_scalars,
-        args,
-        grid_exprs,
-        {},
-        pfile.tuning.duration_s,
-        inputs_source,
-        problem_path,
-        field_prefix="",
-    )
-    cases = _resolve_cases(
-        pfile.cases,
-        args,
-        scalar_exprs,
-        base_scalars,
-        grid_exprs,
-        pfile.tuning.duration_s,
-        inputs_source,
-        problem_path,
-        root,
-    )
+    if pfile.cases:
+        shapes = _resolve_cases(
+            pfile.cases,
+            args,
+            scalar_exprs,
+            base_scalars,
+            grid_exprs,
+            pfile.tuning.duration_s,
+            inputs_source,
+            problem_path,
+            root,
+        )
+    else:
+        shapes = [
+            _make_shape(
+                DEFAULT_SHAPE,
+                base_scalars,
+                args,
+                grid_exprs,
+                {},
+                pfile.tuning.duration_s,
+                inputs_source,
+                problem_path,
+                field_prefix="",
+            )
+        ]
 
     floor_bytes = floor_flops = None
     if pfile.physical_floor is not None:
@@ -175,8 +179,8 @@ def load_problem(directory: Path | str) -> Problem:
         args=args,
         headers=list(inputs.headers),
         shared_setup=inputs.shared_setup,
-        base=base,
-        cases=cases,
+        shapes=shapes,
+        declared_cases=bool(pfile.cases),
         floor_bytes=floor_bytes,
         floor_flops=floor_flops,
         warnings=warnings,
@@ -545,8 +549,9 @@ def _resolve_cases(
     problem_path: Path,
     root: Path,
 ) -> list[Shape]:
+    """The declared cases, in order: each one a scored shape (the first is the primary)."""
     shapes: list[Shape] = []
-    seen: set[str] = {BASE_SHAPE}
+    seen: set[str] = set()
     scalars = [a for a in args if isinstance(a, Scalar)]
     buffers = {a.name: a for a in args if isinstance(a, Buffer)}
     for i, case in enumerate(cases):
@@ -554,8 +559,7 @@ def _resolve_cases(
         if not CASE_NAME.match(case.name):
             raise ProblemError(problem_path, f"{label}.name", f"{case.name!r} must match [A-Za-z0-9_-]+")
         if case.name in seen:
-            why = "is reserved for the base shape" if case.name == BASE_SHAPE else "is used twice"
-            raise ProblemError(problem_path, f"{label}.name", f"{case.name!r} {why}")
+            raise ProblemError(problem_path, f"{label}.name", f"{case.name!r} is used twice (names must be unique)")
         seen.add(case.name)
         label = f"cases[{i}] ({case.name})"
         overrides: dict[str, Number] = {}

@@ -125,7 +125,7 @@ class Reference:
 
 @dataclass(frozen=True)
 class Shape:
-    """One set of sizes to run at: the base problem, or one of its ``cases``."""
+    """One scored set of sizes: a declared ``cases:`` entry, or the implicit ``default`` shape."""
 
     name: str
     scalars: dict[str, Number]
@@ -158,8 +158,11 @@ class Problem:
     args: list[Arg]
     headers: list[str]
     shared_setup: str
-    base: Shape
-    cases: list[Shape]
+    # The scored shapes in declared order; the first is the primary (the one the search tunes).
+    # Without ``cases:`` this is one implicit shape named ``default`` built from the inputs.yaml
+    # values; with ``cases:`` those values are only defaults for the cases' overrides.
+    shapes: list[Shape]
+    declared_cases: bool
     floor_bytes: Expression | None = None
     floor_flops: Expression | None = None
     warnings: list[str] = field(default_factory=list)
@@ -190,9 +193,8 @@ class Problem:
         return [a for a in self.args if isinstance(a, Buffer) or a.is_runtime]
 
     @property
-    def shapes(self) -> list[Shape]:
-        """The base shape first, then each case."""
-        return [self.base, *self.cases]
+    def primary(self) -> Shape:
+        return self.shapes[0]
 
     def shape(self, name: str) -> Shape:
         for s in self.shapes:
@@ -201,7 +203,7 @@ class Problem:
         raise KeyError(name)
 
     def defines(self, shape: Shape | None = None) -> dict[str, Number]:
-        values = (shape or self.base).scalars
+        values = (shape or self.primary).scalars
         return {s.name: values[s.name] for s in self.scalars if s.is_define}
 
     def forbid_hits(self, source: str) -> list[ForbidHit]:
@@ -210,7 +212,7 @@ class Problem:
 
     def floor(self, shape: Shape | None = None) -> tuple[float | None, float | None]:
         """(bytes, flops) of the physical floor for a shape, where the problem declares them."""
-        env = (shape or self.base).scalars
+        env = (shape or self.primary).scalars
         b = float(self.floor_bytes.evaluate(env)) if self.floor_bytes else None
         f = float(self.floor_flops.evaluate(env)) if self.floor_flops else None
         return b, f

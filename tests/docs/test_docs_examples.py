@@ -140,10 +140,10 @@ def test_runtime_scalar_joins_the_boundary(built: Path) -> None:
 
 def test_cases_and_opencl_examples(built: Path) -> None:
     cases = load_problem(built / "saxpy-cases")
-    assert [s.name for s in cases.shapes] == ["default", "small", "odd"]
+    assert [s.name for s in cases.shapes] == ["small", "odd"] and cases.primary.name == "small"
     assert cases.shape("odd").grid.x == (1000003 + 255) // 256
     opencl = load_problem(built / "saxpy-opencl")
-    assert opencl.global_size_type == "opencl" and opencl.base.grid.x == 1 << 24
+    assert opencl.global_size_type == "opencl" and opencl.primary.grid.x == 1 << 24
 
 
 def test_python_reference_computes_saxpy(built: Path) -> None:

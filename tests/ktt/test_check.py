@@ -50,7 +50,7 @@ def test_example_passes_with_no_gpu(name: str, compile_cache: Path, capsys: pyte
     assert code == 0, report["message"]
     assert report["ok"] and report["sampled"] >= 1 and not report["missing_kernels"]
     if name == "stencil":
-        assert {c["shape"] for c in report["configs"]} == {"default", "small", "tall"}
+        assert {c["shape"] for c in report["configs"]} == {"square", "small", "tall"}
 
 
 def planted(name: str) -> tuple[str, int]:

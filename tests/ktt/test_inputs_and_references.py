@@ -62,11 +62,11 @@ def transpose(a):
 def test_inputs_are_deterministic_and_in_range(tmp_path: Path) -> None:
     d = make_problem(tmp_path, "reference: {type: cpu_c, file: ref_cpu.c}", "ref_cpu.c", CPU_REF)
     problem = load_problem(d)
-    first = make_inputs(problem, problem.base, 0, 0, tmp_path)
-    assert np.array_equal(first["A"], make_inputs(problem, problem.base, 0, 7, tmp_path)["A"])
-    fresh = make_inputs(problem, problem.base, 1, 0, tmp_path)
+    first = make_inputs(problem, problem.primary, 0, 0, tmp_path)
+    assert np.array_equal(first["A"], make_inputs(problem, problem.primary, 0, 7, tmp_path)["A"])
+    fresh = make_inputs(problem, problem.primary, 1, 0, tmp_path)
     assert not np.array_equal(first["A"], fresh["A"])
-    assert not np.array_equal(fresh["A"], make_inputs(problem, problem.base, 1, 1, tmp_path)["A"])
+    assert not np.array_equal(fresh["A"], make_inputs(problem, problem.primary, 1, 1, tmp_path)["A"])
     assert first["A"].dtype == np.float32 and first["A"].min() >= 2 and first["A"].max() <= 4
     assert first["I"].dtype == np.int32 and first["I"].min() >= 0 and first["I"].max() <= 9
     assert not first["Z"].any()
@@ -107,5 +107,5 @@ def test_host_reference_writes_outputs_and_a_time(tmp_path: Path, kind: str) -> 
     problem = load_problem(d)
     w = WorkDir(work)
     for s in (0, 1):
-        a = make_inputs(problem, problem.base, s, 0, work)["A"].reshape(3, 5)
+        a = make_inputs(problem, problem.primary, s, 0, work)["A"].reshape(3, 5)
         assert np.array_equal(np.load(w.reference_file("default", s, "B")), a.T.ravel())

@@ -17,7 +17,7 @@ def test_every_example_spec_loads(name: str) -> None:
     spec = load_spec(ROOT / "problems" / name / "example" / "tuning.yaml", problem)
     assert spec.launches and spec.tune_params
     config = {k: v[0] for k, v in spec.tune_params.items()}
-    geometry = spec.geometry(config, problem.base)
+    geometry = spec.geometry(config, problem.primary)
     assert geometry[0].grid.x >= 1 and geometry[0].block.count() >= 1
 
 
@@ -68,19 +68,19 @@ launches:
 """,
         problem,
     )
-    g = spec.geometry({"B": 64, "PARTS": 4}, problem.base)
+    g = spec.geometry({"B": 64, "PARTS": 4}, problem.primary)
     assert [x.kernel for x in g] == ["stage1", "stage2"]
     assert g[0].grid.x == 16 and g[0].shared_mem == 256 and g[1].stream == 1
     kinds = [(a.kind, a.name, v) for a, v in g[0].args]
     assert kinds == [("buffer", "X", None), ("scratch", "partial", None), ("value", "arg2", 512)]
-    assert spec.scratch_sizes({"B": 64, "PARTS": 4}, problem.base) == {"partial": 64}
-    assert spec.satisfies({"B": 128, "PARTS": 4}, problem.base)
+    assert spec.scratch_sizes({"B": 64, "PARTS": 4}, problem.primary) == {"partial": 64}
+    assert spec.satisfies({"B": 128, "PARTS": 4}, problem.primary)
 
 
 def test_default_arguments_are_the_boundary(tmp_path: Path) -> None:
     problem = load_problem(ROOT / "bench" / "gemm_space" / "problem")
     spec = load_spec(ROOT / "bench" / "gemm_space" / "tuning.yaml", problem)
-    g = spec.geometry({k: v[0] for k, v in spec.tune_params.items()}, problem.base)
+    g = spec.geometry({k: v[0] for k, v in spec.tune_params.items()}, problem.primary)
     assert [(a.kind, a.name) for a, _ in g[0].args] == [
         ("buffer", "A"), ("buffer", "B"), ("buffer", "C"), ("value", "M"), ("value", "N"), ("value", "K")
     ]  # fmt: skip

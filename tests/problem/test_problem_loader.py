@@ -25,7 +25,7 @@ def test_the_issue_problems_are_shipped() -> None:
     assert {"mmul", "transpose", "softmax", "stencil"} <= set(SHIPPED)
     types = {load_problem(REPO / "problems" / n).reference.type for n in SHIPPED}
     assert {"cuda", "cpu_c", "python"} <= types
-    with_cases = [n for n in SHIPPED if load_problem(REPO / "problems" / n).cases]
+    with_cases = [n for n in SHIPPED if load_problem(REPO / "problems" / n).declared_cases]
     with_rules = [n for n in SHIPPED if load_problem(REPO / "problems" / n).forbid]
     assert set(with_cases) & set(with_rules)
 
@@ -46,8 +46,8 @@ def test_shipped_problem_loads_and_states_its_floor(name: str) -> None:
 def test_mmul_boundary_sizes_and_grid() -> None:
     p = load_problem(REPO / "problems" / "mmul")
     assert p.boundary_signature() == "const float* A, const float* B, float* C"
-    assert p.base.sizes == {"A": 2048 * 2048, "B": 2048 * 2048, "C": 2048 * 2048}
-    assert p.base.grid.as_tuple() == (128, 128, 1)
+    assert p.primary.sizes == {"A": 2048 * 2048, "B": 2048 * 2048, "C": 2048 * 2048}
+    assert p.primary.grid.as_tuple() == (128, 128, 1)
     assert p.reference.function == "mmul_ref" and p.reference.block.as_tuple() == (16, 16, 1)
     assert p.defines() == {"DIM_M": 2048, "DIM_N": 2048, "DIM_K": 2048}
 
@@ -59,7 +59,8 @@ def test_stencil_cases_apply_their_overrides() -> None:
     assert small.sizes["IN"] == 1024 * 1024
     assert small.grid.as_tuple() == (64, 64, 1)
     assert p.shape("tall").duration_s == 10
-    assert p.shape("small").duration_s == p.base.duration_s
+    assert p.shape("small").duration_s == p.shape("square").duration_s == 15
+    assert [s.name for s in p.shapes] == ["square", "small", "tall"] and p.primary.name == "square"
     assert p.floor(small)[0] == 2 * 4 * 1024 * 1024
 
 
@@ -76,7 +77,8 @@ def test_derived_scalars_follow_case_overrides(tiny: Path) -> None:
     )
     edit_yaml(tiny / "problem.yaml", lambda d: d.update(cases=[{"name": 2048, "scalars": {"COUNT": "1 << 11"}}]))
     p = load_problem(tiny)
-    assert p.base.scalars["HALF"] == 512
+    assert [s.name for s in p.shapes] == ["2048"] and p.declared_cases
+    assert [s.value for s in p.scalars] == [1024, 512]
     assert p.shape("2048").scalars == {"COUNT": 2048, "HALF": 1024}
 
 
@@ -98,7 +100,7 @@ def test_inline_form_is_converted(tmp_path: Path) -> None:
     assert p.boundary_signature() == "const float* src, float* dst"
     assert [b.name for b in p.validated] == ["dst"]
     assert p.reference.block.as_tuple() == (256, 1, 1)
-    assert p.base.scalars == {"VEC_LEN": 4096, "FACTOR": 3.0}
+    assert p.primary.scalars == {"VEC_LEN": 4096, "FACTOR": 3.0}
     assert any("converted from the older inline form" in w for w in p.warnings)
     assert any("validating the outputs (dst)" in w for w in p.warnings)
     assert not (d / "inputs.yaml").exists()

@@ -134,5 +134,5 @@ def test_refuses_an_existing_target(tmp_path: Path) -> None:
 def test_written_problem_round_trips(tmp_path: Path) -> None:
     target, problem = write_problem(new_problem_from_fields(fields(), tmp_path), tmp_path)
     again = load_problem(target)
-    assert again.base.sizes == problem.base.sizes == {"a": 1 << 20, "b": 1 << 20, "c": 1 << 20}
+    assert again.primary.sizes == problem.primary.sizes == {"a": 1 << 20, "b": 1 << 20, "c": 1 << 20}
     assert "init" not in (target / "inputs.yaml").read_text().splitlines()[-1]  # an output's init is not written
