@@ -16,14 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ktt.expressions import Expression, ExpressionError, Number
 from ktt.problem.errors import ProblemError
 from ktt.problem.files import DTYPES, check_dtype, reject_bool
 from ktt.problem.model import Buffer, Dim3, Problem, Scalar, Shape
-from ktt.problem.yaml_io import read_yaml_mapping, validate_model
+from ktt.problem.yaml_io import parse_yaml_mapping, read_yaml_mapping, validate_model
 
 ParamValue = int | float | str
 Config = dict[str, ParamValue]
@@ -238,22 +237,20 @@ class TuningSpec:
 def load_spec(path: Path | str, problem: Problem) -> TuningSpec:
     """Read and check tuning.yaml against the problem it tunes."""
     path = Path(path)
-    raw = read_yaml_mapping(path)
+    try:
+        raw = read_yaml_mapping(path)
+    except ProblemError as exc:
+        raise SpecError(exc.file, exc.field, exc.message) from None
     return _spec_from_raw(raw, path, problem)
 
 
 def load_spec_text(text: str, problem: Problem, path: Path | str = "tuning.yaml") -> TuningSpec:
-    """The same as ``load_spec`` for YAML already in memory (errors name ``path``)."""
+    """The same as ``load_spec`` for YAML already in memory (errors name ``path``); the same YAML budget."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(file)"
-        problem_text = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError(path, where, f"YAML syntax error: {problem_text}") from None
-    if not isinstance(raw, dict):
-        raise SpecError(path, "(top level)", "expected a mapping of keys")
+        raw = parse_yaml_mapping(text, path)
+    except ProblemError as exc:
+        raise SpecError(exc.file, exc.field, exc.message) from None
     return _spec_from_raw(raw, path, problem)
 
 

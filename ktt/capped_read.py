@@ -1,0 +1,87 @@
+"""Reading files from a problem directory or a model's output: regular files only, size-capped.
+
+A header linked to /dev/zero, a FIFO named like a reference, or a 2 GB "kernel" must end in one
+line, not a hang or an out-of-memory kill. The file is opened without blocking (a FIFO with no
+writer would otherwise block the open itself), checked with ``fstat`` on the open descriptor (so
+a swap between check and read changes nothing), and read no further than its cap.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+KIB = 1024
+MIB = 1024 * KIB
+
+# The caps in force (docs/SECURITY.md, "Bounds", lists them).
+MAX_YAML_BYTES = 1 * MIB  # problem.yaml, inputs.yaml, tuning.yaml
+MAX_SOURCE_BYTES = 4 * MIB  # a reference, a kernel, a header of the problem directory
+
+
+class ReadRefused(OSError):
+    """A file that is not read: not a regular file, or larger than its cap. ``str()`` is one line."""
+
+    def __init__(self, path: Path | str, reason: str) -> None:
+        super().__init__(errno.EINVAL, reason, str(path))
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+def _describe(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def read_bytes_capped(path: Path | str, limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; ReadRefused (an OSError) otherwise."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ReadRefused(path, f"{_describe(st.st_mode)}, not a regular file")
+        if st.st_size > limit:
+            raise ReadRefused(path, f"{st.st_size:,} bytes, larger than the limit of {limit:,}")
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            chunk = os.read(fd, min(1 * MIB, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:  # grew since fstat
+                raise ReadRefused(path, f"more than {limit:,} bytes (the limit)")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_text_capped(path: Path | str, limit: int, *, errors: str = "strict") -> str:
+    """UTF-8 text of a regular file of at most ``limit`` bytes (UnicodeDecodeError when strict)."""
+    return read_bytes_capped(path, limit).decode("utf-8", errors=errors)
+
+
+def describe_read_error(exc: OSError | UnicodeDecodeError) -> str:
+    """One line for a failed read, without the path (the caller names the file)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+    if isinstance(exc, ReadRefused):
+        return exc.reason
+    if isinstance(exc, FileNotFoundError):
+        return "file not found"
+    return f"cannot read: {exc.strerror or exc}"
