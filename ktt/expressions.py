@@ -10,6 +10,12 @@ Semantics follow C for integers: ``/`` between integers truncates toward zero, `
 takes the sign of the dividend, and results must fit in 64 bits. Python spellings of
 the logical operators (``and``, ``or``, ``not``) are accepted too, since Kernel Tuner
 restrictions use them. ``//`` starts a comment, as in C++; it is not integer division.
+
+Every input gives a number or one ``ExpressionError`` line, never another exception: the
+text is capped in length and nesting depth (so neither parsing nor evaluation recurses
+without bound), every literal, intermediate and result is checked (integers within 64 bits,
+floats finite), and operands must be numbers. Evaluation is therefore linear in the length
+of the text: no operation works on more than 64-bit operands or loops.
 """
 
 from __future__ import annotations
@@ -24,6 +30,9 @@ Env = Mapping[str, Number]
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
+MAX_EXPRESSION_LENGTH = 4096  # characters, comment removed
+MAX_EXPRESSION_DEPTH = 100  # nesting of parentheses, operators and calls in one expression
+_MAX_LITERAL_DIGITS = 40
 
 
 class ExpressionError(ValueError):
@@ -50,11 +59,13 @@ def _c_mod(a: Number, b: Number) -> Number:
 def _ceil_div(a: Number, b: Number) -> int:
     if b == 0:
         raise ExpressionError("division by zero (in ceil_div)")
-    return -((-int(a)) // int(b)) if b > 0 else math.ceil(a / b)
+    if isinstance(a, int) and isinstance(b, int):
+        return -((-a) // b)
+    return math.ceil(_finite(a / b))
 
 
-def _round_up(a: Number, b: Number) -> int:
-    return _ceil_div(a, b) * int(b)
+def _round_up(a: Number, b: Number) -> Number:
+    return _ceil_div(a, b) * b
 
 
 def _to_int(x: Number) -> int:
@@ -78,7 +89,20 @@ def _pow(a: Number, b: Number) -> Number:
         if b > 64 and abs(a) > 1:
             raise ExpressionError("pow result does not fit in 64 bits")
         return a**b
-    return float(a) ** float(b)
+    if a == 0 and b < 0:
+        raise ExpressionError("pow(0, negative): division by zero")
+    if a < 0 and not float(b).is_integer():
+        raise ExpressionError(f"pow of negative value {a} to a non-integer power {b}")
+    try:
+        return math.pow(a, b)
+    except OverflowError:
+        raise ExpressionError("pow result is too large") from None
+
+
+def _finite(x: float) -> float:
+    if not math.isfinite(x):
+        raise ExpressionError("result is not a finite number")
+    return x
 
 
 def _ceil(x: Number) -> int:
@@ -146,13 +170,24 @@ def _tokenize(text: str) -> list[_Tok]:
 
 def _parse_number(text: str) -> Number:
     body = text.rstrip("uUlLfF") if not text.lower().startswith("0x") else text.rstrip("uUlL")
+    if len(body) > _MAX_LITERAL_DIGITS:
+        raise ExpressionError(f"number {_quote(text)} is too long (more than {_MAX_LITERAL_DIGITS} characters)")
     if body.lower().startswith("0x"):
-        return int(body, 16)
-    if any(c in body for c in ".eE"):
-        return float(body)
-    if text[-1:] in "fF":
-        return float(body)
-    return int(body)
+        value: Number = int(body, 16)
+    elif any(c in body for c in ".eE") or text[-1:] in "fF":
+        value = float(body)
+    else:
+        value = int(body)
+    if isinstance(value, int) and not (INT64_MIN <= value <= INT64_MAX):
+        raise ExpressionError(f"number {_quote(text)} does not fit in 64 bits")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ExpressionError(f"number {_quote(text)} is not a finite number")
+    return value
+
+
+def _quote(text: str, limit: int = 40) -> str:
+    """A token for a message: repr (so control characters are escaped), at most ``limit`` characters."""
+    return repr(text) if len(text) <= limit else repr(text[: limit - 3]) + "..."
 
 
 # A compiled node is a function from the environment to a number.
@@ -189,6 +224,8 @@ def _check_int64(value: Number) -> Number:
         raise ExpressionError("integer overflow: result does not fit in 64 bits")
     if isinstance(value, float) and not math.isfinite(value):
         raise ExpressionError("result is not a finite number")
+    if isinstance(value, complex):  # cannot happen with the functions above; kept as a guard
+        raise ExpressionError("result is not a real number")
     return value
 
 
@@ -198,55 +235,85 @@ def _require_int(op: str, *values: Number) -> None:
             raise ExpressionError(f"operator {op!r} needs integers, got {v!r}")
 
 
+def _arith(op: str, a: Number, b: Number) -> Number:
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op == "/":
+        return _c_div(a, b)
+    if op == "%":
+        return _c_mod(a, b)
+    if op == "<":
+        return int(a < b)
+    if op == "<=":
+        return int(a <= b)
+    if op == ">":
+        return int(a > b)
+    if op == ">=":
+        return int(a >= b)
+    if op == "==":
+        return int(a == b)
+    if op == "!=":
+        return int(a != b)
+    _require_int(op, a, b)
+    assert isinstance(a, int) and isinstance(b, int)
+    if op == "&":
+        return a & b
+    if op == "|":
+        return a | b
+    if op == "^":
+        return a ^ b
+    if b < 0 or b >= 64:
+        raise ExpressionError(f"shift count {b} out of range")
+    return a << b if op == "<<" else a >> b
+
+
 def _binary(op: str, left: Node, right: Node) -> Node:
     if op in ("&&", "and"):
         return lambda env: int(bool(left(env)) and bool(right(env)))
     if op in ("||", "or"):
         return lambda env: int(bool(left(env)) or bool(right(env)))
 
-    def arith(a: Number, b: Number) -> Number:
-        if op == "+":
-            return a + b
-        if op == "-":
-            return a - b
-        if op == "*":
-            return a * b
-        if op == "/":
-            return _c_div(a, b)
-        if op == "%":
-            return _c_mod(a, b)
-        if op == "<":
-            return int(a < b)
-        if op == "<=":
-            return int(a <= b)
-        if op == ">":
-            return int(a > b)
-        if op == ">=":
-            return int(a >= b)
-        if op == "==":
-            return int(a == b)
-        if op == "!=":
-            return int(a != b)
-        _require_int(op, a, b)
-        assert isinstance(a, int) and isinstance(b, int)
-        if op == "&":
-            return a & b
-        if op == "|":
-            return a | b
-        if op == "^":
-            return a ^ b
-        if b < 0 or b >= 64:
-            raise ExpressionError(f"shift count {b} out of range")
-        return a << b if op == "<<" else a >> b
+    def apply(env: Env) -> Number:
+        try:
+            return _check_int64(_arith(op, left(env), right(env)))
+        except (OverflowError, ZeroDivisionError, ValueError) as exc:  # float overflow in * or /
+            if isinstance(exc, ExpressionError):
+                raise
+            raise ExpressionError(f"operator {op!r}: {_arith_message(exc)}") from None
 
-    return lambda env: _check_int64(arith(left(env), right(env)))
+    return apply
+
+
+def _arith_message(exc: BaseException) -> str:
+    if isinstance(exc, ZeroDivisionError):
+        return "division by zero"
+    if isinstance(exc, OverflowError):
+        return "result is too large"
+    return "invalid operands"
+
+
+def _load(name: str) -> Node:
+    def load(env: Env) -> Number:
+        value = env[name]
+        if isinstance(value, str):
+            raise ExpressionError(f"{name!r} is the text {_quote(value)}, not a number")
+        return _check_int64(value)
+
+    return load
 
 
 class _Parser:
+    """Pratt parser; every parse method returns (node, depth of the node tree)."""
+
     def __init__(self, text: str, toks: list[_Tok]) -> None:
         self.text = text
         self.toks = toks
         self.i = 0
+        self.level = 0
         self.names: set[str] = set()
 
     def peek(self) -> _Tok:
@@ -260,50 +327,68 @@ class _Parser:
     def expect(self, text: str) -> None:
         tok = self.take()
         if tok.text != text:
-            found = "end of expression" if tok.kind == "end" else repr(tok.text)
+            found = "end of expression" if tok.kind == "end" else _quote(tok.text)
             raise ExpressionError(f"expected {text!r} at position {tok.pos + 1}, found {found}")
 
-    def parse(self, min_prec: int = -1) -> Node:
-        left = self.prefix()
+    def _deeper(self, depth: int, tok: _Tok) -> int:
+        if depth > MAX_EXPRESSION_DEPTH:
+            raise ExpressionError(
+                f"nested more than {MAX_EXPRESSION_DEPTH} levels deep (at position {tok.pos + 1}); simplify it"
+            )
+        return depth
+
+    def parse(self, min_prec: int = -1) -> tuple[Node, int]:
+        self.level += 1
+        self._deeper(self.level, self.peek())
+        try:
+            return self._parse(min_prec)
+        finally:
+            self.level -= 1
+
+    def _parse(self, min_prec: int) -> tuple[Node, int]:
+        left, depth = self.prefix()
         while True:
             tok = self.peek()
             op = tok.text
             if tok.kind == "op" and op == "?" and min_prec < _TERNARY_PRECEDENCE:
                 self.take()
-                then = self.parse(-1)
+                then, d_then = self.parse(-1)
                 self.expect(":")
-                other = self.parse(_TERNARY_PRECEDENCE - 1)
+                other, d_other = self.parse(_TERNARY_PRECEDENCE - 1)
                 cond = left
                 left = (lambda c, t, o: lambda env: t(env) if c(env) else o(env))(cond, then, other)
+                depth = self._deeper(max(depth, d_then, d_other) + 1, tok)
                 continue
             if tok.kind in ("op", "name") and op in _BINARY_PRECEDENCE:
                 prec = _BINARY_PRECEDENCE[op]
                 if prec <= min_prec:
                     break
                 self.take()
-                right = self.parse(prec)
+                right, d_right = self.parse(prec)
                 left = _binary(op, left, right)
+                depth = self._deeper(max(depth, d_right) + 1, tok)
                 continue
             break
-        return left
+        return left, depth
 
-    def prefix(self) -> Node:
+    def prefix(self) -> tuple[Node, int]:
         tok = self.take()
         if tok.kind == "num":
             value = _parse_number(tok.text)
-            return lambda env: value
+            return (lambda env: value), 1
         if tok.kind == "op" and tok.text == "(":
             inner = self.parse()
             self.expect(")")
             return inner
         if tok.kind == "op" and tok.text in ("-", "+", "!", "~"):
-            operand = self.parse(_UNARY_PRECEDENCE)
+            operand, depth = self.parse(_UNARY_PRECEDENCE)
+            depth = self._deeper(depth + 1, tok)
             if tok.text == "-":
-                return lambda env: _check_int64(-operand(env))
+                return (lambda env: _check_int64(-operand(env))), depth
             if tok.text == "+":
-                return operand
+                return operand, depth
             if tok.text == "!":
-                return lambda env: int(not operand(env))
+                return (lambda env: int(not operand(env))), depth
 
             def invert(env: Env) -> Number:
                 v = operand(env)
@@ -311,40 +396,41 @@ class _Parser:
                 assert isinstance(v, int)
                 return ~v
 
-            return invert
+            return invert, depth
         if tok.kind == "name":
             if tok.text == "not":
-                operand = self.parse(_UNARY_PRECEDENCE)
-                return lambda env: int(not operand(env))
+                operand, depth = self.parse(_UNARY_PRECEDENCE)
+                return (lambda env: int(not operand(env))), self._deeper(depth + 1, tok)
             if tok.text in ("True", "true"):
-                return lambda env: 1
+                return (lambda env: 1), 1
             if tok.text in ("False", "false"):
-                return lambda env: 0
+                return (lambda env: 0), 1
             if self.peek().text == "(":
                 return self.call(tok)
-            name = tok.text
-            self.names.add(name)
-            return lambda env: env[name]
-        found = "end of expression" if tok.kind == "end" else repr(tok.text)
+            self.names.add(tok.text)
+            return _load(tok.text), 1
+        found = "end of expression" if tok.kind == "end" else _quote(tok.text)
         raise ExpressionError(f"unexpected {found} at position {tok.pos + 1}")
 
-    def call(self, tok: _Tok) -> Node:
+    def call(self, tok: _Tok) -> tuple[Node, int]:
         if tok.text not in FUNCTIONS:
             allowed = ", ".join(sorted(FUNCTIONS))
-            raise ExpressionError(f"unknown function {tok.text!r} (allowed: {allowed})")
+            raise ExpressionError(f"unknown function {_quote(tok.text)} (allowed: {allowed})")
         func, arity = FUNCTIONS[tok.text]
         self.expect("(")
-        args: list[Node] = []
+        parsed: list[tuple[Node, int]] = []
         if self.peek().text != ")":
-            args.append(self.parse())
+            parsed.append(self.parse())
             while self.peek().text == ",":
                 self.take()
-                args.append(self.parse())
+                parsed.append(self.parse())
         self.expect(")")
-        if (arity is None and not args) or (arity is not None and len(args) != arity):
+        if (arity is None and not parsed) or (arity is not None and len(parsed) != arity):
             want = "at least 1" if arity is None else str(arity)
-            raise ExpressionError(f"{tok.text}() takes {want} argument(s), got {len(args)}")
+            raise ExpressionError(f"{tok.text}() takes {want} argument(s), got {len(parsed)}")
         name = tok.text
+        args = [node for node, _ in parsed]
+        depth = self._deeper(max(d for _, d in parsed) + 1, tok)
 
         def apply(env: Env) -> Number:
             values = [a(env) for a in args]
@@ -352,10 +438,14 @@ class _Parser:
                 return _check_int64(func(*values))
             except ExpressionError:
                 raise
-            except (ValueError, OverflowError, TypeError) as exc:
-                raise ExpressionError(f"{name}(): {exc}") from None
+            except ZeroDivisionError:
+                raise ExpressionError(f"{name}(): division by zero") from None
+            except OverflowError:
+                raise ExpressionError(f"{name}(): result is too large") from None
+            except (ValueError, TypeError) as exc:
+                raise ExpressionError(f"{name}(): {_quote(str(exc), 80)}") from None
 
-        return apply
+        return apply, depth
 
 
 class Expression:
@@ -367,6 +457,10 @@ class Expression:
         if isinstance(source, bool):
             source = int(source)
         if isinstance(source, (int, float)):
+            if isinstance(source, int) and not (INT64_MIN <= source <= INT64_MAX):
+                raise ExpressionError(f"{_quote(str(source))} does not fit in 64 bits")
+            if isinstance(source, float) and not math.isfinite(source):
+                raise ExpressionError(f"{source} is not a finite number")
             value: Number = source
             self.text = str(source)
             self.names: frozenset[str] = frozenset()
@@ -377,11 +471,13 @@ class Expression:
         self.text = strip_comment(source).strip()
         if not self.text:
             raise ExpressionError("empty expression")
+        if len(self.text) > MAX_EXPRESSION_LENGTH:
+            raise ExpressionError(f"longer than {MAX_EXPRESSION_LENGTH} characters")
         parser = _Parser(self.text, _tokenize(self.text))
-        self._node = parser.parse()
+        self._node, _ = parser.parse()
         tail = parser.peek()
         if tail.kind != "end":
-            raise ExpressionError(f"unexpected {tail.text!r} at position {tail.pos + 1}")
+            raise ExpressionError(f"unexpected {_quote(tail.text)} at position {tail.pos + 1}")
         self.names = frozenset(parser.names)
 
     def check_names(self, known: set[str] | frozenset[str] | Mapping[str, object]) -> None:
@@ -398,6 +494,10 @@ class Expression:
             raise ExpressionError(f"unknown name {exc.args[0]!r} (known names: {shown})") from None
         except RecursionError:
             raise ExpressionError("expression is nested too deeply") from None
+        except ExpressionError:
+            raise
+        except (ArithmeticError, ValueError, TypeError) as exc:  # a guard: the nodes above convert their own
+            raise ExpressionError(f"cannot evaluate: {_arith_message(exc)}") from None
 
     def evaluate_int(self, env: Env) -> int:
         value = self.evaluate(env)

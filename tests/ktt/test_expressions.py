@@ -39,3 +39,58 @@ def test_names_and_errors() -> None:
         Expression("a.b")
     with pytest.raises(ExpressionError, match="integer"):
         Expression("3 / 2.0").evaluate_int({})
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("pow(-8, 0.5)", "negative value -8 to a non-integer power"),
+        ("pow(0, -1)", "division by zero"),
+        ("pow(0.0, -1.5)", "division by zero"),
+        ("pow(10, 1000000000)", "does not fit in 64 bits"),
+        ("pow(2.0, 1e9)", "too large"),
+        ("pow(2, 63)", "does not fit in 64 bits"),
+        ("ceil_div(X, 0)", "division by zero"),
+        ("X / 0", "division by zero"),
+        ("X % 0", "division by zero"),
+        ("X / 0.0", "division by zero"),
+        ("1.5 % 0.0", "division by zero"),
+        ("1e308 * 10", "not a finite number"),
+        ("1e308 / 1e-10", "not a finite number"),
+        ("(" * 3000 + "1" + ")" * 3000, "longer than"),
+        ("(" * 200 + "1" + ")" * 200, "nested more than"),
+        ("-" * 300 + "1", "nested more than"),
+        ("1" + " + 1" * 300, "nested more than"),
+        ("9" * 5000, "longer than"),
+        ("9" * 100, "too long"),
+        ("99999999999999999999999", "does not fit in 64 bits"),
+        ("0x1ffffffffffffffff", "does not fit in 64 bits"),
+        ("1e999", "not a finite number"),
+        ("abs(-9223372036854775807 - 1)", "64 bits"),
+        ("int(1e300)", "64 bits"),
+        ("S + 1", "not a number"),
+        ("\x1b[2J", "unexpected character '\\x1b'"),
+    ],
+)
+def test_every_bad_input_is_one_expression_error(text: str, message: str) -> None:
+    with pytest.raises(ExpressionError) as info:
+        Expression(text).evaluate({"X": 7, "S": "text"})
+    assert message in str(info.value)
+    assert "\n" not in str(info.value) and len(str(info.value)) < 300
+
+
+def test_ceil_div_with_floats_and_negatives() -> None:
+    assert Expression("ceil_div(X, 0.5)").evaluate({"X": 7}) == 14
+    assert Expression("ceil_div(10, 2.5)").evaluate({}) == 4
+    assert Expression("ceil_div(-7, 2)").evaluate({}) == -3
+    assert Expression("ceil_div(7, -2)").evaluate({}) == -3
+
+
+@pytest.mark.parametrize("value", [99999999999999999999999, -(2**63) - 1, float("inf"), float("nan")])
+def test_numbers_from_yaml_are_range_checked(value: float) -> None:
+    with pytest.raises(ExpressionError):
+        Expression(value)
+
+
+def test_a_long_flat_conjunction_is_fine() -> None:
+    assert Expression(" && ".join(["A"] * 99)).evaluate({"A": 1}) == 1
