@@ -10,6 +10,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ktt.capped_read import MAX_SOURCE_BYTES, describe_read_error, read_text_capped
+from ktt.csource import c_function_definitions, global_function_lines
 from ktt.expressions import Expression, ExpressionError, Number
 from ktt.problem.errors import ProblemError
 from ktt.problem.files import (
@@ -334,7 +336,9 @@ def _inside(root: Path, relative: str, path: Path, field: str, base: str | None 
     if base and not resolved.exists() and len(candidate.parts) == 1:
         resolved = (root / base / candidate).resolve()
     if not resolved.is_relative_to(root):
-        raise ProblemError(path, field, f"{relative!r} leaves the problem directory")
+        raise ProblemError(path, field, f"{relative!r} leaves the problem directory (links are followed)")
+    if resolved.exists() and not resolved.is_file():
+        raise ProblemError(path, field, f"{relative!r} is not a regular file")
     if not resolved.is_file():
         raise ProblemError(path, field, f"{relative!r}: file not found")
     return resolved
@@ -398,7 +402,7 @@ def _resolve_reference(pfile: ProblemFile, raw: dict[str, Any], root: Path, path
             raise ProblemError(
                 path, "reference.file", f"{name!r}: file not found (the default file for a {rtype} reference)"
             )
-        file_path = (root / name).resolve()
+        file_path = _inside(root, name, path, "reference.file")
 
     function = ref.function
     if rtype in ("cuda", "python") and not function:
@@ -407,11 +411,14 @@ def _resolve_reference(pfile: ProblemFile, raw: dict[str, Any], root: Path, path
         )
     if function is not None and not IDENTIFIER.match(function):
         raise ProblemError(path, "reference.function", f"{function!r} is not a valid identifier")
-    source = file_path.read_text(encoding="utf-8", errors="replace")
+    try:
+        source = read_text_capped(file_path, MAX_SOURCE_BYTES, errors="replace")
+    except OSError as exc:
+        raise ProblemError(file_path, "", describe_read_error(exc)) from None
     if rtype == "python":
         _check_python_function(source, file_path, function or "")
     elif rtype == "cuda":
-        if not re.search(rf"__global__[^;{{]*\b{re.escape(function or '')}\s*\(", source):
+        if (function or "") not in global_function_lines(source):
             raise ProblemError(path, "reference.function", f"no __global__ function {function!r} in {file_path.name}")
     else:
         function = _cpu_function(source, function, file_path, path)
@@ -447,6 +454,8 @@ def _check_python_function(source: str, file_path: Path, function: str) -> None:
         tree = ast.parse(source, filename=file_path.name)
     except SyntaxError as exc:
         raise ProblemError(file_path, f"line {exc.lineno}", f"Python syntax error: {exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, nesting past the parser's limits
+        raise ProblemError(file_path, "", f"cannot parse as Python ({type(exc).__name__})") from None
     defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     if function not in defined:
         raise ProblemError(
@@ -456,13 +465,8 @@ def _check_python_function(source: str, file_path: Path, function: str) -> None:
         )
 
 
-_C_FUNCTION = re.compile(
-    r"^\s*(?:extern\s+\"C\"\s+)?(?:void|int|float|double)\s+(\w+)\s*\([^;]*?\)\s*\{", re.MULTILINE | re.DOTALL
-)
-
-
 def _cpu_function(source: str, function: str | None, file_path: Path, path: Path) -> str:
-    found = [m.group(1) for m in _C_FUNCTION.finditer(source)]
+    found = c_function_definitions(source)  # linear time: the source is untrusted
     if function:
         if function not in found:
             raise ProblemError(path, "reference.function", f"no function {function!r} defined in {file_path.name}")

@@ -7,15 +7,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ktt.csource import LinearPattern
+from ktt.csource import strip_c_comments as strip_c_comments  # linear time; re-exported for callers
 from ktt.expressions import Expression, Number
 from ktt.problem.files import DTYPES
-
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
-
-
-def strip_c_comments(source: str) -> str:
-    """Blank out C/C++ comments, keeping line breaks so line numbers stay right."""
-    return _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), source)
 
 
 @dataclass(frozen=True)
@@ -95,13 +90,19 @@ Arg = Scalar | Buffer
 
 @dataclass(frozen=True)
 class ForbidRule:
+    """A problem's forbidden pattern. It runs on RE2 (linear time), so a pattern RE2 cannot run
+    (backreferences, look-around) raises ``ForbidPatternError``, a ``re.error``, when the rule is made."""
+
     pattern: re.Pattern[str]
     reason: str
+    _linear: LinearPattern = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_linear", LinearPattern(self.pattern.pattern))
 
     def find(self, source: str) -> list[int]:
-        """Line numbers (1-based) where the pattern matches, comments ignored."""
-        text = strip_c_comments(source)
-        return [text.count("\n", 0, m.start()) + 1 for m in self.pattern.finditer(text)]
+        """Line numbers (1-based) where the pattern matches, comments ignored (at most 100)."""
+        return self._linear.lines(strip_c_comments(source))
 
 
 @dataclass(frozen=True)
