@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ktt.candidates import CompileContext, KernelSource, geometry_problems, launch_plan, protocol_diagnostics
+from ktt.capped_read import MAX_SOURCE_BYTES, describe_read_error, read_text_capped
 from ktt.compile_cache import compile_cached, default_cache_dir
 from ktt.expressions import ExpressionError
 from ktt.nvrtc import CompileOutput, kernel_definition_lines
@@ -88,7 +89,7 @@ def check_kernel(
     if keys is not None:
         report.restricted_size = len(keys)
         if not keys:
-            report.message = "no configuration satisfies the restrictions"
+            report.message = "no configuration satisfies the restrictions" + (f" ({space.note})" if space.note else "")
             return report
         chosen = rng.sample(keys, min(max(1, sample), len(keys)))
     else:
@@ -177,9 +178,9 @@ def check_files(
     except ProblemError as exc:
         return base.model_copy(update={"message": str(exc)}), 2
     try:
-        text = kernel.read_text(encoding="utf-8")
-    except OSError as exc:
-        return base.model_copy(update={"message": f"{kernel}: cannot read ({exc.strerror})"}), 2
+        text = read_text_capped(kernel, MAX_SOURCE_BYTES)  # a regular file, size-capped
+    except (OSError, UnicodeDecodeError) as exc:
+        return base.model_copy(update={"message": f"{kernel}: {describe_read_error(exc)}"}), 2
     if not spec.exists():
         return base.model_copy(update={"message": f"{spec}: file not found"}), 2
     report = check_kernel(

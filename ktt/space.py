@@ -5,11 +5,17 @@ is checked as soon as every parameter it names is bound, so a branch that breaks
 cut before its sub-product is built. A space of ten million raw combinations with tight
 restrictions is walked in the time its valid part takes. Beyond ``limit`` valid
 configurations the space is not listed: it is sampled (see ``sample``).
+
+Both run under a time budget, since tuning.yaml is the model's: a space of 10^12
+configurations whose restriction is always false would otherwise be walked for days.
+When listing runs out of time the space is sampled instead; when nothing was listed and
+random samples find nothing either, the space counts as empty and ``note`` says why.
 """
 
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -18,6 +24,16 @@ from ktt.expressions import Expression, ExpressionError, Number
 ParamValue = int | float | str
 Config = dict[str, ParamValue]
 Key = tuple[ParamValue, ...]
+
+# The budget in force (docs/SECURITY.md, "Bounds").
+ENUMERATION_TIME_BUDGET_S = 5.0  # listing the valid configurations
+SAMPLE_TIME_BUDGET_S = 2.0  # one call of ``sample``
+PROBE_SAMPLES = 2_000  # random configurations tried when listing found none in time
+_CLOCK_EVERY = 1024  # visits between two looks at the clock
+
+
+class _OutOfTime(Exception):
+    pass
 
 
 @dataclass(frozen=True)
@@ -46,6 +62,7 @@ class SearchSpace:
             else:
                 self.constant_checks.append(expr)
         self._checks_at = checks_at
+        self.note: str | None = None  # why the space counts as empty or was not listed, if so
 
     # -- basic facts ---------------------------------------------------------------
 
@@ -92,8 +109,11 @@ class SearchSpace:
 
     # -- enumeration ---------------------------------------------------------------
 
-    def iter_valid(self) -> Iterator[Key]:
-        """Every valid configuration, in declared (lexicographic) order, pruning early."""
+    def iter_valid(self, deadline: float | None = None) -> Iterator[Key]:
+        """Every valid configuration, in declared (lexicographic) order, pruning early.
+
+        With a ``deadline`` (time.monotonic()), raises ``_OutOfTime`` once it has passed.
+        """
         if not self._constants_hold():
             return
         if not self.names:
@@ -102,11 +122,16 @@ class SearchSpace:
         env: dict[str, Number] = dict(self.constants)
         key: list[ParamValue] = [0] * len(self.names)
         depth_last = len(self.names) - 1
+        visits = 0
 
         def walk(depth: int) -> Iterator[Key]:
+            nonlocal visits
             name = self.names[depth]
             checks = self._checks_at[depth]
             for value in self.values[depth]:
+                visits += 1
+                if deadline is not None and visits % _CLOCK_EVERY == 0 and time.monotonic() > deadline:
+                    raise _OutOfTime
                 key[depth] = value
                 if isinstance(value, (int, float)):
                     env[name] = value
@@ -121,20 +146,47 @@ class SearchSpace:
 
         yield from walk(0)
 
-    def enumerate(self, limit: int) -> list[Key] | None:
-        """All valid configurations, or None when there are more than ``limit``."""
+    def enumerate(self, limit: int, time_budget_s: float = ENUMERATION_TIME_BUDGET_S) -> list[Key] | None:
+        """All valid configurations, or None when there are more than ``limit`` (then the space is sampled).
+
+        Listing stops after ``time_budget_s``: with some configurations found, the space is
+        sampled (None); with none found, up to ``PROBE_SAMPLES`` random ones are tried, and if
+        none is valid the space counts as empty (``[]``, with ``note`` saying so).
+        """
         out: list[Key] = []
-        for key in self.iter_valid():
-            out.append(key)
-            if len(out) > limit:
-                return None
-        return out
+        started = time.monotonic()
+        try:
+            for key in self.iter_valid(started + time_budget_s):
+                out.append(key)
+                if len(out) > limit:
+                    return None
+        except _OutOfTime:
+            pass
+        else:
+            return out
+        if out:
+            self.note = f"listing stopped after {time_budget_s:g} s; the space is sampled"
+            return None
+        probe = self.sample(random.Random(0), set(), tries=PROBE_SAMPLES)
+        if probe is not None:
+            self.note = f"listing stopped after {time_budget_s:g} s; the space is sampled"
+            return None
+        self.note = (
+            f"none found: listing {self.product_size():,} configurations stopped after {time_budget_s:g} s "
+            f"without a valid one, and none of {PROBE_SAMPLES:,} random configurations satisfies the restrictions"
+        )
+        return []
 
     # -- sampling and neighbours ---------------------------------------------------
 
-    def sample(self, rng: random.Random, exclude: set[Key], tries: int = 2000) -> Key | None:
-        """A random valid configuration not in ``exclude`` (rejection sampling), or None."""
-        for _ in range(tries):
+    def sample(
+        self, rng: random.Random, exclude: set[Key], tries: int = 2000, time_budget_s: float = SAMPLE_TIME_BUDGET_S
+    ) -> Key | None:
+        """A random valid configuration not in ``exclude`` (rejection sampling), or None (also when out of time)."""
+        deadline = time.monotonic() + time_budget_s
+        for attempt in range(tries):
+            if attempt % 64 == 63 and time.monotonic() > deadline:
+                return None
             key = tuple(rng.choice(v) for v in self.values)
             if key not in exclude and self.contains(key):
                 return key

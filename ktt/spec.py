@@ -31,6 +31,11 @@ IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_THREADS_PER_BLOCK = 1024
 MAX_STREAMS = 8
 DEFAULT_STATIC_SHARED_LIMIT = 48 * 1024
+# Bounds on a model-written spec (docs/SECURITY.md, "Bounds"): the space walk recurses once
+# per parameter, and every restriction is evaluated for every configuration visited.
+MAX_TUNE_PARAMS = 64
+MAX_PARAM_VALUES = 10_000
+MAX_RESTRICTIONS = 256
 
 
 _MAIN_STREAM = Expression(0)
@@ -107,7 +112,11 @@ class TuningFile(_SpecModel):
     @field_validator("tune_params")
     @classmethod
     def _params(cls, params: dict[str, list[ParamValue]]) -> dict[str, list[ParamValue]]:
+        if len(params) > MAX_TUNE_PARAMS:
+            raise ValueError(f"{len(params)} parameters; at most {MAX_TUNE_PARAMS}")
         for name, values in params.items():
+            if len(values) > MAX_PARAM_VALUES:
+                raise ValueError(f"{name}: {len(values):,} values; at most {MAX_PARAM_VALUES:,}")
             if not IDENTIFIER.match(name):
                 raise ValueError(f"{name!r} is not a valid macro name")
             if not values:
@@ -117,6 +126,13 @@ class TuningFile(_SpecModel):
             if len(set(map(repr, values))) != len(values):
                 raise ValueError(f"{name}: a value is listed twice")
         return params
+
+    @field_validator("restrictions")
+    @classmethod
+    def _few_restrictions(cls, restrictions: list[str]) -> list[str]:
+        if len(restrictions) > MAX_RESTRICTIONS:
+            raise ValueError(f"{len(restrictions)} restrictions; at most {MAX_RESTRICTIONS} (join them with &&)")
+        return restrictions
 
     @field_validator("launches")
     @classmethod

@@ -65,3 +65,21 @@ def test_unevaluable_restriction_excludes_and_constants_gate_everything() -> Non
     space = SearchSpace({"A": [0, 1, 2]}, [Expression("8 / A >= 4")])
     assert list(space.iter_valid()) == [(1,), (2,)]
     assert list(SearchSpace({"A": [1]}, [Expression("N > 10")], {"N": 5}).iter_valid()) == []
+
+
+def test_listing_runs_out_of_time_then_probes_and_counts_the_space_empty() -> None:
+    params = {f"P{i}": list(range(10)) for i in range(12)}  # 10^12 configurations
+    space = SearchSpace(params, [Expression("P11 < 0")])  # always false, checked at the last parameter
+    start = time.perf_counter()
+    assert space.enumerate(limit=200_000, time_budget_s=0.5) == []
+    assert time.perf_counter() - start < 5.0
+    assert space.note is not None and "1,000,000,000,000 configurations" in space.note
+
+
+def test_listing_out_of_time_with_valid_configurations_falls_back_to_sampling() -> None:
+    params = {f"P{i}": list(range(10)) for i in range(12)}
+    space = SearchSpace(params, [Expression("P11 == 3")])  # 10^11 valid: too slow to list, easy to sample
+    assert space.enumerate(limit=10**12, time_budget_s=0.3) is None
+    assert space.note is not None and "sampled" in space.note
+    key = space.sample(random.Random(1), set())
+    assert key is not None and key[11] == 3
