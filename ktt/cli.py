@@ -45,37 +45,14 @@ def _human(obj: BaseModel) -> str:
         best = f"best {obj.best_ms:.4g} ms {json.dumps(obj.best_config)}" if obj.best_ms is not None else "no valid yet"
         budget = f"/{obj.budget_s:g}s" if obj.budget_s else ""
         counts = f"{obj.evaluated}/{obj.space_size} evaluated, {obj.valid} valid"
-        return f"[{obj.elapsed_s:7.1f}s{budget}] {obj.phase:9s} {counts}, {best}"
+        case = f" [{obj.case} {obj.case_index + 1}/{obj.cases_total}]" if obj.cases_total > 1 and obj.case else ""
+        return f"[{obj.elapsed_s:7.1f}s{budget}] {obj.phase:9s}{case} {counts}, {best}"
     if isinstance(obj, LogLine):
         return f"{obj.level}: {obj.message}"
     if isinstance(obj, ErrorLine):
         return f"error: {obj.message}"
     if isinstance(obj, TuneSummary):
-        lines = [
-            f"problem {obj.problem}: {obj.evaluated} configurations evaluated in {obj.wall_s:.1f} s "
-            f"({obj.strategy}), {obj.valid} valid; by status {obj.by_status}"
-        ]
-        if obj.best:
-            lines.append(
-                f"best: {obj.best.time_ms:.4g} ms (min {obj.best.min_ms:.4g}, max {obj.best.max_ms:.4g}, "
-                f"{obj.best.repeats} repeats) {json.dumps(obj.best.config)}"
-            )
-        if obj.speedup:
-            lines.append(
-                f"speedup over the reference ({obj.reference_ms:.4g} ms, {obj.reference_source}): {obj.speedup:.3g}x"
-            )
-        for c in obj.cases:
-            sp = f"{c.speedup:.3g}x" if c.speedup else "-"
-            t = f"{c.time_ms:.4g} ms" if c.time_ms else "-"
-            lines.append(
-                f"  case {c.name:10s} {c.status:18s} {t:>12s}  speedup {sp}" + (f"  {c.error}" if c.error else "")
-            )
-        if obj.score is not None:
-            lines.append(f"score (geometric mean of speedups): {obj.score:.3g}")
-        if obj.message:
-            lines.append(obj.message)
-        lines.append(f"results: {obj.results_file}")
-        return "\n".join(lines)
+        return _tune_summary(obj)
     if isinstance(obj, CheckReport):
         head = "ok" if obj.ok else "FAILED"
         size = f"{obj.restricted_size} of {obj.space_size}" if obj.restricted_size is not None else str(obj.space_size)
@@ -103,6 +80,54 @@ def _human(obj: BaseModel) -> str:
                 lines.append(f"  {m.section:15s} {m.label:36s} {m.value} {m.unit}")
         return "\n".join(lines)
     return obj.model_dump_json()
+
+
+def _case_table(obj: TuneSummary) -> list[str]:
+    """One row per scored shape: its best, its reference (and where that came from), its speedup."""
+    rows = [("case", "status", "best", "reference", "speedup", "budget", "valid/evaluated")]
+    for c in obj.cases:
+        ref = f"{c.reference_ms:.4g} ms ({c.reference_source})" if c.reference_ms is not None else "-"
+        rows.append(
+            (
+                c.name,
+                c.status,
+                f"{c.time_ms:.4g} ms" if c.time_ms is not None else "-",
+                ref,
+                f"{c.speedup:.3g}x" if c.speedup else "-",
+                f"{c.budget_s:g} s" if c.budget_s is not None else "-",
+                f"{c.valid}/{c.evaluated}",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = ["  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    out += [f"  {c.name}: {c.error}" for c in obj.cases if c.error and c.status != "ok"]
+    return out
+
+
+def _tune_summary(obj: TuneSummary) -> str:
+    lines = [
+        f"problem {obj.problem}: {obj.evaluated} configurations evaluated in {obj.wall_s:.1f} s "
+        f"({obj.strategy}), {obj.valid} valid; by status {obj.by_status}"
+    ]
+    if obj.best:
+        shape = f" [{obj.best.shape}]" if len(obj.cases) > 1 else ""
+        lines.append(
+            f"best{shape}: {obj.best.time_ms:.4g} ms (min {obj.best.min_ms:.4g}, max {obj.best.max_ms:.4g}, "
+            f"{obj.best.repeats} repeats) {json.dumps(obj.best.config)}"
+        )
+    if obj.speedup:
+        lines.append(
+            f"speedup over the reference ({obj.reference_ms:.4g} ms, {obj.reference_source}): {obj.speedup:.3g}x"
+        )
+    if len(obj.cases) > 1:
+        lines += _case_table(obj)
+        if obj.score is not None:
+            lines.append(f"score (geometric mean of the per-case speedups): {obj.score:.3g}")
+    lines += [f"warning: {w}" for w in obj.warnings]
+    if obj.message:
+        lines.append(obj.message)
+    lines.append(f"results: {obj.results_file}")
+    return "\n".join(lines)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -133,7 +158,14 @@ def _parser() -> argparse.ArgumentParser:
         "--duration",
         type=float,
         default=None,
-        help="wall-clock budget in seconds (default: spec duration_s, else problem tuning.duration_s; 0 = none)",
+        help="wall-clock budget in seconds for every case (default: spec duration_s, else the case's duration_s, "
+        "else problem tuning.duration_s; 0 = none)",
+    )
+    t.add_argument(
+        "--problem-budget",
+        action="store_true",
+        help="budgets from problem.yaml only (a case's duration_s, else tuning.duration_s): the spec's duration_s "
+        "is ignored and its max_configs only caps the count",
     )
     t.add_argument("--timeout", dest="duration", type=float, help=argparse.SUPPRESS)
     t.add_argument("--max-configs", type=int, default=None, help="stop after this many configurations")
@@ -143,7 +175,8 @@ def _parser() -> argparse.ArgumentParser:
         "--reference-time",
         type=Path,
         default=None,
-        help="reference_time.json: used if present, else measured and written (default PROBLEM/output/)",
+        help="reference_time.json: its values are used; missing or null ones are measured and filled in "
+        "(default PROBLEM/output/)",
     )
     t.add_argument("--strategy", choices=["auto", "exhaustive", "random"], default="auto")
     t.add_argument(
@@ -211,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
                 cache_dir=args.cache_dir,
                 compile_workers=args.compile_workers,
                 keep_work=args.keep_work,
+                problem_budget=args.problem_budget,
             )
             return tune(opts, emit)
         if args.command == "profile":

@@ -1,11 +1,27 @@
-"""Run a cpu_c or python reference in its own process and store its outputs as .npy files.
+"""Run a cpu_c or python reference in its own process, store its outputs as .npy files, and time it.
 
     python -m ktt.host_reference --problem DIR --work WORK --shape NAME --sets 0,1 --seed S [--time]
 
 cpu_c: ref_cpu.c is built into a shared library with the shape's scalars as -D macros and
-called through ctypes with the buffers in args order. python: ref.py is imported here,
-``prepare_input(scalars, buffers)`` (if defined) runs untimed, then the function. Prints one
-JSON line: {"shape": ..., "ms": time of the set-0 call or null}.
+called through ctypes with the buffers in args order.
+
+python: ref.py is imported here (as the original imports it: module name ``ref``). The
+reference is ``reference.function``, else the first public callable defined in ref.py in
+name order (``prepare_input`` excepted). With ``prepare_input(scalars, buffers)`` that runs
+first, untimed, and the reference gets what it returned; without it the reference gets
+``(scalars, buffers)``. Every call gets fresh copies of the inputs. A reference with a
+``target`` parameter is called once per validated buffer, with that buffer's name, and
+returns that buffer (the original's runner asks for one target at a time); any other
+reference is called once and returns a dict by buffer name, a tuple or list in args order,
+or, with one validated buffer, one array. torch tensors and cupy arrays come back to the host.
+
+Timing (``--time``, input set 0): a reference that computes on the GPU (it returns torch or
+cupy device arrays, or imports torch and has ``prepare_input``) is timed with CUDA events
+around the reference call alone, ``prepare_input`` untimed: 5 warm-up calls, then 5 single
+timed calls, the minimum (the original's torch timer does the same). Without
+``prepare_input`` or without a CUDA device it falls back to wall clock, with a warning.
+cpu_c and numpy references are timed by wall clock around the call (median of a few calls
+when a call is quick). Prints one JSON line: {"shape", "ms", "method", "warning"}.
 """
 
 from __future__ import annotations
@@ -13,10 +29,13 @@ from __future__ import annotations
 import argparse
 import ctypes
 import importlib.util
+import inspect
 import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +48,25 @@ from ktt.problem.model import Problem, Shape
 from ktt.procs import exit_when_parent_dies
 from ktt.workdir import WorkDir
 
-QUICK_S = 0.25  # a reference faster than this is timed over a few calls
+QUICK_S = 0.25  # a CPU reference faster than this is timed over a few calls
 MAX_REPEATS = 5
+EVENT_WARMUP = 5
+EVENT_REPEATS = 5
+MODULE_NAME = "ref"
+
+WALL_CLOCK = "wall clock around the call"
+CUDA_EVENTS = "CUDA events around the reference call ({fw}), min of {n} after {w} warm-up calls"
+
+
+class ReferenceFailure(Exception):
+    """The reference cannot be run as written; ``str()`` says why, naming ref.py."""
+
+
+@dataclass(frozen=True)
+class Timing:
+    ms: float
+    method: str
+    warning: str | None = None
 
 
 def _cpu_function(problem: Problem, shape: Shape, work: WorkDir) -> Any:
@@ -50,70 +86,278 @@ def _cpu_function(problem: Problem, shape: Shape, work: WorkDir) -> Any:
     return fn
 
 
-def _python_module(problem: Problem) -> Any:
-    ref = problem.reference
-    sys.path.insert(0, str(problem.directory))
-    spec = importlib.util.spec_from_file_location(f"ktt_reference_{problem.name}", ref.file)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _host_array(value: Any) -> np.ndarray:
+    """numpy from numpy, a torch tensor (any device) or a cupy array."""
+    if hasattr(value, "detach") and hasattr(value, "cpu"):
+        value = value.detach().cpu().numpy()
+    elif hasattr(value, "get") and type(value).__module__.split(".")[0] == "cupy":
+        value = value.get()
+    return np.asarray(value)
 
 
-def _outputs_from_python(problem: Problem, shape: Shape, result: Any) -> dict[str, np.ndarray]:
-    names = [b.name for b in problem.validated]
-    if isinstance(result, dict):
-        missing = [n for n in names if n not in result]
-        if missing:
-            raise ValueError(f"the reference returned a dict without {missing[0]!r}")
-        values = [result[n] for n in names]
-    elif isinstance(result, (list, tuple)) and len(names) > 1:
-        values = list(result)
-    else:
-        values = [result]
-    if len(values) != len(names):
-        raise ValueError(f"the reference returned {len(values)} arrays for {len(names)} validated buffers")
-    out = {}
-    for b, v in zip(problem.validated, values, strict=True):
-        arr = np.asarray(v.get() if hasattr(v, "get") else (v.cpu().numpy() if hasattr(v, "cpu") else v))
-        arr = arr.astype(b.numpy_dtype, copy=False).ravel()
-        if arr.size != shape.sizes[b.name]:
-            raise ValueError(f"the reference returned {arr.size} values for {b.name}, expected {shape.sizes[b.name]}")
-        out[b.name] = arr
-    return out
+def _framework_of(value: Any) -> str | None:
+    """'torch' or 'cupy' when a returned value lives in that framework (device or not)."""
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
+    for v in items:
+        root = type(v).__module__.split(".")[0]
+        if root in ("torch", "cupy"):
+            return root
+    return None
 
 
-def run_reference(problem: Problem, shape: Shape, set_index: int, seed: int, work: WorkDir) -> tuple[dict, float]:
-    """(validated outputs, seconds of the timed call) for one input set."""
-    inputs = make_inputs(problem, shape, set_index, seed, work.root)
-    if problem.reference.type == "cpu_c":
-        fn = _cpu_function(problem, shape, work)
-        arrays = {k: np.ascontiguousarray(v) for k, v in inputs.items()}
+class PythonReference:
+    """ref.py, loaded once; calls it the way the original's runner does."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        ref = problem.reference
+        sys.path.insert(0, str(problem.directory))
+        spec = importlib.util.spec_from_file_location(MODULE_NAME, ref.file)
+        if spec is None or spec.loader is None:
+            raise ReferenceFailure(f"{ref.file}: cannot be loaded as a Python module")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[MODULE_NAME] = module
+        spec.loader.exec_module(module)
+        self.module = module
+        self.fn = self._function(ref.function)
+        prepare = getattr(module, "prepare_input", None)
+        self.prepare: Callable[..., Any] | None = prepare if callable(prepare) else None
+        self.targeted = _takes_target(self.fn)
+
+    def _function(self, name: str | None) -> Callable[..., Any]:
+        path = self.problem.reference.file
+        if name:
+            fn = getattr(self.module, name, None)
+            if not callable(fn):
+                raise ReferenceFailure(f"{path}: no function {name!r} (reference.function in problem.yaml)")
+            return fn
+        for attr in sorted(dir(self.module)):
+            if attr.startswith("_") or attr == "prepare_input":
+                continue
+            obj = getattr(self.module, attr)
+            if callable(obj) and getattr(obj, "__module__", None) == MODULE_NAME:
+                return obj
+        raise ReferenceFailure(f"{path}: defines no public function to use as the reference (set reference.function)")
+
+    @property
+    def uses_torch(self) -> bool:
+        return any(getattr(v, "__name__", "") == "torch" for v in vars(self.module).values())
+
+    def arguments(self, shape: Shape, inputs: dict[str, np.ndarray]) -> tuple[Any, ...]:
+        """Fresh copies of the inputs, through prepare_input when there is one (untimed)."""
+        scalars = dict(shape.scalars)
+        fresh = {k: v.copy() for k, v in inputs.items()}
+        if self.prepare is not None:
+            return (self.prepare(scalars, fresh),)
+        return (scalars, fresh)
+
+    def call(self, args: tuple[Any, ...], target: str | None = None) -> Any:
+        return self.fn(*args, target=target) if target is not None else self.fn(*args)
+
+    def outputs(self, shape: Shape, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], Any]:
+        """Every validated buffer's reference values, and the first raw result (to see its framework)."""
+        validated = self.problem.validated
+        if self.targeted:
+            out: dict[str, np.ndarray] = {}
+            first = None
+            for b in validated:
+                result = self.call(self.arguments(shape, inputs), b.name)
+                first = result if first is None else first
+                if isinstance(result, dict):
+                    result = result.get(b.name)
+                out[b.name] = self._array(shape, b.name, result)
+            return out, first
+        result = self.call(self.arguments(shape, inputs))
+        return self._unpack(shape, result), result
+
+    def _unpack(self, shape: Shape, result: Any) -> dict[str, np.ndarray]:
+        names = [b.name for b in self.problem.validated]
+        path = self.problem.reference.file
+        if isinstance(result, dict):
+            missing = [n for n in names if n not in result]
+            if missing:
+                raise ReferenceFailure(f"{path}: the reference returned a dict without {missing[0]!r}")
+            values = [result[n] for n in names]
+        elif isinstance(result, (list, tuple)) and len(names) > 1:
+            values = list(result)
+        else:
+            values = [result]
+        if len(values) != len(names):
+            raise ReferenceFailure(
+                f"{path}: the reference returned {len(values)} array(s) for {len(names)} validated buffers "
+                f"({', '.join(names)}): return a dict by buffer name, a tuple in args order, "
+                "or accept a target argument and return the named buffer"
+            )
+        return {n: self._array(shape, n, v) for n, v in zip(names, values, strict=True)}
+
+    def _array(self, shape: Shape, name: str, value: Any) -> np.ndarray:
+        if value is None:
+            raise ReferenceFailure(f"{self.problem.reference.file}: the reference returned nothing for {name!r}")
+        buffer = next(b for b in self.problem.validated if b.name == name)
+        arr = _host_array(value).astype(buffer.numpy_dtype, copy=False).ravel()
+        if arr.size != shape.sizes[name]:
+            raise ReferenceFailure(
+                f"{self.problem.reference.file}: the reference returned {arr.size} values for {name}, "
+                f"expected {shape.sizes[name]}"
+            )
+        return arr
+
+    def timed_target(self) -> str | None:
+        """The target a timing call asks for: none when it has a default (the original calls it bare)."""
+        if not self.targeted:
+            return None
+        param = inspect.signature(self.fn).parameters["target"]
+        return None if param.default is not inspect.Parameter.empty else self.problem.validated[0].name
+
+
+def _takes_target(fn: Callable[..., Any]) -> bool:
+    try:
+        return "target" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _wall_clock(call: Callable[[], Any], first_s: float | None, sync: Callable[[], None] | None = None) -> float:
+    """Median seconds of a few calls when the reference is quick; the single call otherwise."""
+    samples = [first_s] if first_s is not None else []
+
+    def once() -> float:
         start = time.perf_counter()
-        fn(*[arrays[b.name].ctypes.data for b in problem.buffers])
-        seconds = time.perf_counter() - start
-        return {b.name: arrays[b.name] for b in problem.validated}, seconds
-    module = _python_module(problem)
-    fn = getattr(module, problem.reference.function or "")
-    scalars = dict(shape.scalars)
-    prepare = getattr(module, "prepare_input", None)
-    if prepare is not None:
-        arg = prepare(scalars, inputs)
-        start = time.perf_counter()
-        result = fn(arg)
-    else:
-        start = time.perf_counter()
-        result = fn(scalars, inputs)
-    seconds = time.perf_counter() - start
-    return _outputs_from_python(problem, shape, result), seconds
+        call()
+        if sync is not None:
+            sync()
+        return time.perf_counter() - start
 
-
-def time_reference(problem: Problem, shape: Shape, seed: int, work: WorkDir, first_s: float) -> float:
-    """Median of a few calls when the reference is quick; the single call otherwise."""
-    samples = [first_s]
+    if not samples:
+        samples.append(once())
     while sum(samples) < QUICK_S and len(samples) < MAX_REPEATS:
-        samples.append(run_reference(problem, shape, 0, seed, work)[1])
+        samples.append(once())
     return statistics.median(samples)
+
+
+def _event_timing(framework: str, call: Callable[[], Any]) -> float:
+    """Minimum of single calls bracketed by CUDA events of the reference's own framework (ms)."""
+    if framework == "torch":
+        import torch
+
+        sync = torch.cuda.synchronize
+
+        def event() -> Any:
+            return torch.cuda.Event(enable_timing=True)
+
+        def elapsed(a: Any, b: Any) -> float:
+            return float(a.elapsed_time(b))
+    else:
+        import cupy
+
+        sync = cupy.cuda.Device().synchronize
+
+        def event() -> Any:
+            return cupy.cuda.Event()
+
+        def elapsed(a: Any, b: Any) -> float:
+            return float(cupy.cuda.get_elapsed_time(a, b))
+
+    sync()
+    for _ in range(EVENT_WARMUP):
+        call()
+    sync()
+    times = []
+    for _ in range(EVENT_REPEATS):
+        start, end = event(), event()
+        start.record()
+        call()
+        end.record()
+        end.synchronize()
+        times.append(elapsed(start, end))
+    return min(times)
+
+
+def _cuda_available(framework: str) -> bool:
+    try:
+        if framework == "torch":
+            import torch
+
+            return bool(torch.cuda.is_available())
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # a framework without a working CUDA is simply "no device"
+        return False
+
+
+def time_python(
+    ref: PythonReference, shape: Shape, inputs: dict[str, np.ndarray], first_result: Any, first_s: float | None
+) -> Timing:
+    """How long the reference's own computation takes, by the best method its framework allows."""
+    framework = _framework_of(first_result) or ("torch" if ref.uses_torch and ref.prepare is not None else None)
+    target = ref.timed_target()
+    if framework is None:
+        args = ref.arguments(shape, inputs)
+        return Timing(_wall_clock(lambda: ref.call(args, target), first_s) * 1e3, WALL_CLOCK)
+    name = ref.problem.reference.file.name
+    if not _cuda_available(framework):
+        args = ref.arguments(shape, inputs)
+        ms = _wall_clock(lambda: ref.call(args, target), first_s) * 1e3
+        return Timing(ms, WALL_CLOCK, f"{name}: {framework} has no CUDA device here; the reference ran on the CPU, "
+                      "timed by wall clock")  # fmt: skip
+    if ref.prepare is None:
+        sync = _sync_of(framework)
+        ms = _wall_clock(lambda: ref.call(ref.arguments(shape, inputs), target), None, sync) * 1e3
+        return Timing(ms, WALL_CLOCK, f"{name}: a {framework} reference without prepare_input is timed by wall "
+                      "clock, host-to-device copies included; define prepare_input for CUDA-event timing")  # fmt: skip
+    args = ref.arguments(shape, inputs)
+    ms = _event_timing(framework, lambda: ref.call(args, target))
+    return Timing(ms, CUDA_EVENTS.format(fw=framework, n=EVENT_REPEATS, w=EVENT_WARMUP))
+
+
+def _sync_of(framework: str) -> Callable[[], None]:
+    if framework == "torch":
+        import torch
+
+        return torch.cuda.synchronize
+    import cupy
+
+    return cupy.cuda.Device().synchronize
+
+
+def run_cpu(problem: Problem, fn: Any, inputs: dict[str, np.ndarray]) -> tuple[dict, float]:
+    """(validated outputs, seconds of the call) of the cpu_c reference on fresh copies of one input set."""
+    arrays = {k: np.ascontiguousarray(v.copy()) for k, v in inputs.items()}
+    start = time.perf_counter()
+    fn(*[arrays[b.name].ctypes.data for b in problem.buffers])
+    seconds = time.perf_counter() - start
+    return {b.name: arrays[b.name] for b in problem.validated}, seconds
+
+
+def produce(
+    problem: Problem, shape: Shape, sets: list[int], seed: int, work: WorkDir, want_time: bool
+) -> Timing | None:
+    """Write each set's reference outputs under the work dir; with ``want_time``, time set 0."""
+    python = PythonReference(problem) if problem.reference.type == "python" else None
+    cpu_fn = _cpu_function(problem, shape, work) if python is None else None
+    timing: Timing | None = None
+    order = sorted(set(sets) | ({0} if want_time else set()))
+    for set_index in order:
+        inputs = make_inputs(problem, shape, set_index, seed, work.root)
+        if python is not None:
+            start = time.perf_counter()
+            outputs, first = python.outputs(shape, inputs)
+            seconds = time.perf_counter() - start
+            if want_time and set_index == 0:
+                single = seconds if not python.targeted or len(problem.validated) == 1 else None
+                timing = time_python(python, shape, inputs, first, single)
+        else:
+            outputs, seconds = run_cpu(problem, cpu_fn, inputs)
+            if want_time and set_index == 0:
+                ms = _wall_clock(lambda arrays=inputs: run_cpu(problem, cpu_fn, arrays), seconds) * 1e3
+                timing = Timing(ms, WALL_CLOCK)
+        if set_index in sets:
+            d = work.reference_dir(shape.name, set_index)
+            d.mkdir(parents=True, exist_ok=True)
+            for name, arr in outputs.items():
+                np.save(d / f"{name}.npy", arr)
+    return timing
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,16 +374,16 @@ def main(argv: list[str] | None = None) -> int:
     shape = problem.shape(args.shape)
     work = WorkDir(Path(args.work))
     work.prepare_shape(problem, shape)
-    ms = None
-    for set_index in [int(s) for s in args.sets.split(",") if s]:
-        outputs, seconds = run_reference(problem, shape, set_index, args.seed, work)
-        d = work.reference_dir(shape.name, set_index)
-        d.mkdir(parents=True, exist_ok=True)
-        for name, arr in outputs.items():
-            np.save(d / f"{name}.npy", arr)
-        if set_index == 0 and args.time:
-            ms = time_reference(problem, shape, args.seed, work, seconds) * 1e3
-    print(json.dumps({"shape": shape.name, "ms": ms}), flush=True)
+    sets = [int(s) for s in args.sets.split(",") if s]
+    try:
+        timing = produce(problem, shape, sets, args.seed, work, args.time)
+    except ReferenceFailure as exc:
+        print(str(exc), file=sys.stderr, flush=True)
+        return 2
+    line = {"shape": shape.name, "ms": None, "method": None, "warning": None}
+    if timing is not None:
+        line.update(ms=timing.ms, method=timing.method, warning=timing.warning)
+    print(json.dumps(line), flush=True)
     return 0
 
 

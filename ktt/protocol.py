@@ -95,7 +95,10 @@ class Progress(_Model):
     best_config: dict[str, ParamValue] | None = None
     elapsed_s: float
     budget_s: float | None = None
-    phase: str = "search"  # setup | reference | search | cases | done
+    phase: str = "search"  # setup | build | reference | search | done
+    case: str | None = None  # the shape being tuned (each case is searched on its own)
+    case_index: int = 0  # from 0, in declared order
+    cases_total: int = 1
 
 
 class LogLine(_Model):
@@ -110,13 +113,33 @@ class ErrorLine(_Model):
     exit_code: int
 
 
+CaseStatus = Literal[
+    "ok",  # a valid, confirmed best on this shape
+    "no_valid",  # the search ran; no configuration passed validation
+    "build_failed",  # no probe configuration compiles or fits the launch limits at this shape
+    "not_run",  # an earlier case failed: the iteration stopped there
+]
+
+
 class CaseResult(_Model):
+    """One scored shape: its own search, its own reference time, its own best."""
+
     name: str
-    status: Status | Literal["not_run"]
-    time_ms: float | None = None
+    status: CaseStatus | Status  # the Status values are read from summaries of earlier versions
+    time_ms: float | None = None  # the case's best
     reference_ms: float | None = None
-    speedup: float | None = None
+    reference_source: str | None = None  # measured | seeded
+    reference_method: str | None = None  # how a measured reference was timed
+    speedup: float | None = None  # reference_ms / time_ms
     error: str | None = None
+    config: dict[str, ParamValue] | None = None  # the case's best configuration
+    budget_s: float | None = None  # the case's time budget (null: none)
+    evaluated: int = 0
+    valid: int = 0
+    by_status: dict[str, int] = Field(default_factory=dict)
+    space_size: int | None = None  # configurations at this shape after restrictions, when counted
+    search_s: float | None = None
+    results_file: str | None = None  # this case's results.jsonl
 
 
 class FloorReport(_Model):
@@ -129,14 +152,18 @@ class FloorReport(_Model):
 
 
 class TuneSummary(_Model):
+    """The run's result. With several cases, the counts are totals over them, ``best`` and
+    ``speedup`` are the primary shape's, ``score`` the geometric mean over all of them; each
+    case's own search is in ``cases`` (and in OUTDIR/case_<name>/summary.json)."""
+
     type: Literal["result"] = "result"
-    ok: bool
+    ok: bool  # every case has a valid best
     problem: str
     kernel_file: str
     spec_file: str
     device: str | None = None
     arch: str | None = None
-    space_size: int
+    space_size: int  # the primary shape's
     restricted_size: int | None = None  # configurations left after restrictions, when counted
     evaluated: int
     valid: int
@@ -147,9 +174,10 @@ class TuneSummary(_Model):
     confirmed_on_fresh_input: bool = False
     reference_ms: float | None = None
     reference_source: str | None = None  # measured | seeded
-    speedup: float | None = None  # reference_ms / best.time_ms
-    cases: list[CaseResult] = Field(default_factory=list)
-    score: float | None = None  # geometric mean of per-case speedups (base shape included); null if any missing
+    reference_method: str | None = None
+    speedup: float | None = None  # reference_ms / best.time_ms (the primary shape's)
+    cases: list[CaseResult] = Field(default_factory=list)  # every scored shape, primary first
+    score: float | None = None  # geometric mean of the per-case speedups; null if any case has none
     floor: FloorReport | None = None
     wall_s: float
     gpu_busy_s: float | None = None
@@ -157,21 +185,11 @@ class TuneSummary(_Model):
     results_file: str
     message: str | None = None
     reference_file: str | None = None  # the reference_time.json used or written
-    search_s: float | None = None  # wall time of the search phase
+    search_s: float | None = None  # wall time of the search phase (all cases)
     configs_per_s: float | None = None  # evaluated / search_s
     time_to_best_s: float | None = None  # seconds from the start until the best was recorded
     worker_restarts: int = 0
-
-
-class ReferenceTimeFile(_Model):
-    """output/reference_time.json: the speedup denominator. Seeded by hand or measured once."""
-
-    ms: float | None = None  # the base shape's reference time
-    source: Literal["measured", "seeded"] = "seeded"
-    cases: dict[str, float] = Field(default_factory=dict)  # per-case reference times, by case name
-    reference_type: str | None = None  # cuda | cpu_c | python (for measured files)
-    device: str | None = None
-    measured_at: str | None = None
+    warnings: list[str] = Field(default_factory=list)  # e.g. a GPU reference timed by wall clock
 
 
 class CheckedConfig(_Model):

@@ -2,6 +2,10 @@
 
 The configuration's BEHAVIOUR parameter picks a failure: 1 hangs (no beat), 2 exits mid-evaluation,
 3 reports a sticky CUDA error and exits. FAKE_EVAL_S (seconds) makes each evaluation take time.
+The shape matters as the real worker's would: the reference takes 2 ms on ``default`` and 1 ms
+elsewhere; on the shape ``half`` large blocks are fastest (elsewhere small ones), so each case's
+own search has its own best; FAKE_INVALID_SHAPE names a shape where every configuration is wrong.
+Every request is appended to FAKE_LOG (a file), when set, for tests that check what was asked.
 """
 
 from __future__ import annotations
@@ -15,9 +19,15 @@ import time
 def main() -> int:
     out = sys.stdout
     delay = float(os.environ.get("FAKE_EVAL_S", "0"))
+    invalid = os.environ.get("FAKE_INVALID_SHAPE")
+    log = os.environ.get("FAKE_LOG")
+    shape = None
     for line in sys.stdin:
         req = json.loads(line)
         cmd = req.get("cmd")
+        if log:
+            with open(log, "a") as f:
+                f.write(json.dumps({k: v for k, v in req.items() if k in ("cmd", "shape", "time_reference")}) + "\n")
         if cmd == "init":
             reply = {
                 "type": "reply",
@@ -28,6 +38,7 @@ def main() -> int:
                 "peak_gflops": 60000.0,
             }
         elif cmd == "shape":
+            shape = req["shape"]
             reply = {
                 "type": "reply",
                 "ok": True,
@@ -59,8 +70,14 @@ def main() -> int:
                 out.flush()
                 return 3
             time.sleep(delay)
-            t = 0.1 + 0.01 * int(cfg.get("BLOCK", 32)) / 32 + 0.05 / int(cfg.get("UNROLL", 1))
+            block = int(cfg.get("BLOCK", 32))
+            t = 0.1 + 0.01 * (256 / block if shape == "half" else block / 32) + 0.05 / int(cfg.get("UNROLL", 1))
             best = req.get("best_ms")
+            if shape is not None and shape == invalid:
+                reply = {"type": "result", "status": "validation_failed", "error": "Y: 3 of 512 element(s) differ"}
+                out.write(json.dumps(reply) + "\n")
+                out.flush()
+                continue
             reply = {
                 "type": "result",
                 "status": "ok",

@@ -1,0 +1,227 @@
+"""output/reference_time.json: the speedup denominators, one per scored shape, and where each came from.
+
+Two forms are read. The original CACAO's, in microseconds::
+
+    {"reference_time_us": 411.28, "cases": {"t100": null, "t127": null}}
+
+where the top-level value is the primary shape's (the first case, or the only shape) and
+``cases`` holds the others by name, ``null`` meaning "not measured yet". And ktt's earlier
+form, in milliseconds: ``{"ms": 3.14, "source": "measured", "cases": {"small": 0.0077}, ...}``
+(recognised by an ``ms`` key and no ``reference_time_us``).
+
+Provenance is kept per value under ``provenance``, a key the original ignores, mirroring the
+layout of the values (``{"reference_time_us": {...}, "cases": {"t100": {...}}}``): a value ktt
+measured records ``source: measured``, the device, the date and the method. A value without
+such a record was not measured by ktt (written by hand, or carried from elsewhere): it is a
+seed. A seed is never overwritten nor relabelled; only missing or null values are measured
+and filled in, in the file's own form and unit, so the original can still read the file.
+
+A file that cannot be read or does not have this shape is an error that names the file and
+the field (``ReferenceTimeError``); it is never silently replaced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import json
+import math
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ktt.capped_read import read_bytes_capped
+from ktt.results import write_json_atomic
+
+MAX_BYTES = 1024 * 1024
+ORIGINAL_KEY = "reference_time_us"
+LEGACY_KEY = "ms"
+
+Form = Literal["original", "legacy"]
+
+
+class ReferenceTimeError(Exception):
+    """reference_time.json cannot be used; ``str()`` is one line naming the file (and field)."""
+
+
+@dataclass(frozen=True)
+class ReferenceTime:
+    """One shape's denominator. ``ms`` None: not measured yet (absent or null)."""
+
+    ms: float | None
+    source: Literal["measured", "seeded"] | None = None
+    device: str | None = None
+    measured_at: str | None = None
+    method: str | None = None
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A reference time ktt has just measured, to be recorded where the file has none."""
+
+    ms: float
+    device: str | None
+    method: str
+    reference_type: str
+
+    def provenance(self) -> dict[str, Any]:
+        return {
+            "source": "measured",
+            "device": self.device,
+            "measured_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "method": self.method,
+            "reference_type": self.reference_type,
+        }
+
+
+@dataclass
+class ReferenceTimes:
+    """The parsed file (or an empty one when it does not exist)."""
+
+    path: Path
+    primary: str
+    form: Form
+    raw: dict[str, Any]
+    exists: bool
+
+    @property
+    def scale(self) -> float:
+        """Milliseconds per unit of the file's values."""
+        return 1e-3 if self.form == "original" else 1.0
+
+    @property
+    def top_key(self) -> str:
+        return ORIGINAL_KEY if self.form == "original" else LEGACY_KEY
+
+    def _slot(self, name: str) -> tuple[Any, Any]:
+        """(value, provenance record) of one shape, as stored."""
+        prov = self.raw.get("provenance") if isinstance(self.raw.get("provenance"), dict) else {}
+        cases = self.raw.get("cases") if isinstance(self.raw.get("cases"), dict) else {}
+        prov_cases = prov.get("cases") if isinstance(prov.get("cases"), dict) else {}
+        if name == self.primary and self.raw.get(self.top_key) is not None:
+            return self.raw.get(self.top_key), prov.get(self.top_key)
+        if name in cases:
+            return cases[name], prov_cases.get(name)
+        if name == self.primary:
+            return self.raw.get(self.top_key), prov.get(self.top_key)
+        return None, None
+
+    def get(self, name: str) -> ReferenceTime:
+        value, record = self._slot(name)
+        if value is None:
+            return ReferenceTime(None)
+        ms = float(value) * self.scale
+        if isinstance(record, dict) and record.get("source") == "measured":
+            return ReferenceTime(
+                ms,
+                "measured",
+                _text(record.get("device")),
+                _text(record.get("measured_at")),
+                _text(record.get("method")),
+            )
+        if self.form == "legacy" and not isinstance(record, dict) and self.raw.get("source") == "measured":
+            # ktt's earlier form: one file-level record for every value in it.
+            return ReferenceTime(ms, "measured", _text(self.raw.get("device")), _text(self.raw.get("measured_at")))
+        return ReferenceTime(ms, "seeded")
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _check_value(path: Path, field: str, value: Any, unit: str) -> None:
+    ok = value is None or (
+        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    )
+    if not ok:
+        raise ReferenceTimeError(
+            f"{path}: {field}: {json.dumps(value)[:40]} is not a positive number of {unit} (or null: not measured yet)"
+        )
+
+
+def parse_reference_times(path: Path, text: str, primary: str) -> ReferenceTimes:
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        raise ReferenceTimeError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise ReferenceTimeError(f'{path}: expected a JSON object such as {{"{ORIGINAL_KEY}": 120.5}}')
+    form: Form = "legacy" if LEGACY_KEY in raw and ORIGINAL_KEY not in raw else "original"
+    unit = "microseconds" if form == "original" else "milliseconds"
+    top = ORIGINAL_KEY if form == "original" else LEGACY_KEY
+    _check_value(path, top, raw.get(top), unit)
+    cases = raw.get("cases", {})
+    if cases is None:
+        cases = {}
+    if not isinstance(cases, dict):
+        raise ReferenceTimeError(f"{path}: cases: expected an object of case name -> {unit} (or null)")
+    for name, value in cases.items():
+        _check_value(path, f"cases.{name}", value, unit)
+    if "provenance" in raw and not isinstance(raw["provenance"], dict):
+        raise ReferenceTimeError(f"{path}: provenance: expected an object")
+    if "source" in raw and raw["source"] not in ("measured", "seeded"):
+        raise ReferenceTimeError(f"{path}: source: {json.dumps(raw['source'])[:40]} is neither measured nor seeded")
+    raw["cases"] = cases
+    return ReferenceTimes(path, primary, form, raw, exists=True)
+
+
+def read_reference_times(path: Path, primary: str) -> ReferenceTimes:
+    """The file at ``path`` (an empty one, in the original's form, when there is none)."""
+    try:
+        data = read_bytes_capped(path, MAX_BYTES)
+    except FileNotFoundError:
+        return ReferenceTimes(path, primary, "original", {}, exists=False)
+    except OSError as exc:
+        raise ReferenceTimeError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ReferenceTimeError(f"{path}: not UTF-8 text") from None
+    return parse_reference_times(path, text, primary)
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """Tunings on several GPUs may fill in the same file: one read-modify-write at a time."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.parent / f".{path.name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def record_measurements(path: Path, primary: str, measured: dict[str, Measurement]) -> ReferenceTimes:
+    """Fill in the shapes whose value is missing or null; every value already there stays as it is.
+
+    The file is read again under a lock right before the write, so a value written meanwhile
+    (another tuning, a person) wins. Returns the file as written (or as found, if nothing was new).
+    """
+    with _file_lock(path):
+        current = read_reference_times(path, primary)
+        raw = current.raw
+        prov = raw.setdefault("provenance", {})
+        changed = False
+        for name, m in measured.items():
+            if current.get(name).ms is not None:
+                continue
+            value = m.ms / current.scale
+            if name == primary and not (isinstance(raw.get("cases"), dict) and name in raw["cases"]):
+                raw[current.top_key] = value
+                prov[current.top_key] = m.provenance()
+            else:
+                raw.setdefault("cases", {})[name] = value
+                prov.setdefault("cases", {})[name] = m.provenance()
+            changed = True
+        if not changed:
+            return current
+        if not raw.get("cases"):
+            raw.pop("cases", None)
+        ordered = {k: raw[k] for k in (current.top_key, "cases") if k in raw}
+        ordered.update({k: v for k, v in raw.items() if k not in ordered})
+        write_json_atomic(path, ordered)
+        return ReferenceTimes(path, primary, current.form, ordered, exists=True)
