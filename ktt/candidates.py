@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ktt.expressions import ExpressionError
+from ktt.includes import header_texts
 from ktt.nvrtc import CompileOutput, CompileRequest, define_pairs
 from ktt.problem.model import Problem, Shape
 from ktt.protocol import Diagnostic
@@ -40,16 +41,13 @@ class CompileContext:
         self.kernel = kernel
         self.work = work
         self.arch = arch
+        # The text of every header the compile may include goes into the cache key: exactly
+        # the files ktt.includes lets NVRTC read (regular, size-capped, not linked out).
         self._headers = tuple(local_headers(problem))
         self._kernel_dir_headers: tuple[tuple[str, str], ...] = ()
         kdir = kernel.path.parent
         if kernel.path.is_absolute() and kdir.is_dir() and kdir != problem.directory:
-            extra = []
-            for pattern in ("*.h", "*.hpp", "*.cuh"):
-                for p in sorted(kdir.glob(pattern)):
-                    if p.name != "inputs.hpp":
-                        extra.append((p.name, p.read_text(encoding="utf-8", errors="replace")))
-            self._kernel_dir_headers = tuple(extra)
+            self._kernel_dir_headers = tuple(header_texts(kdir))
         self._prepared: dict[str, str] = {}
 
     def _inputs_hpp(self, shape: Shape) -> str:

@@ -4,7 +4,13 @@ The key hashes the source, the defines, the arch, the compiler options, the NVRT
 and the text of the headers the source can include from the problem (inputs.hpp and the
 problem's own headers) - not the work directory's path, so a second run of the same
 kernel, or ``ktt check`` before ``ktt tune``, reuses the cubins. Failed compiles are
-cached too: the same input fails the same way.
+cached too: the same input fails the same way; refused ones (an include or an option
+outside what a compile may use) are not, and the refusal check runs before every lookup.
+
+Logs and messages are stored as ``ktt.nvrtc.compile_cubin`` returns them, scrubbed of
+secret-looking text and capped, and scrubbed again when read: the cache is shared by
+every problem and run of the user, so it must never hand one run's secret to another.
+Format 2 is the first with scrubbed logs; entries of format 1 are never read.
 """
 
 from __future__ import annotations
@@ -17,10 +23,11 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from ktt.nvrtc import CompileDiagnostic, CompileOutput, CompileRequest, compile_cubin
+from ktt.nvrtc import MAX_LOG_CHARS, CompileDiagnostic, CompileOutput, CompileRequest, compile_cubin, precheck
+from ktt.redact import cap, redact
 from ktt.toolkit import nvrtc_version
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 
 
 def default_cache_dir() -> Path:
@@ -48,6 +55,10 @@ def cache_key(req: CompileRequest) -> str:
     return h.hexdigest()
 
 
+def _scrubbed(d: CompileDiagnostic) -> CompileDiagnostic:
+    return CompileDiagnostic(d.file, d.line, d.column, d.severity, redact(str(d.message)))
+
+
 class CompileCache:
     def __init__(self, directory: Path | str | None) -> None:
         self.directory = Path(directory) if directory else None
@@ -69,12 +80,15 @@ class CompileCache:
             cubin = cubin_path.read_bytes() if meta["ok"] else None
         except (OSError, ValueError, KeyError):
             return None
-        diags = [CompileDiagnostic(**d) for d in meta.get("diagnostics", [])]
+        try:
+            diags = [_scrubbed(CompileDiagnostic(**d)) for d in meta.get("diagnostics", [])]
+        except (TypeError, KeyError):
+            return None
         return CompileOutput(
             meta["ok"],
             cubin,
             diags,
-            meta.get("log", ""),
+            cap(redact(str(meta.get("log", ""))), MAX_LOG_CHARS, "compiler output"),
             meta.get("seconds", 0.0),
             True,
             tuple(meta.get("kernels", [])),
@@ -121,8 +135,11 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 def compile_cached(req: CompileRequest, cache_dir: str | None) -> tuple[CompileOutput, str]:
     """Compile through the cache; returns the output and its key. Safe to call from pool workers."""
-    cache = CompileCache(cache_dir)
     key = cache_key(req)
+    refused = precheck(req)
+    if refused is not None:
+        return refused, key
+    cache = CompileCache(cache_dir)
     hit = cache.get(key)
     if hit is not None:
         return hit, key

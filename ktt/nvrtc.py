@@ -4,11 +4,20 @@ Always a cubin for the exact arch: PTX from an NVRTC newer than the driver does 
 The program is named by a path inside the work directory, next to a freshly generated
 ``inputs.hpp``: NVRTC searches the source's own directory first, so a stale header in the
 problem directory (or the current directory) can never win.
+
+The source is model-written: before NVRTC runs, the options are checked against a
+whitelist of exact forms (no file arguments) and the includes against what the compile may
+see (ktt.includes); NVRTC then runs in a thread that Landlock confines to the same view
+(ktt.sandbox), with a time limit; its messages are scrubbed of secret-looking text and
+capped (ktt.redact) before anyone, the compile cache included, sees them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import io
+import os
 import re
 import struct
 import time
@@ -17,8 +26,12 @@ from pathlib import Path
 
 from cuda.core import Program, ProgramOptions
 
+from ktt import includes, sandbox
+from ktt.compiler_options import FLAG_OPTIONS, MAXRREG, PTXAS_PREFIX, option_problem
 from ktt.csource import global_function_lines
 from ktt.expressions import Number
+from ktt.redact import cap, redact
+from ktt.toolkit import cuda_include_dirs
 
 STD = "c++17"
 
@@ -42,7 +55,7 @@ class CompileRequest:
     arch: str
     defines: tuple[tuple[str, str], ...]
     include_dirs: tuple[str, ...]
-    options: tuple[str, ...] = ()  # spec compiler_options, already whitelisted
+    options: tuple[str, ...] = ()  # spec compiler_options; checked again against the whitelist here
     header_texts: tuple[tuple[str, str], ...] = ()  # (name, text) of local headers; for the key only
 
 
@@ -87,6 +100,7 @@ def define_pairs(*maps: dict[str, Number | str]) -> tuple[tuple[str, str], ...]:
 
 
 def _program_options(req: CompileRequest) -> ProgramOptions:
+    """The request as NVRTC options; raises ValueError for an option outside the whitelist."""
     kwargs: dict = {
         "name": req.program_path,
         "arch": req.arch,
@@ -97,49 +111,132 @@ def _program_options(req: CompileRequest) -> ProgramOptions:
         kwargs["define_macro"] = [(k, v) for k, v in req.defines]
     ptxas: list[str] = []
     for opt in req.options:
-        if opt in ("-lineinfo", "--generate-line-info"):
-            kwargs["lineinfo"] = True
-        elif m := re.fullmatch(r"--?maxrregcount=(\d+)", opt):
+        problem = option_problem(opt)
+        if problem is not None:
+            raise ValueError(f"compiler option {opt[:80]!r}: {problem}")
+        if opt in FLAG_OPTIONS:
+            key, value = FLAG_OPTIONS[opt]
+            kwargs[key] = value
+        elif m := MAXRREG.fullmatch(opt):
             kwargs["max_register_count"] = int(m.group(1))
-        elif m := re.fullmatch(r"(?:-Xptxas=|--ptxas-options=)(.*)", opt):
+        elif m := PTXAS_PREFIX.fullmatch(opt):
             ptxas += [p for p in m.group(1).split(",") if p]
-        elif opt == "-default-device":
-            kwargs["device_as_default_execution_space"] = True
-        elif opt == "--extra-device-vectorization":
-            kwargs["extra_device_vectorization"] = True
-        elif opt in ("-restrict", "--restrict"):
-            kwargs["restrict"] = True
-        elif opt in ("-dopt=on", "-dopt=off"):
-            kwargs["device_code_optimize"] = opt.endswith("on")
     if ptxas:
         kwargs["ptxas_options"] = ptxas
     return ProgramOptions(**kwargs)
 
 
-def compile_cubin(req: CompileRequest) -> CompileOutput:
-    """Compile one request with NVRTC. Never raises for a compile error: it is in the output."""
+# -- compiling --------------------------------------------------------------------------------
+MAX_LOG_CHARS = 64 * 1024  # compiler output kept per compile (head and tail)
+MAX_DIAGNOSTICS = 200
+MAX_MESSAGE_CHARS = 2000
+COMPILE_TIMEOUT_S = 120.0  # one compile; KTT_COMPILE_TIMEOUT_S overrides
+
+
+def compile_timeout_s() -> float:
+    with contextlib.suppress(ValueError):
+        value = float(os.environ.get("KTT_COMPILE_TIMEOUT_S", ""))
+        if 0 < value < 1e6:
+            return value
+    return COMPILE_TIMEOUT_S
+
+
+_WARM_SOURCE = 'extern "C" __global__ void ktt_warm_up(int* p) { *p = 1; }'
+
+
+@functools.cache
+def _warm_up(arch: str) -> None:
+    """Load NVRTC's libraries (and the Python they need) before any compile runs sandboxed.
+
+    A Landlock-restricted thread cannot read site-packages, so whatever NVRTC or cuda.core
+    loads on first use (libnvrtc-builtins, error classes) is loaded here, unrestricted,
+    once per process, with a trivial program on the success and the error path.
+    """
+    for source in (_WARM_SOURCE, "ktt_warm_up_error"):
+        with contextlib.suppress(Exception):
+            Program(source, "c++", ProgramOptions(arch=arch, std=STD)).compile("cubin", logs=io.StringIO())
+
+
+def _refusal(req: CompileRequest, file: str, line: int | None, message: str, start: float) -> CompileOutput:
+    diag = CompileDiagnostic(file, line, None, "error", message)
+    where = f"{file}({line})" if line else file
+    return CompileOutput(False, None, [diag], f"{where}: error: {message}", time.perf_counter() - start)
+
+
+def _view(req: CompileRequest) -> includes.IncludeView:
+    return includes.include_view(os.path.dirname(req.program_path), tuple(req.include_dirs), cuda_include_dirs())
+
+
+def precheck(req: CompileRequest) -> CompileOutput | None:
+    """A failed output when the options or the includes are refused; None when NVRTC may run.
+
+    Cheap after the first call for a source (memoised), so it runs before every cache
+    lookup too: a refused source is never served from the cache, and refusals are not cached.
+    """
     start = time.perf_counter()
-    log = io.StringIO()
     try:
-        program = Program(req.source, "c++", _program_options(req))
-        obj = program.compile("cubin", logs=log)
-        cubin = bytes(obj.code)
-        text = _clean_log(log.getvalue())
-        ok = True
-    except Exception as exc:  # NVRTCError carries the log in its message
-        text = _clean_log(str(exc))
-        cubin = None
-        ok = False
+        _program_options(req)
+    except ValueError as exc:
+        return _refusal(req, req.display_name, None, str(exc), start)
+    refused = includes.refused_include(req.source, req.display_name, os.path.dirname(req.program_path), _view(req))
+    if refused is not None:
+        return _refusal(req, refused.file, refused.line, refused.message, start)
+    return None
+
+
+def compile_cubin(req: CompileRequest, timeout_s: float | None = None) -> CompileOutput:
+    """Compile one request with NVRTC. Never raises for a compile error: it is in the output.
+
+    Before NVRTC: the options against the whitelist and the includes against the view
+    (ktt.includes). NVRTC then runs in a thread restricted to that view (ktt.sandbox), and
+    its log comes back scrubbed of secret-looking text and capped.
+    """
+    start = time.perf_counter()
+    refused = precheck(req)
+    if refused is not None:
+        return refused
+    options = _program_options(req)
+    view = _view(req)
+    _warm_up(req.arch)
+
+    def run() -> tuple[bytes | None, str]:
+        log = io.StringIO()
+        try:
+            obj = Program(req.source, "c++", options).compile("cubin", logs=log)
+            return bytes(obj.code), log.getvalue()
+        except Exception as exc:  # NVRTCError carries the log in its message
+            return None, str(exc)
+
+    try:
+        cubin, raw = sandbox.run_restricted(run, view.sandbox_view(), timeout_s or compile_timeout_s())
+    except sandbox.CompileTimeout as exc:
+        return _refusal(req, req.display_name, None, f"the compiler {exc} (a kernel that makes NVRTC spin)", start)
+    except sandbox.SandboxError as exc:  # Landlock present but refused: do not compile unconfined
+        return _refusal(req, req.display_name, None, f"could not confine the compiler: {exc}", start)
+    text = clean_log(raw)
+    ok = cubin is not None
     seconds = time.perf_counter() - start
     diags = parse_log(text, req)
     if not ok and not any(d.severity == "error" for d in diags):
         diags.append(CompileDiagnostic(req.display_name, None, None, "error", text.strip() or "compilation failed"))
+    diags = [_capped(d) for d in diags[:MAX_DIAGNOSTICS]]
     kernels = tuple(sorted(cubin_kernels(cubin))) if cubin else ()
     return CompileOutput(ok, cubin, diags, text, seconds, False, kernels)
 
 
+def _capped(d: CompileDiagnostic) -> CompileDiagnostic:
+    if len(d.message) <= MAX_MESSAGE_CHARS:
+        return d
+    return CompileDiagnostic(d.file, d.line, d.column, d.severity, d.message[:MAX_MESSAGE_CHARS] + " [...]")
+
+
+def clean_log(text: str) -> str:
+    """A compiler log as ktt keeps it: NVRTC's preamble dropped, secrets scrubbed, size capped."""
+    return cap(redact(_clean_log(text)), MAX_LOG_CHARS, "compiler output")
+
+
 def _clean_log(text: str) -> str:
-    text = text.replace("\x00", "")
+    text = text.replace("\x00", " ")
     marker = "compilation log:"
     if marker in text:
         text = text.split(marker, 1)[1]

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ktt.compiler_options import option_problem
 from ktt.expressions import Expression, ExpressionError, Number
 from ktt.problem.errors import ProblemError
 from ktt.problem.files import DTYPES, check_dtype, reject_bool
@@ -140,14 +141,6 @@ class TuningFile(_SpecModel):
         if not launches:
             raise ValueError("empty: at least one kernel launch is needed")
         return launches
-
-
-# Options a spec may pass to NVRTC. Anything that changes numerics (fast math, ftz) is
-# refused: EVALUATION.md forbids reduced precision unless the problem allows it.
-ALLOWED_COMPILER_OPTIONS = re.compile(
-    r"^(-lineinfo|--generate-line-info|-maxrregcount=\d+|--maxrregcount=\d+|-Xptxas=.*|--ptxas-options=.*|"
-    r"-default-device|--extra-device-vectorization|-restrict|--restrict|-dopt=on|-dopt=off)$"
-)
 
 
 @dataclass(frozen=True)
@@ -322,13 +315,9 @@ def resolve_spec(tf: TuningFile, path: Path, problem: Problem) -> TuningSpec:
         launches.append(Launch(ls.kernel, grid, block, smem, args, stream))  # type: ignore[arg-type]
 
     for i, opt in enumerate(tf.compiler_options):
-        if not ALLOWED_COMPILER_OPTIONS.match(opt):
-            raise SpecError(
-                path,
-                f"compiler_options[{i}]",
-                f"{opt!r} is not allowed (fast-math and precision "
-                "options change results; allowed: -lineinfo, -maxrregcount=N, -Xptxas=..., -dopt=...)",
-            )
+        problem_text = option_problem(opt)  # exact forms only: no fast math, no file arguments
+        if problem_text is not None:
+            raise SpecError(path, f"compiler_options[{i}]", f"{opt[:80]!r}: {problem_text}")
 
     return TuningSpec(
         path=path,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ktt.includes import header_texts
 from ktt.problem.inputs_hpp import HEADER_NAME, render_inputs_hpp
 from ktt.problem.model import Problem, Shape
 
@@ -51,14 +52,9 @@ class WorkDir:
 
 
 def local_headers(problem: Problem) -> list[tuple[str, str]]:
-    """Header files in the problem directory (their text goes into the compile cache key)."""
-    out = []
-    for pattern in ("*.h", "*.hpp", "*.cuh", "*.inc"):
-        for path in sorted(problem.directory.glob(pattern)):
-            if path.name == HEADER_NAME:
-                continue  # the generated one in the work dir is what compiles
-            try:
-                out.append((path.name, path.read_text(encoding="utf-8", errors="replace")))
-            except OSError:
-                continue
-    return out
+    """Header files in the problem directory (their text goes into the compile cache key).
+
+    Only what a compile may include (ktt.includes): regular files, size-capped, not linked
+    out of the directory (a header linked to /dev/zero is skipped, never read).
+    """
+    return header_texts(problem.directory, skip=(HEADER_NAME,))  # the generated one in the work dir wins
