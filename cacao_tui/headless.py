@@ -1,7 +1,9 @@
 """The --no-ui renderer: one line per state change, tuning progress throttled, a final table.
 
 With --json it prints every event as one JSON line instead. It is a subscriber of the same
-event stream as the Textual app, and keeps no state the engine does not send.
+event stream as the Textual app, and keeps no state the engine does not send. Text from
+problem files and the model is printed terminal-safe (escape sequences, NUL, bidi controls
+shown escaped; see ``cacao_tui.ui.formatting.safe_text``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from cacao_tui.engine.events import (
 )
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.results import load_results, render_results
+from cacao_tui.ui.formatting import safe_event, safe_json_line, safe_text
 
 PROGRESS_EVERY_S = 2.0
 
@@ -50,16 +53,17 @@ class HeadlessRenderer:
         self.finished: RunFinished | None = None
 
     def print_line(self, text: str) -> None:
-        self.out.write(text + "\n")
+        """Write one line (or a block of lines); any control character left in it is escaped."""
+        self.out.write(safe_text(text, keep_newlines=True) + "\n")
         self.out.flush()
 
     def __call__(self, event: _Event) -> None:
         if self.json_lines:
-            self.print_line(event.model_dump_json())
+            self.print_line(safe_json_line(event.model_dump_json()))
             if isinstance(event, RunFinished):
                 self.finished = event
             return
-        text = self.render(event)
+        text = self.render(safe_event(event))
         if text:
             self.print_line(text)
 

@@ -12,10 +12,14 @@ import re
 from dataclasses import dataclass
 
 from cacao_tui.nodes.context import BranchView, RunDeps
+from ktt.capped_read import MAX_SOURCE_BYTES, read_text_capped
 from ktt.problem.inputs_hpp import render_inputs_hpp
 
 WRITABLE = ("kernels.cu", "tuning.yaml")
-MAX_FILE_CHARS = 400_000
+# What the model may write, in UTF-8 bytes (docs/SECURITY.md, "Bounds"). Every later step
+# reads these files again (compile checks, ktt, prompts), so they are kept well under ktt's
+# own caps on a kernel (4 MiB) and a YAML file (1 MiB).
+MAX_WRITE_BYTES = {"kernels.cu": 256 * 1024, "tuning.yaml": 64 * 1024}
 _ITER = re.compile(r"^iter(\d+)/(kernels\.cu|tuning\.yaml)$")
 
 
@@ -52,7 +56,10 @@ class Workspace:
         if name == "base/tuning.yaml" and self.branch.base_spec:
             return self.branch.base_spec
         if name == "reference":
-            return self.deps.problem.reference.file.read_text(encoding="utf-8", errors="replace")
+            try:
+                return read_text_capped(self.deps.problem.reference.file, MAX_SOURCE_BYTES, errors="replace")
+            except OSError as exc:
+                raise WorkspaceError(f"cannot read the reference: {exc}") from None
         if name == "inputs.hpp":
             return render_inputs_hpp(self.deps.problem)
         m = _ITER.match(name)
@@ -66,11 +73,14 @@ class Workspace:
         name = name.strip().lstrip("./")
         if name not in WRITABLE:
             raise WorkspaceError(f"only {' and '.join(WRITABLE)} can be written, not {name!r}")
-        if len(content) > MAX_FILE_CHARS:
-            raise WorkspaceError(f"{name} is too large ({len(content):,} characters)")
+        data = content.encode("utf-8", errors="replace")  # a lone surrogate from JSON becomes '?'
+        if len(data) > MAX_WRITE_BYTES[name]:
+            raise WorkspaceError(
+                f"{name} is too large ({len(data):,} bytes; at most {MAX_WRITE_BYTES[name]:,}): nothing written"
+            )
         path = self.branch.it.root / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content, encoding="utf-8")
+        path.write_bytes(data)
         return f"wrote {name} ({content.count(chr(10)) + 1} lines)"
 
     def edit(self, name: str, old: str, new: str) -> str:

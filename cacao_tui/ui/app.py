@@ -24,6 +24,7 @@ from cacao_tui.engine.control import EngineControl
 from cacao_tui.engine.events import EventBus
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.ui import keymap
+from cacao_tui.ui.formatting import safe_event
 from cacao_tui.ui.log_store import LogEntry, LogStore
 from cacao_tui.ui.run_view import RunView
 from cacao_tui.ui.screens.dialogs import BusyScreen, QuitScreen
@@ -107,8 +108,9 @@ class CacaoApp(App[AppResult]):
         """Fold the buffered events into the view and update only what they changed."""
         if not self.main_screen.ready or not self.main_screen.is_attached or (not self._events and not self._logs):
             return
-        events, self._events = self._events, []
-        lines = list(self._logs)
+        # Names and messages come from problem files and the model: made terminal-safe here, once.
+        events, self._events = [safe_event(e) for e in self._events], []
+        lines = [safe_event(line) for line in self._logs]
         self._logs.clear()
         self.flushes += 1
         changed: set[str] = set()

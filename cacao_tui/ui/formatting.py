@@ -1,8 +1,19 @@
-"""How numbers, times and statuses read on screen: one place so every pane agrees."""
+"""How numbers, times, statuses and untrusted text read on screen: one place so every pane agrees.
+
+Names and messages come from problem files and from the model. Printed raw, an escape
+sequence in them drives the terminal (``\x1b]0;...`` retitles it, ``\x1b[2J`` clears it), a NUL
+or a C1 control (``\x9b`` is CSI on some terminals) corrupts it, and U+202E reverses the text
+after it. ``safe_text`` shows every such character as a visible escape instead (``\x1b``,
+``\u202e``); ``safe_event`` applies it to every text field of an engine event, which is how
+both the app and the headless renderer take events in.
+"""
 
 from __future__ import annotations
 
 import time
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 # Single-width glyphs that every terminal font over SSH draws; no emoji (their width varies).
 STATUS_ICONS: dict[str, str] = {
@@ -105,3 +116,83 @@ def fmt_config(config: dict[str, int | float | str] | None) -> str:
 def fmt_gpus(gpus: list[int], name: str | None) -> str:
     ids = ",".join(str(g) for g in gpus) or "-"
     return f"GPU {ids}" + (f" {name}" if name else "")
+
+
+# ---- untrusted text ---------------------------------------------------------------------
+
+# Event fields that hold one name or title: line breaks in them are escaped too.
+NAME_FIELDS = frozenset({"problem", "branch", "parent", "title", "provider", "model", "node", "gpu_name", "name"})
+
+E = TypeVar("E")
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def safe_text(text: str, *, keep_newlines: bool = False) -> str:
+    """``text`` with every control, format (bidi) and separator character shown as an escape.
+
+    Printable text is returned unchanged (the same object). With ``keep_newlines`` a line
+    break and a tab stay as they are (a multi-line message), everything else is escaped.
+    """
+    if text.isprintable():
+        return text
+    kept = "\n\t" if keep_newlines else ""
+    return "".join(c if c.isprintable() or c in kept else _escape(c) for c in text)
+
+
+def safe_json_line(line: str) -> str:
+    """A JSON text with every non-printable character inside its strings written as a \\u escape.
+
+    JSON encoders escape C0 controls but pass U+202E, C1 controls and the like through raw;
+    \\u escapes keep the line valid JSON with the same values.
+    """
+    if line.isprintable():
+        return line
+    out = []
+    for c in line:
+        if c.isprintable():
+            out.append(c)
+            continue
+        code = ord(c)
+        if code > 0xFFFF:  # a surrogate pair, as JSON writes characters beyond the BMP
+            code -= 0x10000
+            out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{code:04x}")
+    return "".join(out)
+
+
+def _safe_value(value: Any, keep_newlines: bool) -> Any:
+    if isinstance(value, str):
+        return safe_text(value, keep_newlines=keep_newlines)
+    if isinstance(value, BaseModel):
+        return safe_event(value)
+    if isinstance(value, list | tuple):
+        items = [_safe_value(v, keep_newlines) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else type(value)(items)
+    if isinstance(value, dict):
+        pairs = [(_safe_value(k, False), _safe_value(v, keep_newlines)) for k, v in value.items()]
+        if all(a is k and b is v for (a, b), (k, v) in zip(pairs, value.items(), strict=True)):
+            return value
+        return dict(pairs)
+    return value
+
+
+def safe_event(event: E) -> E:
+    """The event with every text field made terminal-safe (unchanged, the same object, when it was)."""
+    if not isinstance(event, BaseModel):
+        return event
+    updates: dict[str, Any] = {}
+    for field in type(event).model_fields:
+        value = getattr(event, field, None)
+        new = _safe_value(value, keep_newlines=field not in NAME_FIELDS)
+        if new is not value:
+            updates[field] = new
+    return event.model_copy(update=updates) if updates else event  # type: ignore[return-value]
