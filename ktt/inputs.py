@@ -5,18 +5,39 @@ so every run of a problem sees the same primary inputs. Set 1 and later are the 
 inputs a configuration must also pass before it may be reported as best; they also mix
 in the run's ``--seed``. Buffers read from files, or filled by a custom C++ body, are the
 same in every set.
+
+``init: custom`` means what it means in the original: ``body`` is the body of a host
+function ``std::vector<dtype> gen_<name>()``, with the ``host`` scalars in scope as
+``inline constexpr`` values of the shape, after ``headers`` and ``shared_setup``. All the
+generators of a shape go into one C++ program, built once (content-addressed, in the host
+build cache) and run in its own process with a time limit; it writes each buffer to a
+file, and a vector of the wrong length is an error naming the buffer.
 """
 
 from __future__ import annotations
 
-import ctypes
+import os
+import shutil
+import tempfile
+import textwrap
 import zlib
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ktt.host_compiler import build_shared_library
+from ktt import procs
+from ktt.host_compiler import HostCompileError, build_executable, default_host_cache_dir
+from ktt.problem.errors import ProblemError
 from ktt.problem.model import Buffer, Problem, Shape
+from ktt.problem.yaml_io import yaml_value_lines
+
+GENERATOR_TIMEOUT_S = 600.0
+GENERATED_FILE = "<generated>"
+
+
+class GeneratorError(ProblemError):
+    """A custom initialiser that does not build or run: one line naming inputs.yaml and the field."""
 
 
 def buffer_seed(buffer: Buffer) -> int:
@@ -43,7 +64,7 @@ def make_buffer(
         path = shape.files[buffer.name]
         return np.fromfile(path, dtype=dtype, count=n)
     if buffer.init == "custom":
-        return _custom(problem, shape, buffer, work_dir)
+        return generated_inputs(problem, shape, work_dir)[buffer.name].copy()
     rng = rng_for(buffer, set_index, run_seed)
     low, high = buffer.value_range
     if dtype.kind == "f":
@@ -56,25 +77,194 @@ def make_inputs(problem: Problem, shape: Shape, set_index: int, run_seed: int, w
     return {b.name: make_buffer(problem, shape, b, set_index, run_seed, work_dir) for b in problem.buffers}
 
 
-def _custom(problem: Problem, shape: Shape, buffer: Buffer, work_dir: Path) -> np.ndarray:
-    body = buffer.body or ""
-    if "for" not in body:
-        body = f"for (size_t i = 0; i < n; ++i) {{ {body} }}"
-    source = (
-        "#include <cstddef>\n#include <cstdint>\n#include <cmath>\n#include <cstdlib>\n"
-        f'extern "C" void ktt_init({buffer.ctype}* {buffer.name}, size_t n) {{\n{body}\n}}\n'
-    )
-    lib_path = build_shared_library(
-        source,
-        work_dir / "host",
-        cxx=True,
-        defines=dict(shape.scalars),
-        include_dirs=[problem.directory],
-        source_name=f"init_{buffer.name}.cpp",
-    )
-    lib = ctypes.CDLL(str(lib_path))
-    n = shape.sizes[buffer.name]
-    arr = np.zeros(n, np.dtype(buffer.numpy_dtype))
-    lib.ktt_init.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    lib.ktt_init(arr.ctypes.data, n)
-    return arr
+# -- custom generators ---------------------------------------------------------------------
+
+
+@dataclass
+class GeneratorSource:
+    """The generator program of one shape, and where its lines came from (for error messages)."""
+
+    text: str
+    # line of the generated program -> (field, line in inputs.yaml or None, line within the field)
+    origins: dict[int, tuple[str, int | None, int]] = field(default_factory=dict)
+
+
+def custom_buffers(problem: Problem) -> list[tuple[int, Buffer]]:
+    return [(i, a) for i, a in enumerate(problem.args) if isinstance(a, Buffer) and a.init == "custom"]
+
+
+def _literal(value: int | float, dtype: str) -> str:
+    if dtype == "int":
+        return str(int(value))
+    text = repr(float(value))
+    return f"{text}f" if dtype == "float" else text
+
+
+def _block_start(problem: Problem, key_path: tuple[object, ...], lines: dict[tuple[object, ...], int]) -> int | None:
+    """Line in inputs.yaml of a literal block's first content line (``body: |``), else None."""
+    start = lines.get(key_path)
+    if start is None:
+        return None
+    try:
+        text = problem.inputs_yaml.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if start > len(text):
+        return None
+    head = text[start - 1].split("#", 1)[0].rstrip()
+    return start + 1 if head.endswith(("|", "|-", "|+")) else None
+
+
+def generator_source(problem: Problem, shape: Shape) -> GeneratorSource:
+    """One C++ program with every custom generator of ``shape`` and a main that writes them out."""
+    out = GeneratorSource("")
+    lines: list[str] = []
+    key_lines = yaml_value_lines(problem.inputs_yaml) if problem.inputs_yaml.name == "inputs.yaml" else {}
+
+    def emit(text: str) -> None:
+        lines.extend(text.split("\n"))
+
+    def user(text: str, fld: str, key_path: tuple[object, ...]) -> None:
+        body = textwrap.dedent(text).rstrip("\n")
+        start = _block_start(problem, key_path, key_lines)
+        for k, line in enumerate(body.split("\n"), start=1):
+            lines.append(line)
+            out.origins[len(lines)] = (fld, start + k - 1 if start is not None else None, k)
+
+    emit(f"// init: custom generators of problem '{problem.name}', shape '{shape.name}' (generated)")
+    for header in ("cstddef", "cstdint", "cstdio", "cstring", "exception", "random", "string", "vector"):
+        emit(f"#include <{header}>")
+    for header in problem.headers:
+        emit(f"#include {header}" if header.startswith(("<", '"')) else f'#include "{header}"')
+    host = [s for s in problem.scalars if "host" in s.placements]
+    if host:
+        emit("// host scalars of this shape")
+        for s in host:
+            emit(f"inline constexpr {s.ctype} {s.name} = {_literal(shape.scalars[s.name], s.dtype)};")
+    if problem.shared_setup.strip():
+        emit("// shared_setup")
+        user(problem.shared_setup, "shared_setup", ("shared_setup",))
+    customs = custom_buffers(problem)
+    for i, b in customs:
+        emit(f"inline std::vector<{b.ctype}> gen_{b.name}() {{")
+        user(b.body or "", f"args[{i}] ({b.name}).body", ("args", i, "body"))
+        emit("}")
+    emit("static int ktt_write(const std::string& path, const void* data, size_t bytes) {")
+    emit('    std::FILE* f = std::fopen(path.c_str(), "wb");')
+    emit("    if (!f) return 1;")
+    emit("    size_t done = bytes ? std::fwrite(data, 1, bytes, f) : 0;")
+    emit("    return (std::fclose(f) != 0 || done != bytes) ? 1 : 0;")
+    emit("}")
+    emit("int main(int argc, char** argv) {")
+    emit("    if (argc < 2) return 2;")
+    emit("    const std::string dir = argv[1];")
+    for _, b in customs:
+        if b.access == "write":
+            continue  # an output's initial contents are never used (it is poisoned)
+        n = shape.sizes[b.name]
+        emit("    try {")
+        emit(f"        std::vector<{b.ctype}> v = gen_{b.name}();")
+        emit(f"        if (v.size() != (size_t){n}ULL) {{")
+        emit(f'            std::fprintf(stderr, "ktt-gen-size {b.name} %zu\\n", v.size());')
+        emit("            return 3;")
+        emit("        }")
+        emit(f'        if (ktt_write(dir + "/{b.name}.bin", v.data(), v.size() * sizeof({b.ctype}))) return 5;')
+        emit("    } catch (const std::exception& e) {")
+        emit(f'        std::fprintf(stderr, "ktt-gen-exception {b.name} %s\\n", e.what());')
+        emit("        return 4;")
+        emit("    } catch (...) {")
+        emit(f'        std::fprintf(stderr, "ktt-gen-exception {b.name} (not a std::exception)\\n");')
+        emit("        return 4;")
+        emit("    }")
+    emit("    return 0;")
+    emit("}")
+    out.text = "\n".join(lines) + "\n"
+    return out
+
+
+def _compile_error(problem: Problem, src: GeneratorSource, exc: HostCompileError) -> GeneratorError:
+    """The first compiler error as one line: inputs.yaml, the field, its line, the message."""
+    where = problem.inputs_yaml
+    for d in exc.errors:
+        origin = src.origins.get(d.line)
+        if origin is None:
+            continue
+        fld, yaml_line, k = origin
+        at = f"line {yaml_line}" if yaml_line is not None else f"line {k} of {fld.rsplit('.', 1)[-1]}"
+        return GeneratorError(where, fld, f"{at}: {d.message} (host C++ compiler)")
+    if exc.errors:
+        d = exc.errors[0]
+        near = f"; headers: {', '.join(problem.headers)}" if problem.headers else ""
+        return GeneratorError(where, "init: custom", f"{d.message} (host C++ compiler{near})")
+    first = (exc.log.strip().splitlines() or [str(exc).splitlines()[0]])[0]
+    return GeneratorError(where, "init: custom", first[:300])
+
+
+def build_generators(problem: Problem, shape: Shape, cache_dir: Path | None = None) -> Path | None:
+    """Build (or find in the cache) the generator program of ``shape``; None without custom buffers."""
+    if not custom_buffers(problem):
+        return None
+    src = generator_source(problem, shape)
+    out_dir = (cache_dir or default_host_cache_dir()) / "generators"
+    include = [problem.directory]
+    try:
+        return build_executable(src.text, out_dir, include_dirs=include, source_name=f"gen_{shape.name}.cpp")
+    except HostCompileError as exc:
+        raise _compile_error(problem, src, exc) from None
+
+
+_MEMO: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+
+
+def generated_inputs(problem: Problem, shape: Shape, work_dir: Path) -> dict[str, np.ndarray]:
+    """The custom buffers of ``shape`` (inputs only), generated once per program and kept under work_dir."""
+    exe = build_generators(problem, shape)
+    if exe is None:
+        return {}
+    key = (str(exe), str(work_dir))
+    if key in _MEMO:
+        return _MEMO[key]
+    wanted = [b for _, b in custom_buffers(problem) if b.access != "write"]
+    store = Path(work_dir) / "host" / "generated" / exe.stem
+    if not all((store / f"{b.name}.bin").exists() for b in wanted):
+        store.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{exe.stem}.", dir=store.parent))
+        try:
+            _run_generators(problem, shape, exe, tmp)
+            if store.exists():
+                shutil.rmtree(tmp, ignore_errors=True)  # another process finished first
+            else:
+                os.replace(tmp, store)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+    data: dict[str, np.ndarray] = {}
+    for b in wanted:
+        n = shape.sizes[b.name]
+        arr = np.fromfile(store / f"{b.name}.bin", dtype=np.dtype(b.numpy_dtype))
+        if arr.size != n:
+            raise GeneratorError(problem.inputs_yaml, b.name, f"the generated data has {arr.size} elements, not {n}")
+        data[b.name] = arr
+    _MEMO[key] = data
+    return data
+
+
+def _run_generators(problem: Problem, shape: Shape, exe: Path, out_dir: Path) -> None:
+    res = procs.run([str(exe), str(out_dir)], timeout_s=GENERATOR_TIMEOUT_S, cwd=str(out_dir), keep_lines=50)
+    where = problem.inputs_yaml
+    fields = {b.name: f"args[{i}] ({b.name}).body" for i, b in custom_buffers(problem)}
+    if res.timed_out:
+        why = f"the generators of shape {shape.name} ran longer than {GENERATOR_TIMEOUT_S:g} s"
+        raise GeneratorError(where, "init: custom", why)
+    if res.returncode == 0:
+        return
+    for line in res.stderr.splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[0] == "ktt-gen-size" and parts[1] in fields:
+            n = shape.sizes[parts[1]]
+            why = f"returned {parts[2]} elements, expected {n:,} (its size in shape {shape.name})"
+            raise GeneratorError(where, fields[parts[1]], why)
+        if len(parts) == 3 and parts[0] == "ktt-gen-exception" and parts[1] in fields:
+            raise GeneratorError(where, fields[parts[1]], f"threw {parts[2][:300]}")
+    tail = res.stderr.strip().splitlines()[-1:] or [f"exit status {res.returncode}"]
+    raise GeneratorError(where, "init: custom", f"the generators of shape {shape.name} failed: {tail[0][:300]}")

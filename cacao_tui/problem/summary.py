@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ktt.expressions import ExpressionError
 from ktt.problem.model import Buffer, Dim3, Problem, Shape
+from ktt.problem.preflight import Step
 
 LABEL_WIDTH = 11
 WRAP = 100
@@ -60,7 +61,8 @@ def _init_text(b: Buffer, root: Path) -> str:
         seed = f", seed {b.seed}" if b.seed is not None else ""
         return f"random in [{low:g}, {high:g}]{seed}"
     if b.init == "file":
-        return f"from {_relative(b.file, root)}" if b.file else "from a file"
+        where = f"inputs/{b.file_name}" if b.file_key == "file_name" else b.file_name
+        return f"from {where}" if b.file_name else "from a file"
     if b.init == "custom":
         lines = len((b.body or "").strip().splitlines())
         return f"custom C++ body ({lines} line{'s' if lines != 1 else ''})"
@@ -80,6 +82,9 @@ def _args_lines(problem: Problem) -> list[str]:
 
 
 def _grid_text(problem: Problem, grid: Dim3) -> str:
+    if problem.reference.type != "cuda":  # the grid only sizes kernels here; the reference runs on the host
+        unit = "threads (opencl)" if problem.global_size_type == "opencl" else "blocks"
+        return f"grid {grid} {unit}"
     if problem.global_size_type == "opencl":
         block = problem.reference.block
         blocks = Dim3(*(-(-g // b) for g, b in zip(grid.as_tuple(), block.as_tuple(), strict=True)))
@@ -167,15 +172,25 @@ def _reference_lines(problem: Problem) -> list[str]:
     return lines
 
 
-def render_check(problem: Problem) -> str:
-    """The full ``--check`` report for a problem that loaded."""
-    out: list[str] = []
-    desc = textwrap.wrap(problem.description, WRAP - LABEL_WIDTH) if problem.description else []
-    out += _section("problem", [f"{problem.name}  ({problem.directory})", *desc])
+def _gpu_lines(problem: Problem) -> list[str]:
     gpus = ", ".join(str(i) for i in problem.gpu_indices)
     cc = problem.compute_capability
     cc = f"; compute capability {cc} when none is detected" if cc else ""
-    out += _section("gpu", [f"index {gpus}{cc}"])
+    lines = [f"index {gpus}{cc}"]
+    info = {k: v for k, v in problem.gpu_info.items() if k != "compute_capability"}
+    if info:
+        text = ", ".join(f"{k} {v}" for k, v in info.items())
+        wrapped = textwrap.wrap(f"advisory (for the prompts): {text}", WRAP - LABEL_WIDTH)
+        lines += wrapped
+    return lines
+
+
+def render_check(problem: Problem, steps: list[Step] | None = None) -> str:
+    """The full ``--check`` report for a problem that loaded (``steps``: what the preflight proved)."""
+    out: list[str] = []
+    desc = textwrap.wrap(problem.description, WRAP - LABEL_WIDTH) if problem.description else []
+    out += _section("problem", [f"{problem.name}  ({problem.directory})", *desc])
+    out += _section("gpu", _gpu_lines(problem))
     out += _section("boundary", [f"({problem.boundary_signature()})", "kernels take these parameters, in this order"])
     out += _section("args", _args_lines(problem))
     defines = [s.name for s in problem.scalars if s.is_define]
@@ -191,6 +206,12 @@ def render_check(problem: Problem) -> str:
     out += _section("cases", _case_lines(problem))
     out += _section("rules", _rules_lines(problem))
     out += _section("floor", _floor_lines(problem))
+    if steps is not None:
+        checked: list[str] = []
+        for step in steps:
+            wrapped = textwrap.wrap(f"{step.name}: {step.text}", WRAP - LABEL_WIDTH - 2) or [""]
+            checked += [f"- {wrapped[0]}", *(f"  {more}" for more in wrapped[1:])]
+        out += _section("checked", checked)
     warnings: list[str] = []
     for w in problem.warnings:
         wrapped = textwrap.wrap(w, WRAP - LABEL_WIDTH - 2) or [""]

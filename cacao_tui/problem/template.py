@@ -201,9 +201,10 @@ def write_problem(new: NewProblem, parent: Path) -> tuple[Path, Problem]:
         for name, text in render_problem_files(new).items():
             (staging / name).write_text(text, encoding="utf-8")
         try:
-            load_problem(staging)
+            staged = load_problem(staging)
         except ProblemError as exc:
             raise _rerooted(exc, staging, target) from None
+        _refuse_bad_rules(staged, target)
         if target.exists():
             raise ProblemError(target, "", "already exists; choose another name")
         os.rename(staging, target)
@@ -212,6 +213,14 @@ def write_problem(new: NewProblem, parent: Path) -> tuple[Path, Problem]:
             shutil.rmtree(staging)
         raise
     return target, load_problem(target)
+
+
+def _refuse_bad_rules(problem: Problem, target: Path) -> None:
+    """A rule the loader would skip (a bad regex) is a warning for a file; typed into the form now, an error."""
+    for w in problem.warnings:
+        if w.startswith("problem.yaml: rules"):
+            field, _, message = w.removeprefix("problem.yaml: ").partition(": ")
+            raise ProblemError(target / "problem.yaml", field, message.removesuffix("; skipped"))
 
 
 def _umask() -> int:

@@ -72,6 +72,13 @@ class Dim3Expr(FileModel):
 
 
 class GpuSection(FileModel):
+    """``index`` picks the device; every other key is advisory metadata for the prompts.
+
+    The original documents model, compute_capability, sm_count, max_threads_per_block,
+    shared_memory_per_block, registers_per_block and memory_bandwidth_gb, and passes any
+    other key through; so unknown keys here are kept (``advisory()``), never warned about.
+    """
+
     index: int | list[int] = 0
     compute_capability: str | float | None = None
 
@@ -86,6 +93,16 @@ class GpuSection(FileModel):
         if len(set(values)) != len(values):
             raise ValueError(f"a GPU is listed twice: {value}")
         return value
+
+    def unknown_keys(self) -> list[str]:
+        return []
+
+    def advisory(self) -> dict[str, Any]:
+        """The metadata keys as written (compute_capability included when set), in file order."""
+        out: dict[str, Any] = dict(self.model_extra or {})
+        if self.compute_capability is not None:
+            out = {"compute_capability": self.compute_capability, **out}
+        return out
 
 
 class ReferenceSection(FileModel):
@@ -115,6 +132,8 @@ class ForbidEntry(FileModel):
 
 
 class RulesSection(FileModel):
+    """The mapping form of ``rules``; the loader also takes the original's shorthands."""
+
     text: str | list[str] = Field(default_factory=list)
     forbid: list[ForbidEntry | str] = Field(default_factory=list)
 
@@ -151,7 +170,9 @@ class ProblemFile(FileModel):
     validation: ValidationSection = Field(default_factory=ValidationSection)
     tuning: TuningSection = Field(default_factory=TuningSection)
     timing: TimingSection = Field(default_factory=TimingSection)
-    rules: RulesSection = Field(default_factory=RulesSection)
+    # A string, a list or a mapping, as in the original; parsed (and a malformed one warned
+    # about and ignored) by the loader, so it is kept raw here.
+    rules: Any = None
     cases: list[CaseSection] = Field(default_factory=list)
     physical_floor: FloorSection | None = None
 
@@ -193,7 +214,8 @@ class BufferArg(FileModel):
     max: float | None = None
     seed: int | None = None
     body: str | None = None
-    file: str | None = None
+    file_name: str | None = None  # init: file, a path under the problem's inputs/
+    file: str | None = None  # accepted alias of file_name (docs/INPUTS_YAML_GUIDE.md)
     validate_: bool = Field(default=False, alias="validate")
 
     _dtype = field_validator("dtype")(check_dtype)

@@ -1,7 +1,9 @@
 """Generate inputs.hpp: the constants and element types of inputs.yaml, for kernels and C references.
 
 The header is C as well as C++ (a cpu_c reference includes it). Every macro is guarded
-with ``#ifndef`` so the ``-D`` values of a case or a tuning configuration win.
+with ``#ifndef`` so the ``-D`` values of a case or a tuning configuration win. inputs.yaml's
+``headers`` are not included: as in the original they are host includes of the custom
+generators (ktt.inputs), and a kernel compiled by NVRTC must not see ``<algorithm>``.
 """
 
 from __future__ import annotations
@@ -32,10 +34,6 @@ def render_inputs_hpp(problem: Problem, shape: Shape | None = None) -> str:
     for b in problem.buffers:
         lines.append(f"typedef {b.ctype} {b.name}_t;")
         lines.append(_size_macro(b, set(defines), shape))
-    if problem.headers:
-        lines.append("")
-        for h in problem.headers:
-            lines.append(f"#include {h}" if h.startswith("<") or h.startswith('"') else f'#include "{h}"')
     lines.append("")
     return "\n".join(lines)
 

@@ -11,9 +11,18 @@ from typing import Any
 
 from ktt.problem.errors import ProblemError
 
-LEGACY_KEYS = ("scalars", "vectors", "block_x", "block_y", "block_z")
+_FLAT_BLOCK = ("block_x", "block_y", "block_z")
+# Keys of the older form that are read here (or, for kernel:, that meant something only to the
+# original's first tuner), so they are not reported as unknown.
+LEGACY_KEYS = ("scalars", "vectors", "kernel", *_FLAT_BLOCK, *(f"reference.{k}" for k in _FLAT_BLOCK))
+# The original's first tuner: with no block keys at all, blocks of 8 x 8 x 1.
+LEGACY_BLOCK_DEFAULT = {"x": 8, "y": 8, "z": 1}
 
 _DIRECTION = {"in": "read", "input": "read", "out": "write", "output": "write", "inout": "readwrite"}
+# The older form's dtype spellings that have a type here; char, short and long have none.
+_DTYPE_ALIASES = {"int32": "int", "float32": "float", "float64": "double"}
+# The original's first tuner filled a random vector from [-2, 2] (ints: -2..2) when no bounds were given.
+_LEGACY_RANDOM_RANGE = (-2, 2)
 
 
 def has_legacy_form(data: dict[str, Any]) -> bool:
@@ -21,8 +30,21 @@ def has_legacy_form(data: dict[str, Any]) -> bool:
 
 
 def legacy_block(data: dict[str, Any]) -> dict[str, Any] | None:
-    block = {axis: data[f"block_{axis}"] for axis in "xyz" if f"block_{axis}" in data}
-    return block or None
+    """The flat block keys, from ``reference:`` (where the original's guide put them) or the top level.
+
+    Axes not named are 1; None when no flat key is present.
+    """
+    ref = data.get("reference") if isinstance(data.get("reference"), dict) else {}
+    block: dict[str, Any] = {}
+    for axis in "xyz":
+        key = f"block_{axis}"
+        if key in ref:
+            block[axis] = ref[key]
+        elif key in data:
+            block[axis] = data[key]
+    if not block:
+        return None
+    return block
 
 
 def convert_inline_inputs(data: dict[str, Any], path: Path, warnings: list[str] | None = None) -> dict[str, Any]:
@@ -47,6 +69,10 @@ def convert_inline_inputs(data: dict[str, Any], path: Path, warnings: list[str] 
     else:
         raise ProblemError(path, "scalars", "expected a mapping of name: value or a list")
 
+    for a in args:
+        if isinstance(a.get("dtype"), str):
+            a["dtype"] = _DTYPE_ALIASES.get(a["dtype"], a["dtype"])
+
     vectors = data.get("vectors") or []
     if isinstance(vectors, dict):
         vectors = [{"name": k, **(v if isinstance(v, dict) else {"size": v})} for k, v in vectors.items()]
@@ -55,9 +81,17 @@ def convert_inline_inputs(data: dict[str, Any], path: Path, warnings: list[str] 
     for i, item in enumerate(vectors):
         if not isinstance(item, dict):
             raise ProblemError(path, f"vectors[{i}]", "expected a mapping with name, size and dtype")
-        entry = {k: v for k, v in item.items() if k not in ("type", "direction")}
+        entry = {k: v for k, v in item.items() if k not in ("type", "direction", "init_min", "init_max")}
         if "type" in item and "dtype" not in item:
             entry["dtype"] = item["type"]
+        if isinstance(entry.get("dtype"), str):
+            entry["dtype"] = _DTYPE_ALIASES.get(entry["dtype"], entry["dtype"])
+        # Its init: random, anything else (or nothing) zero-filled; bounds were init_min/init_max.
+        init = item.get("init", "zeros")
+        entry["init"] = init if init in ("random", "file", "custom") else "zeros"
+        if entry["init"] == "random":
+            entry.setdefault("min", item.get("init_min", _LEGACY_RANDOM_RANGE[0]))
+            entry.setdefault("max", item.get("init_max", _LEGACY_RANDOM_RANGE[1]))
         direction = item.get("direction")
         if direction is not None and "access" not in item:
             if direction not in _DIRECTION:

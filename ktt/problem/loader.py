@@ -23,7 +23,13 @@ from ktt.problem.files import (
     ProblemFile,
     ScalarArg,
 )
-from ktt.problem.legacy import LEGACY_KEYS, convert_inline_inputs, has_legacy_form, legacy_block
+from ktt.problem.legacy import (
+    LEGACY_BLOCK_DEFAULT,
+    LEGACY_KEYS,
+    convert_inline_inputs,
+    has_legacy_form,
+    legacy_block,
+)
 from ktt.problem.model import Buffer, Dim3, ForbidRule, Problem, Reference, Scalar, Shape
 from ktt.problem.yaml_io import read_yaml_mapping, validate_model
 
@@ -98,13 +104,13 @@ def load_problem(directory: Path | str) -> Problem:
     warnings += [f"problem.yaml: {k}: unknown key (ignored)" for k in pfile.unknown_key_paths() if k not in LEGACY_KEYS]
 
     inputs_path = root / "inputs.yaml"
-    if has_legacy_form(raw):
-        if inputs_path.exists():
-            raise ProblemError(
-                problem_path,
-                "scalars",
-                "inline scalars/vectors and inputs.yaml are both present; keep only inputs.yaml",
-            )
+    inline = has_legacy_form(raw) and not inputs_path.exists()
+    if has_legacy_form(raw) and not inline:
+        # The original reads inputs.yaml and ignores problem.yaml's inline keys (unknown keys).
+        warnings.append(
+            "problem.yaml: scalars/vectors: ignored; inputs.yaml describes the boundary (as in the original)"
+        )
+    if inline:
         warnings.append("problem.yaml: scalars/vectors: converted from the older inline form")
         inputs_raw = convert_inline_inputs(raw, problem_path, warnings)
         inputs_source = problem_path
@@ -120,16 +126,21 @@ def load_problem(directory: Path | str) -> Problem:
         inputs_source = inputs_path
     inputs = validate_model(InputsFile, inputs_raw, inputs_source)
     warnings += [f"{inputs_source.name}: {k}: unknown key (ignored)" for k in inputs.unknown_key_paths()]
-    if inputs.shared_setup.strip():
-        warnings.append("inputs.yaml: shared_setup: C++ for the original driver; not supported here, ignored")
 
+    _check_headers(inputs.headers, inputs_source, root)
     args, scalar_exprs = _resolve_args(inputs, inputs_source, root, warnings)
     scalar_names = {a.name for a in args if isinstance(a, Scalar)}
     base_scalars = {a.name: a.value for a in args if isinstance(a, Scalar)}
 
     grid_exprs = _grid_expressions(pfile.grid, raw, problem_path, scalar_names)
-    reference, ref_warnings = _resolve_reference(pfile, raw, root, problem_path)
+    # The older inline form was run by the original's first tuner: grid counted threads and the
+    # reference block defaulted to 8 x 8 (docs/compatibility.md). The newer form counts blocks.
+    global_size_type = pfile.global_size_type
+    if inline and "global_size_type" not in raw:
+        global_size_type = "opencl"
+    reference, ref_warnings = _resolve_reference(pfile, raw, root, problem_path, inline, global_size_type)
     warnings += ref_warnings
+    rules_text, forbid = _resolve_rules(pfile.rules, problem_path, warnings)
 
     if pfile.cases:
         shapes = _resolve_cases(
@@ -155,6 +166,7 @@ def load_problem(directory: Path | str) -> Problem:
                 inputs_source,
                 problem_path,
                 field_prefix="",
+                root=root,
             )
         ]
 
@@ -171,13 +183,15 @@ def load_problem(directory: Path | str) -> Problem:
         description=pfile.description.strip(),
         gpu_indices=pfile.gpu.index if isinstance(pfile.gpu.index, list) else [pfile.gpu.index],
         compute_capability=_compute_capability(pfile.gpu.compute_capability, problem_path),
-        global_size_type=pfile.global_size_type,
+        gpu_info=_gpu_info(pfile.gpu.advisory(), warnings),
+        inputs_file=inputs_source,
+        global_size_type=global_size_type,
         grid_exprs=grid_exprs,
         reference=reference,
         tolerance=pfile.validation.tolerance,
         flush_l2=pfile.timing.flush_l2,
-        rules_text=[pfile.rules.text] if isinstance(pfile.rules.text, str) else list(pfile.rules.text),
-        forbid=_compile_forbid(pfile, problem_path),
+        rules_text=rules_text,
+        forbid=forbid,
         args=args,
         headers=list(inputs.headers),
         shared_setup=inputs.shared_setup,
@@ -291,18 +305,23 @@ def _resolve_buffer(item: BufferArg, i: int, scalars: set[str], path: Path, root
     size = _expression(item.size, path, _arg_field(i, item.name, "size"), scalars)
     if item.min is not None and item.max is not None and item.min > item.max:
         raise ProblemError(path, _arg_field(i, item.name, "min"), f"min {item.min} is larger than max {item.max}")
-    file_path: Path | None = None
+    key = "file" if item.file is not None and item.file_name is None else "file_name"
+    file_name = item.file_name if item.file_name is not None else item.file
+    if item.file is not None and item.file_name is not None:
+        raise ProblemError(
+            path, _arg_field(i, item.name, "file"), "both file_name and its alias file are set; keep file_name"
+        )
     if item.init == "file":
-        if not item.file:
+        if not file_name:
             raise ProblemError(
                 path,
-                _arg_field(i, item.name, "file"),
-                "init: file needs a 'file:' path (raw little-endian data under inputs/)",
+                _arg_field(i, item.name, "file_name"),
+                "init: file needs a 'file_name:' (raw little-endian data under the problem's inputs/)",
             )
-        file_path = _inside(root, item.file, path, _arg_field(i, item.name, "file"), base="inputs")
-    elif item.file:
+        _check_relative(file_name, path, _arg_field(i, item.name, key))
+    elif file_name:
         raise ProblemError(
-            path, _arg_field(i, item.name, "file"), f"'file' is only used with init: file (init is {item.init!r})"
+            path, _arg_field(i, item.name, key), f"{key!r} is only used with init: file (init is {item.init!r})"
         )
     if item.init == "custom" and not (item.body and item.body.strip()):
         raise ProblemError(path, _arg_field(i, item.name, "body"), "init: custom needs a C++ 'body'")
@@ -322,9 +341,55 @@ def _resolve_buffer(item: BufferArg, i: int, scalars: set[str], path: Path, root
         max=item.max,
         seed=item.seed,
         body=item.body,
-        file=file_path,
+        file_name=file_name if item.init == "file" else None,
+        file_key=key,
         validate=item.validate_,
     )
+
+
+_HEADER_NAME = r"[A-Za-z0-9_][A-Za-z0-9_./+-]*"
+HEADER = re.compile(rf'^(<{_HEADER_NAME}>|"{_HEADER_NAME}"|{_HEADER_NAME})$')
+
+
+def _check_headers(headers: list[str], path: Path, root: Path) -> None:
+    """``headers`` are #includes of the host generators: <system> ones, or files of the problem."""
+    for i, header in enumerate(headers):
+        field = f"headers[{i}]"
+        if not isinstance(header, str) or not HEADER.match(header) or ".." in header.split("/"):
+            raise ProblemError(path, field, f"{str(header)[:80]!r} is not an include like '<cmath>' or 'my.h'")
+        if not header.startswith("<"):
+            _inside(root, header.strip('"'), path, field)
+
+
+def _check_relative(name: str, path: Path, field: str) -> None:
+    """A data file is named relative to the problem, without '..' (as the original requires)."""
+    candidate = Path(name)
+    if candidate.is_absolute():
+        raise ProblemError(path, field, f"{name!r} is absolute; name a file under the problem's inputs/")
+    if ".." in candidate.parts:
+        raise ProblemError(path, field, f"{name!r} contains '..'; name a file under the problem's inputs/")
+
+
+def _data_file(root: Path, buffer: Buffer, name: str, nbytes: int, count: int, path: Path, field: str) -> Path:
+    """The file an init: file buffer reads in one shape: present, inside the problem, exactly ``nbytes``.
+
+    ``file_name`` is under inputs/ (the original's rule); the older ``file`` key is relative to
+    the problem directory, a bare name looked for there and then in inputs/.
+    """
+    rel = f"inputs/{name}" if buffer.file_key == "file_name" else name
+    where = root / rel
+    if buffer.file_key == "file" and not where.exists() and len(Path(name).parts) == 1:
+        where = root / "inputs" / name
+    want = f"{count:,} {buffer.dtype} elements = {nbytes:,} bytes, raw little-endian"
+    if not where.exists():
+        shown = where.relative_to(root) if where.is_relative_to(root) else where
+        raise ProblemError(path, field, f"{shown}: not found (this shape needs {want})")
+    resolved = _inside(root, str(where.relative_to(root)), path, field)
+    actual = resolved.stat().st_size
+    if actual != nbytes:
+        elements = f"{count:,} {buffer.dtype} elements"
+        raise ProblemError(path, field, f"{resolved.name} holds {actual:,} bytes, expected {nbytes:,} ({elements})")
+    return resolved
 
 
 def _inside(root: Path, relative: str, path: Path, field: str, base: str | None = None) -> Path:
@@ -371,7 +436,9 @@ def _dim3(
     return Dim3(*values)
 
 
-def _resolve_reference(pfile: ProblemFile, raw: dict[str, Any], root: Path, path: Path) -> tuple[Reference, list[str]]:
+def _resolve_reference(
+    pfile: ProblemFile, raw: dict[str, Any], root: Path, path: Path, inline: bool, global_size_type: str
+) -> tuple[Reference, list[str]]:
     ref = pfile.reference
     warnings: list[str] = []
     rtype = ref.type
@@ -405,7 +472,8 @@ def _resolve_reference(pfile: ProblemFile, raw: dict[str, Any], root: Path, path
         file_path = _inside(root, name, path, "reference.file")
 
     function = ref.function
-    if rtype in ("cuda", "python") and not function:
+    if rtype == "cuda" and not function:
+        # A python reference may omit it: the first public function of ref.py is used, as in the original.
         raise ProblemError(
             path, "reference.function", f"required for a {rtype} reference (the entry point in {file_path.name})"
         )
@@ -416,37 +484,70 @@ def _resolve_reference(pfile: ProblemFile, raw: dict[str, Any], root: Path, path
     except OSError as exc:
         raise ProblemError(file_path, "", describe_read_error(exc)) from None
     if rtype == "python":
-        _check_python_function(source, file_path, function or "")
+        if function:
+            _check_python_function(source, file_path, function)
     elif rtype == "cuda":
         if (function or "") not in global_function_lines(source):
             raise ProblemError(path, "reference.function", f"no __global__ function {function!r} in {file_path.name}")
     else:
         function = _cpu_function(source, function, file_path, path)
 
-    block_raw = ref.block
-    legacy = legacy_block(raw)
-    if block_raw is None and legacy is not None:
-        block_raw = Dim3Expr.model_validate(legacy)
-    if block_raw is None:
-        block = Dim3()
-        if rtype == "cuda":
-            warnings.append(
-                "problem.yaml: reference.block: absent; the cuda reference runs with one thread "
-                "per block (legal but very slow)"
-            )
-    else:
-        block_exprs = tuple(
-            _expression(v, path, f"reference.block.{a}", set())
-            for a, v in zip("xyz", (block_raw.x, block_raw.y, block_raw.z), strict=True)
-        )
-        block = _dim3(block_exprs, {}, path, "reference.block", "a block")  # type: ignore[arg-type]
-        if block.count() > MAX_THREADS_PER_BLOCK:
-            raise ProblemError(
-                path,
-                "reference.block",
-                f"{block.count()} threads per block; CUDA allows at most {MAX_THREADS_PER_BLOCK}",
-            )
+    block = _reference_block(ref.block, raw, path, rtype, inline, global_size_type, warnings)
     return Reference(rtype, file_path, function, block), warnings
+
+
+def _reference_block(
+    nested: Dim3Expr | None,
+    raw: dict[str, Any],
+    path: Path,
+    rtype: str,
+    inline: bool,
+    global_size_type: str,
+    warnings: list[str],
+) -> Dim3:
+    """The cuda reference's launch block: nested ``block``, else the flat ``block_x/y/z`` keys.
+
+    The flat keys (in ``reference`` or at the top level) are the older form's; its tuner used
+    them, 8 x 8 when absent. The newer original ignores them and launches one thread per block,
+    so in the newer form they are used where only the block count changes (opencl grids).
+    """
+    if rtype != "cuda":
+        return Dim3()
+    flat = legacy_block(raw)  # axes not named are 1 (8 x 8 would exceed 1024 threads with block_x: 256)
+    if nested is None and flat is not None:
+        if inline or global_size_type == "opencl":
+            nested = Dim3Expr.model_validate(flat)
+        else:
+            warnings.append(
+                "problem.yaml: reference.block_x/y/z: ignored, as the original ignores them: the grid counts "
+                "blocks (global_size_type cuda), so another block would launch other threads; "
+                "write reference.block: {x: ..., y: ...}"
+            )
+    if inline and "global_size_type" not in raw:
+        warnings.append(
+            "problem.yaml: global_size_type: not set; the inline form's grid counts threads (opencl), "
+            "as the original's first tuner read it"
+        )
+    if nested is None and inline:
+        nested = Dim3Expr.model_validate(LEGACY_BLOCK_DEFAULT)
+    if nested is None:
+        warnings.append(
+            "problem.yaml: reference.block: absent; the cuda reference runs with one thread "
+            "per block (legal but very slow)"
+        )
+        return Dim3()
+    block_exprs = tuple(
+        _expression(v, path, f"reference.block.{a}", set())
+        for a, v in zip("xyz", (nested.x, nested.y, nested.z), strict=True)
+    )
+    block = _dim3(block_exprs, {}, path, "reference.block", "a block")  # type: ignore[arg-type]
+    if block.count() > MAX_THREADS_PER_BLOCK:
+        raise ProblemError(
+            path,
+            "reference.block",
+            f"{block.count()} threads per block; CUDA allows at most {MAX_THREADS_PER_BLOCK}",
+        )
+    return block
 
 
 def _check_python_function(source: str, file_path: Path, function: str) -> None:
@@ -487,13 +588,16 @@ def _make_shape(
     scalars: dict[str, Number],
     args: list[Scalar | Buffer],
     grid_exprs: tuple[Expression, Expression, Expression],
-    files: dict[str, Path],
+    file_names: dict[str, tuple[str, Path, str]],
     duration_s: float,
     inputs_path: Path,
     problem_path: Path,
     field_prefix: str,
+    root: Path,
 ) -> Shape:
+    """Sizes, grid and data files of one shape; ``file_names``: buffer -> (name, file, field) overrides."""
     sizes: dict[str, int] = {}
+    files: dict[str, Path] = {}
     total = 0
     where_inputs = inputs_path if not field_prefix else problem_path
     for i, a in enumerate(args):
@@ -520,16 +624,9 @@ def _make_shape(
             )
         sizes[a.name] = count
         total += nbytes
-        source = files.get(a.name, a.file)
-        if source is not None:
-            actual = source.stat().st_size
-            if actual != nbytes:
-                ffield = f"{field_prefix}: files.{a.name}" if field_prefix else _arg_field(i, a.name, "file")
-                raise ProblemError(
-                    where_inputs,
-                    ffield,
-                    f"{source.name} holds {actual:,} bytes, expected {nbytes:,} ({count} {a.dtype} elements)",
-                )
+        if a.init == "file" and a.file_name is not None:
+            fname, fpath, ffield = file_names.get(a.name, (a.file_name, inputs_path, _arg_field(i, a.name, a.file_key)))
+            files[a.name] = _data_file(root, a, fname, nbytes, count, fpath, ffield)
     if total > MAX_GPU_BYTES:
         raise ProblemError(
             where_inputs,
@@ -537,9 +634,7 @@ def _make_shape(
             f"all buffers together take {total:,} bytes, more than any GPU's memory ({MAX_GPU_BYTES:,} bytes)",
         )
     grid = _dim3(grid_exprs, scalars, problem_path, f"{field_prefix}: grid" if field_prefix else "grid", "a grid")
-    merged_files = {a.name: a.file for a in args if isinstance(a, Buffer) and a.file is not None}
-    merged_files.update(files)
-    return Shape(name, dict(scalars), sizes, merged_files, grid, duration_s)
+    return Shape(name, dict(scalars), sizes, files, grid, duration_s)
 
 
 def _resolve_cases(
@@ -587,15 +682,17 @@ def _resolve_cases(
             else:
                 value = float(value)
             env[s.name] = value
-        files: dict[str, Path] = {}
+        files: dict[str, tuple[str, Path, str]] = {}
         for key, rel in case.files.items():
+            field = f"{label}.files.{key}"
             if key not in buffers:
-                raise ProblemError(problem_path, f"{label}.files.{key}", "unknown buffer")
+                raise ProblemError(problem_path, field, "unknown buffer")
             if buffers[key].init != "file":
                 raise ProblemError(
-                    problem_path, f"{label}.files.{key}", f"buffer {key!r} is not initialised from a file (init: file)"
+                    problem_path, field, f"buffer {key!r} is not initialised from a file (init: file)"
                 )
-            files[key] = _inside(root, rel, problem_path, f"{label}.files.{key}", base="inputs")
+            _check_relative(rel, problem_path, field)
+            files[key] = (rel, problem_path, field)
         shapes.append(
             _make_shape(
                 case.name,
@@ -607,23 +704,91 @@ def _resolve_cases(
                 inputs_path,
                 problem_path,
                 field_prefix=label,
+                root=root,
             )
         )
     return shapes
 
 
-def _compile_forbid(pfile: ProblemFile, path: Path) -> list[ForbidRule]:
-    rules: list[ForbidRule] = []
-    for i, entry in enumerate(pfile.rules.forbid):
-        pattern, reason = (entry, "") if isinstance(entry, str) else (entry.pattern, entry.reason)
-        field = f"rules.forbid[{i}]" if isinstance(entry, str) else f"rules.forbid[{i}].pattern"
-        if not pattern:
-            raise ProblemError(path, field, "empty pattern")
+def _resolve_rules(raw: Any, path: Path, warnings: list[str]) -> tuple[list[str], list[ForbidRule]]:
+    """``rules`` as the original reads it: a string, a list of strings, or {text, forbid}.
+
+    A malformed block or entry is warned about and ignored, never fatal (utils/rules.py).
+    """
+    if not raw:
+        return [], []
+    if isinstance(raw, str):
+        return [raw], []
+    if isinstance(raw, list):
+        return _rule_texts(raw), []
+    if not isinstance(raw, dict):
+        warnings.append(f"problem.yaml: rules: expected a string, a list or a mapping, got {_kind(raw)}; ignored")
+        return [], []
+    unknown = sorted(str(k) for k in raw if k not in ("text", "forbid"))
+    warnings += [f"problem.yaml: rules.{k}: unknown key (ignored)" for k in unknown]
+    text_raw = raw.get("text") or []
+    if isinstance(text_raw, str):
+        text_raw = [text_raw]
+    if not isinstance(text_raw, list):
+        warnings.append(f"problem.yaml: rules.text: expected a string or a list, got {_kind(text_raw)}; ignored")
+        text_raw = []
+    forbid_raw = raw.get("forbid") or []
+    if isinstance(forbid_raw, (str, dict)):
+        forbid_raw = [forbid_raw]  # one pattern written without the list
+    if not isinstance(forbid_raw, list):
+        warnings.append(f"problem.yaml: rules.forbid: expected a list, got {_kind(forbid_raw)}; ignored")
+        forbid_raw = []
+    forbid: list[ForbidRule] = []
+    for i, entry in enumerate(forbid_raw):
+        field = f"rules.forbid[{i}]"
+        if isinstance(entry, str):
+            pattern, reason = entry, ""
+        elif isinstance(entry, dict) and isinstance(entry.get("pattern"), str) and entry["pattern"]:
+            pattern, reason = entry["pattern"], str(entry.get("reason") or "")
+            field += ".pattern"
+        else:
+            warnings.append(f"problem.yaml: {field}: not a pattern or {{pattern, reason}}; skipped")
+            continue
+        if not pattern.strip():
+            warnings.append(f"problem.yaml: {field}: empty pattern; skipped")
+            continue
         try:
-            rules.append(ForbidRule(re.compile(pattern, re.MULTILINE), reason))
+            forbid.append(ForbidRule(re.compile(pattern, re.MULTILINE), reason))
         except re.error as exc:
-            raise ProblemError(path, field, f"invalid regular expression {pattern!r}: {exc}") from None
-    return rules
+            warnings.append(f"problem.yaml: {field}: invalid regular expression {pattern!r} ({exc}); skipped")
+    return _rule_texts(text_raw), forbid
+
+
+def _rule_texts(items: list[Any]) -> list[str]:
+    return [str(item) for item in items if item is not None and str(item).strip()]
+
+
+def _kind(value: Any) -> str:
+    return "a number" if isinstance(value, (int, float)) and not isinstance(value, bool) else type(value).__name__
+
+
+MAX_GPU_INFO_KEYS = 32
+MAX_GPU_INFO_CHARS = 200
+
+
+def _gpu_info(advisory: dict[str, Any], warnings: list[str]) -> dict[str, str | int | float]:
+    """gpu.* metadata for the prompts: plain values only, bounded (it is pasted into a prompt)."""
+    out: dict[str, str | int | float] = {}
+    for key, value in advisory.items():
+        if len(out) >= MAX_GPU_INFO_KEYS:
+            warnings.append(f"problem.yaml: gpu: more than {MAX_GPU_INFO_KEYS} keys; the rest are ignored")
+            break
+        name = str(key)
+        if not IDENTIFIER.match(name) or len(name) > 64:
+            warnings.append(f"problem.yaml: gpu: key {name[:64]!r} is not a plain name; ignored")
+        elif isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            warnings.append(f"problem.yaml: gpu.{name}: expected a number or a short text; ignored")
+        elif isinstance(value, str):
+            text = " ".join(value.split())
+            out[name] = text if len(text) <= MAX_GPU_INFO_CHARS else text[: MAX_GPU_INFO_CHARS - 3] + "..."
+        else:
+            out[name] = value
+    return out
 
 
 def _compute_capability(value: str | float | None, path: Path) -> str | None:

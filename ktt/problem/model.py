@@ -60,8 +60,9 @@ class Buffer:
     max: float | None
     seed: int | None
     body: str | None
-    file: Path | None
+    file_name: str | None  # init: file, as written (see file_key for what it is relative to)
     validate: bool
+    file_key: str = "file_name"  # "file_name" (under inputs/) or the older alias "file"
 
     @property
     def ctype(self) -> str:
@@ -166,6 +167,8 @@ class Problem:
     declared_cases: bool
     floor_bytes: Expression | None = None
     floor_flops: Expression | None = None
+    gpu_info: dict[str, str | int | float] = field(default_factory=dict)  # gpu.* advisory keys, for prompts
+    inputs_file: Path | None = None  # where the boundary was read: inputs.yaml, or problem.yaml (inline form)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -174,7 +177,7 @@ class Problem:
 
     @property
     def inputs_yaml(self) -> Path:
-        return self.directory / "inputs.yaml"
+        return self.inputs_file or self.directory / "inputs.yaml"
 
     @property
     def scalars(self) -> list[Scalar]:

@@ -28,7 +28,8 @@ args:
   - {kind: buffer, name: A, dtype: float, size: R * C, access: read, min: 2, max: 4}
   - {kind: buffer, name: I, dtype: int, size: R, access: read, min: 0, max: 9}
   - {kind: buffer, name: Z, dtype: float, size: R, access: read, init: zeros}
-  - {kind: buffer, name: K, dtype: int, size: C, access: read, init: custom, body: "K[i] = (int)i * R;"}
+  - {kind: buffer, name: K, dtype: int, size: C, access: read, init: custom,
+     body: "std::vector<int> v(C); for (int i = 0; i < C; ++i) v[i] = i * R; return v;"}
   - {kind: buffer, name: B, dtype: float, size: C * R, access: write, validate: true}
 """
 
