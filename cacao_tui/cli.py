@@ -26,6 +26,7 @@ from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.prune import prune_archives
 from cacao_tui.store.results import load_results, render_results
 from ktt.problem.errors import display_path
+from ktt.problem.preflight import import_step, preflight
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the operation itself failed (a file system error)
@@ -222,8 +223,10 @@ def _require_problem_yaml(directory: Path) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
+    """Load, then prove it will run (compile/build the reference and initialisers, import ref.py); writes nothing."""
     problem = load_problem(args.dir)
-    print(render_check(problem))
+    steps = preflight(problem)
+    print(render_check(problem, steps))
     n = len(problem.warnings)
     note = f" ({n} warning{'s' if n != 1 else ''})" if n else ""
     print(f"\nOK: {display_path(problem.directory)} is a valid problem{note}")
@@ -304,6 +307,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.verbose:
         for warning in problem.warnings:
             print(f"warning: {warning}", file=sys.stderr)
+    if problem.reference.type == "python":
+        import_step(problem)  # ref.py imports in its own process before any LLM call, or the run stops here
     args.dir = problem.directory
     run_main = load_engine()
     if run_main is None:
