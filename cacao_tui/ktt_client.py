@@ -47,11 +47,12 @@ class TuneRequest:
     spec: Path
     out_dir: Path
     device: int
-    duration_s: float
+    duration_s: float | None  # every case's budget; None: each case's own from problem.yaml
     watchdog_s: float
     reference_time: Path
     seed: int = 0
     compile_workers: int | None = None  # None: ktt's default (all cores but one)
+    problem_budget: bool = False  # ignore the spec's duration_s (the budget is the user's, not the model's)
 
 
 class Tuner(Protocol):
@@ -127,7 +128,8 @@ class KttTuner:
         argv = self._argv(
             "tune", request.problem_dir, request.kernel, request.spec,
             "--output", str(request.out_dir),
-            "--duration", f"{request.duration_s:g}",
+            *(["--duration", f"{request.duration_s:g}"] if request.duration_s is not None else []),
+            *(["--problem-budget"] if request.problem_budget else []),
             "--device", str(request.device),
             "--reference-time", str(request.reference_time),
             "--seed", str(request.seed),

@@ -29,6 +29,7 @@ from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import GpuInfo, RunSettings
 from ktt.problem import Problem, ProblemError, load_problem
 from ktt.problem.inputs_hpp import write_inputs_hpp
+from ktt.reference_times import ReferenceTimeError, read_reference_times
 
 EXIT_OK = 0
 EXIT_NO_RESULT = 1
@@ -92,6 +93,10 @@ def build_engine(args: argparse.Namespace) -> tuple[Engine, EventBus]:
             f"{layout.output}: holds an earlier run's state; a fresh run cannot share it. "
             "Use --resume to continue that run, or drop --no-clean to archive it first"
         )
+    try:  # an unusable reference_time.json stops the run here, not each tuning later
+        read_reference_times(layout.reference_time, problem.primary.name)
+    except ReferenceTimeError as exc:
+        raise LaunchError(str(exc)) from None
     settings = RunSettings(
         max_iter=args.max_iter if args.max_iter is not None else DEFAULTS.max_iter,
         max_depth=args.max_depth if args.max_depth is not None else DEFAULTS.max_depth,

@@ -83,7 +83,9 @@ class BranchReporter:
                 by_status=progress.by_status,
                 elapsed_s=progress.elapsed_s,
                 budget_s=progress.budget_s,
-                phase=progress.phase,
+                phase=progress.phase
+                if progress.cases_total <= 1 or not progress.case
+                else f"{progress.phase} {progress.case} ({progress.case_index + 1}/{progress.cases_total})",
             )
         )
 

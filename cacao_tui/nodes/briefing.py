@@ -76,7 +76,7 @@ def outcome_text(run: TuneOutcome | None) -> str:
     if not run.ran:
         return run.message or "not run"
     if run.best_ms is None:
-        text = f"no valid configuration ({run.evaluated} evaluated"
+        text = f"{run.message or 'no valid configuration'} ({run.evaluated} evaluated"
         return text + (f"; {failures})" if failures else ")")
     text = f"best {run.best_ms:.4g} ms"
     if run.speedup:
@@ -90,6 +90,8 @@ def outcome_text(run: TuneOutcome | None) -> str:
         text += f"; best config {run.best_config}"
     if run.suspect:
         text += "; SUSPECT: faster than the physical floor"
+    if run.message:  # with cases: the case that failed, or was not run
+        text += f"; {run.message}"
     return text
 
 

@@ -7,7 +7,6 @@ engine's merge step and ``cacao --best`` both use it. Nothing here writes a file
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,11 +21,15 @@ from cacao_tui.store.state import (
     BestResult,
     BranchManifest,
     BranchSummary,
+    CaseOutcome,
     Context,
     FinalResults,
+    IterationPoint,
     IterState,
     MasterState,
+    OriginalBranchEntry,
 )
+from ktt.reference_times import ReferenceTimeError, read_reference_times
 
 M = TypeVar("M", bound=BaseModel)
 FROM_FILE = "final_results.json"
@@ -99,21 +102,75 @@ def _tree_order(manifests: list[BranchManifest]) -> list[BranchManifest]:
     return ordered
 
 
-def _reference_time_file(layout: RunLayout, notes: list[str]) -> tuple[float | None, str | None]:
-    """(ms, source) from output/reference_time.json, read leniently: its writer is the tuner."""
-    path = layout.reference_time
-    if not path.is_file():
-        return None, None
+def _reference_time_file(layout: RunLayout, primary: str, notes: list[str]) -> tuple[float | None, str | None]:
+    """(ms, source) of the primary shape from output/reference_time.json (either form), read leniently."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        notes.append(f"skipped {path}: {exc}")
+        ref = read_reference_times(layout.reference_time, primary).get(primary)
+    except ReferenceTimeError as exc:
+        notes.append(f"skipped {exc}")
         return None, None
-    if not isinstance(data, dict):
-        return None, None
-    ms = next((data[k] for k in ("time_ms", "reference_ms", "ms") if isinstance(data.get(k), (int, float))), None)
-    source = data.get("source") if isinstance(data.get("source"), str) else None
-    return (float(ms) if ms is not None else None), source
+    return ref.ms, ref.source if ref.ms is not None else None
+
+
+def _timeline(states: list[IterState], require_score: bool) -> list[IterationPoint]:
+    """Each iteration's tuned result and the decision after it; ``new_best`` where the branch improved."""
+    points: list[IterationPoint] = []
+    best: BestResult | None = None
+    for st in states:
+        r = st.run
+        ran = r is not None and r.ran and r.best_ms is not None
+        candidate = best_candidate(st, require_score)
+        improved = candidate is not None and _better(best, candidate) is candidate and candidate is not best
+        best = _better(best, candidate)
+        points.append(
+            IterationPoint(
+                iteration=st.index,
+                status=st.status,
+                time_ms=r.best_ms if ran and r is not None else None,
+                speedup=r.speedup if ran and r is not None else None,
+                score=r.score if ran and r is not None else None,
+                action=st.decision.action if st.decision else None,
+                new_best=improved,
+            )
+        )
+    return points
+
+
+def _original_status(s: BranchSummary) -> str:
+    if s.best_ms is not None:
+        return "success"
+    return "failed" if s.status in TERMINAL_BRANCH else "running"
+
+
+def with_original_keys(results: FinalResults, layout: RunLayout) -> FinalResults:
+    """The original CACAO's final_results.json keys, derived from ours (see FinalResults)."""
+    scored = bool(results.cases)
+    best = results.best
+
+    def headline(speedup: float | None, score: float | None) -> float | None:
+        return score if scored else speedup
+
+    return results.model_copy(
+        update={
+            "best_branch": best.branch if best else None,
+            "best_config": dict(best.config) if best else None,
+            "best_time_us": best.time_ms * 1e3 if best else None,
+            "speedup": headline(best.speedup, best.score) if best else None,
+            "reference_time_us": results.reference_ms * 1e3 if results.reference_ms is not None else None,
+            "total_branches": len(results.branches),
+            "all_branches": [
+                OriginalBranchEntry(
+                    name=s.name,
+                    path=str(layout.branch(s.name).root),
+                    status=_original_status(s),
+                    best_time_us=s.best_ms * 1e3 if s.best_ms is not None else None,
+                    speedup=headline(s.speedup, s.score),
+                    iterations=s.iterations,
+                )
+                for s in results.branches
+            ],
+        }
+    )
 
 
 def collect_final_results(layout: RunLayout) -> tuple[FinalResults, list[str]]:
@@ -127,17 +184,16 @@ def collect_final_results(layout: RunLayout) -> tuple[FinalResults, list[str]]:
     summaries: list[BranchSummary] = []
     best: BestResult | None = None
     reference_ms: float | None = None
+    reference_source: str | None = None
     for m in _tree_order(manifests):
         branch = layout.branch(m.name)
         branch_best: BestResult | None = None
-        decided = 0
-        for index in branch.iteration_indices():
-            state = _read(branch.iteration(index).state, IterState, notes)
-            if state is None:
-                continue
-            decided += state.status == "decided"
+        states = [st for i in branch.iteration_indices() if (st := _read(branch.iteration(i).state, IterState, notes))]
+        decided = sum(st.status == "decided" for st in states)
+        for state in states:
             if state.run is not None and state.run.reference_ms is not None and reference_ms is None:
                 reference_ms = state.run.reference_ms
+                reference_source = state.run.reference_source
             branch_best = _better(branch_best, best_candidate(state, require_score))
         if m.best is not None and (not require_score or m.best.score is not None):
             branch_best = _better(branch_best, m.best)  # the worker's own record, if a state file is gone
@@ -155,9 +211,11 @@ def collect_final_results(layout: RunLayout) -> tuple[FinalResults, list[str]]:
                 score=branch_best.score if branch_best else None,
                 best_iteration=branch_best.iteration if branch_best else None,
                 stop_reason=m.stop_reason or m.error,
+                timeline=_timeline(states, require_score),
             )
         )
-    file_ms, source = _reference_time_file(layout, notes)
+    primary = context.cases[0] if context and context.cases else "default"
+    file_ms, file_source = _reference_time_file(layout, primary, notes)
     finished = master is None or master.phase == "finished"
     complete = bool(summaries) and finished and all(s.status in TERMINAL_BRANCH for s in summaries)
     results = FinalResults(
@@ -166,12 +224,12 @@ def collect_final_results(layout: RunLayout) -> tuple[FinalResults, list[str]]:
         rebuilt=True,
         dry_run=bool(context and context.settings.dry_run),
         reference_ms=reference_ms if reference_ms is not None else file_ms,
-        reference_source=source,
+        reference_source=(reference_source or file_source) if reference_ms is not None else file_source,
         cases=list(context.cases) if context else [],
         best=best,
         branches=summaries,
     )
-    return results, notes
+    return with_original_keys(results, layout), notes
 
 
 def rebuild_final_results(layout: RunLayout) -> FinalResults:
@@ -190,7 +248,7 @@ def load_results(layout: RunLayout) -> LoadedResults:
     notes: list[str] = []
     saved = _read(layout.final_results, FinalResults, notes)
     if saved is not None:
-        return LoadedResults(saved, FROM_FILE, notes)
+        return LoadedResults(with_original_keys(saved, layout), FROM_FILE, notes)
     if not layout.branch_names() and not layout.context.exists():
         return LoadedResults(None, "", notes)
     results, more = collect_final_results(layout)
@@ -237,9 +295,8 @@ def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
         lines.append(f"kernel     {_kernel_display(layout, b.kernel_path)}")
         if b.config:
             lines.append("config     " + ", ".join(f"{k}={v}" for k, v in b.config.items()))
-        for c in b.cases if r.cases else []:
-            detail = f"{_ms(c.time_ms)}, {_x(c.speedup)} over {_ms(c.reference_ms)}" if c.time_ms else c.status
-            lines.append(f"case       {c.name}: {detail}")
+        if r.cases and b.cases:
+            lines += case_table(b.cases)
     else:
         lines.append("best       none: no kernel was validated and timed")
     lines.append(f"reference  {ref}")
@@ -269,7 +326,54 @@ def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
             rows = [row[:6] + row[7:] for row in rows]
         lines.append("")
         lines += _table(rows)
+        lines += iteration_timeline(r)
     else:
         lines.append("no branches yet")
     lines += [f"note: {n}" for n in loaded.notes]
     return "\n".join(lines)
+
+
+def case_table(cases: list[CaseOutcome]) -> list[str]:
+    """The best kernel's per-case results: each case's own best over its own reference."""
+    rows: list[tuple[str, ...]] = [("  case", "status", "best", "reference", "speedup", "budget", "valid", "config")]
+    for c in cases:
+        ref = _ms(c.reference_ms) + (f" ({c.reference_source})" if c.reference_source and c.reference_ms else "")
+        rows.append(
+            (
+                f"  {c.name}",
+                c.status,
+                _ms(c.time_ms),
+                ref,
+                _x(c.speedup),
+                "-" if c.budget_s is None else f"{c.budget_s:g} s",
+                f"{c.valid}/{c.evaluated}",
+                ", ".join(f"{k}={v}" for k, v in (c.config or {}).items()) or "-",
+            )
+        )
+    return ["cases", *_table(rows)]
+
+
+TIMELINE_BAR = 32
+
+
+def iteration_timeline(r: FinalResults) -> list[str]:
+    """Every branch's iterations, as the original's ``--best`` prints them: the time, a bar scaled so
+    the run's best time is full, the decision taken after it, a star where the branch improved."""
+    times = [p.time_ms for b in r.branches for p in b.timeline if p.time_ms]
+    if not times:
+        return []
+    fastest = min(times)
+    lines = ["", "iteration timeline (bar: the run's fastest time = full)"]
+    for b in r.branches:
+        lines.append(f"  [{b.name}]")
+        for p in b.timeline:
+            action = p.action or "-"
+            if p.time_ms:
+                filled = min(TIMELINE_BAR, int(TIMELINE_BAR * fastest / p.time_ms))
+                bar = "#" * filled + "." * (TIMELINE_BAR - filled)
+                extra = f"  score {p.score:.3g}" if r.cases and p.score is not None else ""
+                star = "  *" if p.new_best else ""
+                lines.append(f"    iter{p.iteration:>2}: {p.time_ms:9.4g} ms  [{bar}]  {action:8s}{extra}{star}")
+            else:
+                lines.append(f"    iter{p.iteration:>2}: {'-':>9}     [{' ' * TIMELINE_BAR}]  {action:8s}  (no result)")
+    return lines

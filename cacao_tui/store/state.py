@@ -6,6 +6,7 @@
 | output/master.json | MasterState | master |
 | output/branches/<b>/branch.json | BranchManifest | that branch's worker |
 | output/branches/<b>/branch_config.json | BranchConfig | the UI / CLI (the worker only reads it) |
+| output/branches/<b>/inbox/<id>.json | ControlCommand | the UI / CLI, once per file (the worker reads) |
 | output/branches/<b>/iterN/state.json | IterState | that branch's worker |
 | output/final_results.json | FinalResults | written at the end; rebuildable from disk |
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SCHEMA_VERSION = 1
 
@@ -35,6 +36,10 @@ ITER_ORDER: tuple[str, ...] = (
 BranchStatus = Literal["pending", "running", "paused", "done", "stopped", "killed", "failed"]
 TERMINAL_BRANCH: tuple[str, ...] = ("done", "stopped", "killed", "failed")
 Action = Literal["continue", "retry", "branch", "stop"]
+ACTIONS: tuple[str, ...] = ("continue", "retry", "branch", "stop")
+# first: the branch's first kernel; continue: apply the last decision's feedback; retry: the
+# smallest fix of what failed; configure: same kernel, a new tuning space (skip_implement).
+IterMode = Literal["first", "continue", "retry", "configure"]
 ParamValue = int | float | str
 
 
@@ -118,13 +123,20 @@ class MasterState(_State):
 
 
 class CaseOutcome(BaseModel):
-    """One shape of a problem with ``cases:``: the best configuration timed on it."""
+    """One case of a problem with ``cases:``: its own search's best, over its own reference."""
 
     name: str
-    status: str
+    status: str  # ok | no_valid | build_failed | not_run
     time_ms: float | None = None
     reference_ms: float | None = None
+    reference_source: str | None = None  # measured | seeded
     speedup: float | None = None
+    config: dict[str, ParamValue] | None = None
+    budget_s: float | None = None
+    evaluated: int = 0
+    valid: int = 0
+    error: str | None = None
+    results_file: str | None = None  # relative to output/
 
 
 class BestResult(BaseModel):
@@ -165,10 +177,27 @@ class BranchManifest(_State):
     children: list[str] = Field(default_factory=list)
     stop_reason: str | None = None
     error: str | None = None
-    retries_used: int = 0
     seen_retry_nonce: int = 0
+    # Iteration budget of the root-to-leaf path this branch is on (--path-budget), raised by
+    # what the user granted an ancestor (its max_iter above its share); None: no path budget.
+    path_budget_total: int | None = None
+    # The branch plan: written once per branch, again after a user message or a revert.
+    plan: str | None = None
+    plan_iteration: int | None = None
+    plan_seq: int = 0  # the value of steer_seq the plan was written after
+    steer_seq: int = 0  # bumped by every applied message and revert: a plan older than this is stale
+    # Steering (applied by the worker from the inbox; ``applied`` makes each command count once).
+    messages: list[UserMessage] = Field(default_factory=list)
+    applied: list[str] = Field(default_factory=list)
+    pending_decision: DecisionOverride | None = None
+    superseded: list[int] = Field(default_factory=list)  # iterations left behind by a revert (kept on disk)
+    base_iteration: int | None = None  # after a revert: the next iteration starts from this one's files
     created_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)
+
+    def live(self, index: int) -> bool:
+        """Whether an iteration is on the branch's current line (not superseded by a revert)."""
+        return index not in self.superseded
 
 
 class BranchConfig(_State):
@@ -196,6 +225,8 @@ class TuneOutcome(BaseModel):
     suspect: bool = False
     cases: list[CaseOutcome] = Field(default_factory=list)
     message: str | None = None
+    reference_source: str | None = None  # the primary case's: measured | seeded
+    warnings: list[str] = Field(default_factory=list)  # e.g. a GPU reference timed by wall clock
 
 
 class ProfileOutcome(BaseModel):
@@ -206,11 +237,80 @@ class ProfileOutcome(BaseModel):
     message: str | None = None
 
 
+MAX_SUB_STRATEGIES = 4  # sub-strategies one branch decision may open (the original's MAX_STRATEGIES)
+MAX_MESSAGE_CHARS = 4000  # one user message to a branch
+
+
+class ErrorAnalysis(BaseModel):
+    """Why an iteration failed and the smallest fix; it goes into the retry's prompts."""
+
+    model_config = ConfigDict(extra="ignore")
+    error_type: str = Field(description="compilation | runtime | validation | timeout | performance | none")
+    root_cause: str = Field(description="the cause, as specific as the evidence allows")
+    suggested_fix: str = Field(description="the smallest change that fixes it")
+
+
 class Decision(BaseModel):
+    """What a branch does after an iteration. The model fills the first group of fields; the
+    engine sets the last group (a decision made without the model, or changed by the user)."""
+
     model_config = ConfigDict(extra="ignore")
     action: Action
     reason: str
+    feedback: str = ""  # instructions for the next iteration's author (and plan)
+    error_analysis: ErrorAnalysis | None = None  # with retry: the cause and the fix
     sub_strategies: list[Strategy] = Field(default_factory=list)
+    skip_implement: bool = False  # the next iteration keeps the kernel and changes only tuning.yaml
+    iteration_summary: str = ""  # one line: what was tried -> what happened
+    automatic: bool = False  # decided by the engine without a model call (budget, failed step)
+    overridden_from: Action | None = None  # the model's action, when the user changed it
+    override_id: str | None = None  # the control command that changed it
+
+
+class UserMessage(BaseModel):
+    """A message the user sent a branch; it reaches the branch's next prompts."""
+
+    id: str
+    text: str
+    at: float = Field(default_factory=now)
+    iteration: int | None = None  # the iteration in progress (or next) when it was applied
+
+
+class DecisionOverride(BaseModel):
+    """The user's choice for the branch's next decision, waiting to be used."""
+
+    id: str
+    action: Action
+    at: float = Field(default_factory=now)
+
+
+CommandKind = Literal["message", "revert", "decision", "delete"]
+
+
+class ControlCommand(BaseModel):
+    """One steering request, one file in the branch's inbox/, written once by the UI or CLI.
+
+    The worker applies it at the branch's next step boundary (or on --resume) and records its
+    id in branch.json in the same write as its effect, so it counts exactly once.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    schema_version: int = SCHEMA_VERSION
+    id: str
+    kind: CommandKind
+    text: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)  # message
+    iteration: int | None = Field(default=None, ge=1)  # revert: continue from this iteration's kernel
+    action: Action | None = None  # decision
+    created_at: float = Field(default_factory=now)
+    source: str = "cli"
+
+    @model_validator(mode="after")
+    def _fields_of_kind(self) -> ControlCommand:
+        needed = {"message": self.text, "revert": self.iteration, "decision": self.action, "delete": True}
+        if needed[self.kind] is None or (self.kind == "message" and not (self.text or "").strip()):
+            field = {"message": "text", "revert": "iteration", "decision": "action"}[self.kind]
+            raise ValueError(f"a {self.kind} command needs {field}")
+        return self
 
 
 class AuthorOutcome(BaseModel):
@@ -239,6 +339,22 @@ class IterState(_State):
     decision: Decision | None = None
     error: str | None = None
     attempt: int = 1
+    # What the iteration was asked to do, fixed when it starts (from the previous decision).
+    mode: IterMode = "first"
+    base_iteration: int | None = None  # the iteration whose files it started from
+    plan_seq: int | None = None  # steer_seq when this iteration wrote the branch plan
+
+
+class IterationPoint(BaseModel):
+    """One iteration of a branch in the timeline ``cacao --best`` prints."""
+
+    iteration: int
+    status: str
+    time_ms: float | None = None  # the tuned best (the primary case's); None: no result
+    speedup: float | None = None
+    score: float | None = None
+    action: str | None = None  # the decision taken after it
+    new_best: bool = False  # the branch's best so far improved here
 
 
 class BranchSummary(BaseModel):
@@ -253,6 +369,18 @@ class BranchSummary(BaseModel):
     score: float | None = None
     best_iteration: int | None = None
     stop_reason: str | None = None
+    timeline: list[IterationPoint] = Field(default_factory=list)
+
+
+class OriginalBranchEntry(BaseModel):
+    """One entry of ``all_branches``, as the original's final_results.json has it."""
+
+    name: str
+    path: str
+    status: str  # success (a timed best) | failed (finished without one) | running
+    best_time_us: float | None = None
+    speedup: float | None = None
+    iterations: int = 0
 
 
 class FinalResults(_State):
@@ -268,3 +396,12 @@ class FinalResults(_State):
     branches: list[BranchSummary] = Field(default_factory=list)
     tokens: dict[str, int] = Field(default_factory=dict)
     cost_usd: float | None = None
+    # The original CACAO's keys, beside ours, so scripts written for it keep working. Its
+    # ``speedup`` is the geometric mean over the cases when the problem has cases.
+    best_branch: str | None = None
+    best_config: dict[str, ParamValue] | None = None
+    best_time_us: float | None = None
+    speedup: float | None = None
+    reference_time_us: float | None = None
+    total_branches: int = 0
+    all_branches: list[OriginalBranchEntry] = Field(default_factory=list)

@@ -11,6 +11,7 @@ from cacao_tui.store.state import (
     BestResult,
     BranchManifest,
     Context,
+    Decision,
     GpuInfo,
     IterState,
     MasterState,
@@ -68,8 +69,10 @@ def write_branch(
     created_at: float = 0.0,
     best: BestResult | None = None,
     stop_reason: str | None = "plateau",
+    actions: list[str] | None = None,
 ) -> None:
-    """A branch with one decided iteration per entry of ``runs`` (None: an iteration without a tuning run)."""
+    """A branch with one decided iteration per entry of ``runs`` (None: an iteration without a tuning run);
+    ``actions``, when given, the decision taken after each."""
     branch = layout.branch(name)
     write_model(
         branch.manifest,
@@ -95,6 +98,7 @@ def write_branch(
                 index=i,
                 status="decided",
                 run=run,
+                decision=Decision(action=actions[i - 1], reason="r") if actions else None,  # type: ignore[arg-type]
                 kernel_path=str(it.kernel.relative_to(layout.output)),
                 spec_path=str(it.spec.relative_to(layout.output)),
             ),

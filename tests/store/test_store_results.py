@@ -12,7 +12,7 @@ from cacao_tui.cli import main
 from cacao_tui.store.atomic import write_model
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.results import FROM_BRANCHES, FROM_FILE, load_results, rebuild_final_results, render_results
-from cacao_tui.store.state import BestResult, FinalResults, TuneOutcome
+from cacao_tui.store.state import BestResult, CaseOutcome, FinalResults, TuneOutcome
 
 
 @pytest.fixture
@@ -85,11 +85,78 @@ def test_final_results_json_is_preferred(layout: RunLayout) -> None:
     assert loaded.source == FROM_BRANCHES and loaded.notes
 
 
-def test_reference_time_file_is_read_leniently(layout: RunLayout) -> None:
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"reference_time_us": 4500, "cases": {"small": None}}, (4.5, "seeded")),  # the original's form
+        ({"ms": 4.5, "source": "measured"}, (4.5, "measured")),  # ktt's earlier form
+        (
+            {"reference_time_us": 4500, "provenance": {"reference_time_us": {"source": "measured"}}},
+            (4.5, "measured"),
+        ),
+    ],
+)
+def test_reference_time_file_is_read_in_either_form(layout: RunLayout, data: dict, expected: tuple) -> None:
     write_branch(layout, "a", [TuneOutcome(ran=False)])
-    layout.reference_time.write_text(json.dumps({"time_ms": 4.5, "source": "seeded"}))
+    layout.reference_time.write_text(json.dumps(data))
     r = rebuild_final_results(layout)
-    assert (r.reference_ms, r.reference_source) == (4.5, "seeded")
+    assert (r.reference_ms, r.reference_source) == expected
+    assert r.reference_time_us == 4500
+
+
+def test_an_unreadable_reference_time_file_is_a_note_for_best(layout: RunLayout) -> None:
+    write_branch(layout, "a", [TuneOutcome(ran=False)])
+    layout.reference_time.write_text("{oops")
+    loaded = load_results(layout)
+    assert loaded.results is not None and loaded.results.reference_ms is None
+    assert any("reference_time.json: not valid JSON" in n for n in loaded.notes)
+
+
+def test_the_originals_keys_are_beside_ours(layout: RunLayout) -> None:
+    write_context(layout)
+    write_master(layout)
+    write_branch(layout, "tiling", [tuned(2.0), tuned(0.5)], created_at=1)
+    write_branch(layout, "broken", [TuneOutcome(ran=False, message="x")], status="failed", created_at=2)
+    r = rebuild_final_results(layout)
+    assert (r.best_branch, r.best_config, r.best_time_us, r.speedup) == ("tiling", {"TILE": 16}, 500.0, 20.0)
+    assert r.total_branches == 2 and r.reference_time_us == 10000.0
+    data = json.loads(r.model_dump_json())
+    assert data["all_branches"] == [
+        {
+            "name": "tiling",
+            "path": str(layout.branch("tiling").root),
+            "status": "success",
+            "best_time_us": 500.0,
+            "speedup": 20.0,
+            "iterations": 2,
+        },
+        {
+            "name": "broken",
+            "path": str(layout.branch("broken").root),
+            "status": "failed",
+            "best_time_us": None,
+            "speedup": None,
+            "iterations": 1,
+        },
+    ]
+
+
+def test_with_cases_the_originals_speedup_is_the_geometric_mean(layout: RunLayout) -> None:
+    write_context(layout, cases=["big", "small"])
+    write_branch(layout, "a", [tuned(0.5, score=3.0)])
+    r = rebuild_final_results(layout)
+    assert r.speedup == 3.0 and r.all_branches[0].speedup == 3.0 and r.best is not None and r.best.speedup == 20.0
+
+
+def test_an_older_final_results_json_gets_the_originals_keys_when_read(layout: RunLayout) -> None:
+    best = BestResult(branch="a", iteration=2, time_ms=0.25, speedup=4.0, kernel_path="k", config={"B": 1})
+    layout.final_results.parent.mkdir(parents=True, exist_ok=True)
+    layout.final_results.write_text(
+        FinalResults(problem_name="mmul", best=best).model_dump_json(exclude={"best_branch"})
+    )
+    loaded = load_results(layout)
+    assert loaded.source == FROM_FILE and loaded.results is not None
+    assert (loaded.results.best_branch, loaded.results.best_time_us, loaded.results.speedup) == ("a", 250.0, 4.0)
 
 
 def test_rebuild_writes_nothing(layout: RunLayout) -> None:
@@ -138,3 +205,50 @@ def test_cli_best_table_and_json(layout: RunLayout, capsys: pytest.CaptureFixtur
     assert main(["--dir", str(layout.problem_dir), "--best", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["rebuilt"] is True and data["branches"][0]["name"] == "a"
+
+
+def test_best_prints_the_iteration_timeline(layout: RunLayout) -> None:
+    write_context(layout)
+    write_master(layout)
+    write_branch(
+        layout, "tiling", [tuned(2.0), None, tuned(4.0), tuned(0.5)], actions=["continue", "retry", "continue", "stop"]
+    )
+    write_branch(layout, "naive", [tuned(1.0)], actions=["stop"], created_at=1)
+    r = rebuild_final_results(layout)
+    points = r.branches[0].timeline
+    assert [(p.iteration, p.time_ms, p.action, p.new_best) for p in points] == [
+        (1, 2.0, "continue", True),
+        (2, None, "retry", False),
+        (3, 4.0, "continue", False),
+        (4, 0.5, "stop", True),
+    ]
+    text = render_results(load_results(layout), layout)
+    block = text[text.index("iteration timeline") :].splitlines()
+    assert block[1] == "  [tiling]"
+    assert block[2].startswith("    iter 1:         2 ms  [########........................]  continue")
+    assert block[2].endswith("*")
+    assert "(no result)" in block[3] and "retry" in block[3]
+    assert block[5] == "    iter 4:       0.5 ms  [" + "#" * 32 + "]  stop      *"
+    assert block[6] == "  [naive]"
+
+
+def test_best_shows_the_per_case_table(layout: RunLayout, capsys: pytest.CaptureFixture[str]) -> None:
+    write_context(layout, cases=["big", "small"])
+    write_master(layout)
+    cases = [
+        CaseOutcome(name="big", status="ok", time_ms=0.5, reference_ms=10.0, reference_source="seeded", speedup=20.0,
+                    config={"TILE": 32}, budget_s=120, evaluated=40, valid=31),
+        CaseOutcome(name="small", status="ok", time_ms=0.05, reference_ms=0.2, reference_source="measured",
+                    speedup=4.0, config={"TILE": 8}, budget_s=30, evaluated=12, valid=12),
+    ]  # fmt: skip
+    write_branch(layout, "a", [tuned(0.5, score=8.94, cases=cases)])
+    text = render_results(load_results(layout), layout)
+    table = text[text.index("\ncases\n") + 1 :].splitlines()[1:4]
+    assert table[0].split() == ["case", "status", "best", "reference", "speedup", "budget", "valid", "config"]
+    assert table[1].split() == ["big", "ok", "0.5", "ms", "10", "ms", "(seeded)", "20x", "120", "s", "31/40", "TILE=32"]
+    assert table[2].split()[:8] == ["small", "ok", "0.05", "ms", "0.2", "ms", "(measured)", "4x"]
+    assert main(["--dir", str(layout.problem_dir), "--best", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [c["name"] for c in data["best"]["cases"]] == ["big", "small"]
+    assert data["best"]["cases"][1]["reference_source"] == "measured"
+    assert data["best_branch"] == "a" and data["speedup"] == 8.94

@@ -1,11 +1,13 @@
 """The results view: final_results.json (rebuilt by cacao_tui.store.results when it is missing),
-the best configuration, a per-branch summary, and the best kernel of the selected branch."""
+the best configuration, for a problem with cases the best kernel's per-case table, a per-branch
+summary, and the best kernel of the selected branch."""
 
 from __future__ import annotations
 
 import asyncio
 
 from rich.syntax import Syntax
+from rich.table import Table
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -15,7 +17,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.results import LoadedResults, load_results
-from cacao_tui.store.state import BranchSummary
+from cacao_tui.store.state import BranchSummary, CaseOutcome
 from cacao_tui.ui import keymap
 from cacao_tui.ui.disk import read_text_quietly
 from cacao_tui.ui.formatting import (
@@ -40,6 +42,27 @@ COLUMNS = (
     ("at", "at"),
     ("why", "stopped because"),
 )
+
+
+CASE_COLUMNS = ("case", "status", "best", "reference", "speedup", "budget", "valid", "config")
+
+
+def case_table(cases: list[CaseOutcome]) -> Table:
+    """The best kernel's per-case results: each case's own best over its own reference."""
+    table = Table(*CASE_COLUMNS, box=None, padding=(0, 1), header_style="bold", expand=False)
+    for c in cases:
+        ref = fmt_ms(c.reference_ms) + (f" ({c.reference_source})" if c.reference_source and c.reference_ms else "")
+        table.add_row(
+            c.name,
+            Text(c.status, style="green" if c.status == "ok" else "red"),
+            fmt_ms(c.time_ms),
+            ref,
+            fmt_speedup(c.speedup),
+            f"{c.budget_s:g} s" if c.budget_s is not None else NONE,
+            f"{c.valid}/{c.evaluated}",
+            fmt_config(c.config or {}),
+        )
+    return table
 
 
 def _sort_key(b: BranchSummary) -> tuple[int, float, str]:
@@ -103,6 +126,12 @@ class ResultsScreen(Screen[None]):
     async def load(self) -> None:
         loaded = await asyncio.to_thread(load_results, self._layout)
         self.query_one("#results-header", Static).update(results_header(loaded, self._layout))
+        best = loaded.results.best if loaded.results else None
+        if best is not None and best.cases and loaded.results and loaded.results.cases:
+            cases = Static(case_table(best.cases), id="results-cases")
+            for stale in self.query("#results-cases"):
+                await stale.remove()
+            await self.query_one("#results", Vertical).mount(cases, after="#results-header")
         branches = sorted(loaded.results.branches, key=_sort_key) if loaded.results else []
         self._branches = {b.name: b for b in branches}
         rows = {}
