@@ -18,6 +18,7 @@ from typing import Protocol
 from pydantic import ValidationError
 
 from cacao_tui.subprocesses import ProcessResult, run_streaming
+from ktt.procs import child_env
 from ktt.protocol import (
     EXIT_ENVIRONMENT,
     CheckReport,
@@ -68,7 +69,8 @@ class Tuner(Protocol):
 
 
 def _python_env() -> dict[str, str]:
-    env = dict(os.environ)
+    """The allow-listed environment (no API keys: docs/SECURITY.md) for ``python -m ktt``."""
+    env = child_env()
     env.setdefault("PYTHONUNBUFFERED", "1")
     # ktt must import from the same tree as the engine, also when run from a checkout.
     root = str(Path(__file__).resolve().parent.parent)

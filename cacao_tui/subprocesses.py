@@ -3,6 +3,11 @@
 Every child runs in a new session (its own process group), so a timeout or a cancel
 kills the whole group (TERM, a grace period, then KILL) and the child is always awaited.
 Pipes are read while it runs, line by line, with no limit on line length.
+
+A child gets an allow-listed environment (``ktt.procs.child_env``: no API keys, nothing
+from .env files) and ``KTT_PARENT_PID``: the children are ktt programs, which then ask the
+kernel to kill them when this process dies (the event loop's thread, which spawns them,
+lives as long as the process), so SIGKILL of cacao leaves no ``ktt check`` running on.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from ktt.procs import PARENT_ENV, child_env
 
 GRACE_S = 3.0
 _STREAM_LIMIT = 64 * 1024 * 1024  # compiler output lines can be very long
@@ -64,13 +71,18 @@ async def run_streaming(
     on_stdout_line: Callable[[str], None] | None = None,
     keep_stderr_chars: int = 200_000,
 ) -> ProcessResult:
-    """Run ``argv``; call ``on_stdout_line`` for each stdout line as it arrives."""
+    """Run ``argv``; call ``on_stdout_line`` for each stdout line as it arrives.
+
+    ``env`` (default: ours) is reduced to the allow-list before the child sees it.
+    """
     loop = asyncio.get_running_loop()
     start = loop.time()
+    child = child_env(env)
+    child[PARENT_ENV] = str(os.getpid())
     proc = await asyncio.create_subprocess_exec(
         *argv,
         cwd=str(cwd) if cwd else None,
-        env=env,
+        env=child,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

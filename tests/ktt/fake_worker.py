@@ -1,11 +1,11 @@
 """A stand-in for ``ktt.worker`` that needs no GPU: the same JSON-lines protocol, made-up timings.
 
 The configuration's BEHAVIOUR parameter picks a failure: 1 hangs (no beat), 2 exits mid-evaluation,
-3 reports a sticky CUDA error and exits. FAKE_EVAL_S (seconds) makes each evaluation take time.
+3 reports a sticky CUDA error and exits. KTT_FAKE_EVAL_S (seconds) makes each evaluation take time.
 The shape matters as the real worker's would: the reference takes 2 ms on ``default`` and 1 ms
 elsewhere; on the shape ``half`` large blocks are fastest (elsewhere small ones), so each case's
-own search has its own best; FAKE_INVALID_SHAPE names a shape where every configuration is wrong.
-Every request is appended to FAKE_LOG (a file), when set, for tests that check what was asked.
+own search has its own best; KTT_FAKE_INVALID_SHAPE names a shape where every configuration is wrong.
+Every request is appended to KTT_FAKE_LOG (a file), when set, for tests that check what was asked.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import time
 
 def main() -> int:
     out = sys.stdout
-    delay = float(os.environ.get("FAKE_EVAL_S", "0"))
-    invalid = os.environ.get("FAKE_INVALID_SHAPE")
-    log = os.environ.get("FAKE_LOG")
+    delay = float(os.environ.get("KTT_FAKE_EVAL_S", "0"))
+    invalid = os.environ.get("KTT_FAKE_INVALID_SHAPE")
+    log = os.environ.get("KTT_FAKE_LOG")
     shape = None
     for line in sys.stdin:
         req = json.loads(line)

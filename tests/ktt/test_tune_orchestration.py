@@ -123,7 +123,7 @@ def test_without_cases_the_results_stay_at_the_output_root(tmp_path: Path) -> No
 
 
 def test_each_case_has_its_own_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FAKE_EVAL_S", "0.25")
+    monkeypatch.setenv("KTT_FAKE_EVAL_S", "0.25")
     cases = "cases:\n  - name: default\n    duration_s: 1.5\n  - name: half\n    scalars: {N: 512}\n"
     d = problem_copy(tmp_path, cases)  # tuning.duration_s is 5: the case 'half' takes it
     code, lines, summary, _ = run(tmp_path, problem=d)
@@ -148,7 +148,7 @@ def test_the_spec_budget_is_ignored_when_the_problem_owns_the_budget(tmp_path: P
 
 
 def test_a_case_without_a_valid_result_stops_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FAKE_INVALID_SHAPE", "default")
+    monkeypatch.setenv("KTT_FAKE_INVALID_SHAPE", "default")
     code, lines, summary, rows = run(tmp_path, duration_s=0)
     assert code == 1 and summary is not None and not summary.ok
     assert [(c.name, c.status) for c in summary.cases] == [("default", "no_valid"), ("half", "not_run")]
@@ -159,7 +159,7 @@ def test_a_case_without_a_valid_result_stops_the_run(tmp_path: Path, monkeypatch
 
 
 def test_a_failing_later_case_leaves_no_score(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FAKE_INVALID_SHAPE", "half")
+    monkeypatch.setenv("KTT_FAKE_INVALID_SHAPE", "half")
     code, _, summary, _ = run(tmp_path, duration_s=0)
     assert code == 1 and summary is not None
     assert [c.status for c in summary.cases] == ["ok", "no_valid"]
@@ -168,7 +168,7 @@ def test_a_failing_later_case_leaves_no_score(tmp_path: Path, monkeypatch: pytes
 
 def test_a_case_that_does_not_build_stops_before_any_tuning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log = tmp_path / "requests.jsonl"
-    monkeypatch.setenv("FAKE_LOG", str(log))
+    monkeypatch.setenv("KTT_FAKE_LOG", str(log))
     kernel = (DATA / "kernels.cu").read_text() + "#if N < 1000\n#error this kernel needs N >= 1000\n#endif\n"
     code, lines, summary, rows = run(tmp_path, kernel_text=kernel, duration_s=0)
     assert code == 1 and summary is not None
@@ -185,7 +185,7 @@ def test_a_case_that_does_not_build_stops_before_any_tuning(tmp_path: Path, monk
 
 def test_a_seeded_value_is_kept_and_a_null_case_is_measured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log = tmp_path / "requests.jsonl"
-    monkeypatch.setenv("FAKE_LOG", str(log))
+    monkeypatch.setenv("KTT_FAKE_LOG", str(log))
     ref = tmp_path / "reference_time.json"
     ref.write_text('{"reference_time_us": 500, "cases": {"half": null}, "note": "cuBLAS on a 3090"}\n')
     code, _, summary, _ = run(tmp_path, duration_s=0)
@@ -265,7 +265,7 @@ def test_count_budget(tmp_path: Path) -> None:
 
 
 def test_time_budget_stops_the_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FAKE_EVAL_S", "0.4")
+    monkeypatch.setenv("KTT_FAKE_EVAL_S", "0.4")
     start = time.monotonic()
     code, _, summary, rows = run(tmp_path, duration_s=2.0)
     wall = time.monotonic() - start
