@@ -111,15 +111,21 @@ def _shape_lines(problem: Problem, shape: Shape) -> list[str]:
 def _case_lines(problem: Problem) -> list[str]:
     if not problem.declared_cases:
         return []
+    defaults = {b.name: b.file_name for b in problem.buffers if b.init == "file"}
     lines = []
     for i, case in enumerate(problem.shapes):
         values = case.scalars
         changed = [f"{s.name}={_value(values[s.name])}" for s in problem.scalars if values[s.name] != s.value]
-        files = [f"{k} from {_relative(v, problem.directory)}" for k, v in case.files.items()]
+        files = [
+            f"{k} from {_relative(v, problem.directory)}"
+            for k, v in case.files.items()
+            if _relative(v, problem.directory) not in (f"inputs/{defaults.get(k)}", defaults.get(k))
+        ]
         parts = changed + files
-        primary = " (primary: the search tunes this one)" if i == 0 else ""
-        lines.append(f"{case.name}{primary}: {', '.join(parts) if parts else 'the inputs.yaml values'}")
-    lines.append("a kernel is scored by the geometric mean of its speedups over all cases")
+        budget = f"; budget {case.duration_s:g} s"
+        primary = " (primary)" if i == 0 else ""
+        lines.append(f"{case.name}{primary}: {', '.join(parts) if parts else 'the inputs.yaml values'}{budget}")
+    lines.append("each case is tuned on its own; the score is the geometric mean of the per-case speedups")
     return lines
 
 

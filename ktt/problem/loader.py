@@ -688,9 +688,7 @@ def _resolve_cases(
             if key not in buffers:
                 raise ProblemError(problem_path, field, "unknown buffer")
             if buffers[key].init != "file":
-                raise ProblemError(
-                    problem_path, field, f"buffer {key!r} is not initialised from a file (init: file)"
-                )
+                raise ProblemError(problem_path, field, f"buffer {key!r} is not initialised from a file (init: file)")
             _check_relative(rel, problem_path, field)
             files[key] = (rel, problem_path, field)
         shapes.append(

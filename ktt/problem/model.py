@@ -160,7 +160,7 @@ class Problem:
     args: list[Arg]
     headers: list[str]
     shared_setup: str
-    # The scored shapes in declared order; the first is the primary (the one the search tunes).
+    # The scored shapes in declared order; the first is the primary (the original's anchor case).
     # Without ``cases:`` this is one implicit shape named ``default`` built from the inputs.yaml
     # values; with ``cases:`` those values are only defaults for the cases' overrides.
     shapes: list[Shape]

@@ -20,7 +20,7 @@ from ktt import procs
 from ktt.compile_cache import compile_cached, default_cache_dir
 from ktt.host_compiler import HostCompileError, build_shared_library, default_host_cache_dir, find_compiler
 from ktt.inputs import build_generators, custom_buffers
-from ktt.nvrtc import CompileRequest, define_pairs
+from ktt.nvrtc import CompileOutput, CompileRequest, define_pairs
 from ktt.problem.errors import ProblemError
 from ktt.problem.model import Problem, Shape
 from ktt.problem.ref_import import import_reference
@@ -108,15 +108,14 @@ def _cuda_step(problem: Problem, arch: str | None, cache_dir: Path | None) -> St
             out, _ = compile_cached(req, cache)
             seconds += out.seconds
             cached = cached and out.cached
-            where = f" (shape {shape.name})" if len(shapes) > 1 else ""
+            where = f", shape {shape.name}" if len(shapes) > 1 else ""
             if not out.ok:
-                first = out.first_error() or "compilation failed"
-                raise ProblemError(ref.file, "", f"does not compile with NVRTC for {arch}{where}: {first}")
+                raise _nvrtc_error(ref.file, out, f"NVRTC for {arch}{where}")
             if ref.function not in out.kernels:
                 raise ProblemError(
                     problem.problem_yaml,
                     "reference.function",
-                    f"no kernel {ref.function!r} in the compiled {ref.file.name} (declare it extern \"C\" __global__)",
+                    f'no kernel {ref.function!r} in the compiled {ref.file.name} (declare it extern "C" __global__)',
                 )
     timing = "cached" if cached else f"{seconds:.1f} s"
     n = f"; {_plural(len(shapes), 'distinct set')} of -D values" if len(shapes) > 1 else ""
@@ -125,6 +124,18 @@ def _cuda_step(problem: Problem, arch: str | None, cache_dir: Path | None) -> St
         f"cuda {ref.file.name}: compiled with NVRTC for {arch} ({timing}{n}; arch from {arch_from}); "
         f"kernel {ref.function} found",
     )
+
+
+def _nvrtc_error(file: Path, out: CompileOutput, how: str) -> ProblemError:
+    errors = out.errors
+    for d in errors:
+        if d.line and Path(d.file).name == file.name:
+            return ProblemError(file, f"line {d.line}", f"{d.message} ({how})")
+    if errors:
+        d = errors[0]
+        where = f"{d.file}:{d.line}: " if d.line else ""
+        return ProblemError(file, "", f"does not compile: {where}{d.message} ({how})")
+    return ProblemError(file, "", f"does not compile ({how}): {(out.log.strip().splitlines() or ['?'])[0][:300]}")
 
 
 def _exported(lib: Path, function: str) -> bool | None:
@@ -163,7 +174,7 @@ def _cpu_step(problem: Problem, cache_dir: Path | None) -> Step:
                 raise ProblemError(
                     problem.problem_yaml,
                     "reference.function",
-                    f"{ref.file.name} builds but exports no function {ref.function!r} (C++? declare it extern \"C\")",
+                    f'{ref.file.name} builds but exports no function {ref.function!r} (C++? declare it extern "C")',
                 )
     compiler = find_compiler(cxx)
     seconds = time.perf_counter() - start
@@ -176,7 +187,7 @@ def _cpu_step(problem: Problem, cache_dir: Path | None) -> Step:
 
 
 def _host_error(file: Path, exc: HostCompileError, shape: str | None) -> ProblemError:
-    where = f" (shape {shape})" if shape else ""
+    where = f", shape {shape}" if shape else ""
     for d in exc.errors:
         if Path(d.file).name.endswith(file.name):
             return ProblemError(file, f"line {d.line}", f"{d.message} (host compiler{where})")

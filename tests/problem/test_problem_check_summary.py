@@ -41,7 +41,7 @@ def test_args_are_listed_in_order() -> None:
 
 def test_cases_and_rules_in_the_summary() -> None:
     text = render_check(load_problem(REPO / "problems" / "stencil"))
-    assert "square (primary: the search tunes this one): the inputs.yaml values" in text
+    assert "square (primary): the inputs.yaml values; budget 15 s" in text
     assert "small: NX=1024, NY=1024" in text
     assert "tall: NX=512 NY=32768" in text and "grid (32, 2048, 1) blocks" in text
     assert "tuning budget 10 s" in text
