@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import sys
 import tempfile
 import traceback
@@ -29,8 +28,6 @@ from ktt import procs
 MARKER = "KTT-REF-IMPORT "
 MODULE_NAME = "ref"
 IMPORT_TIMEOUT_S = 120.0
-# Variables a reference has no business reading (LLM keys and the like), by name fragment.
-SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "SESSION")
 
 
 @dataclass(frozen=True)
@@ -46,11 +43,8 @@ class ImportResult:
 
 
 def child_environment() -> dict[str, str]:
-    """The caller's environment without secrets, without bytecode writes (a problem is never written)."""
-    env = {k: v for k, v in os.environ.items() if not any(w in k.upper() for w in SECRET_WORDS)}
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
+    """The allow-listed environment (``procs.child_env``: no keys), without bytecode writes (nothing is written)."""
+    return procs.child_env(PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
 
 
 def import_reference(file: Path, function: str | None, timeout_s: float = IMPORT_TIMEOUT_S) -> ImportResult:
