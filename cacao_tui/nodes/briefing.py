@@ -30,6 +30,15 @@ def _buffers_text(problem: Problem) -> str:
     return "; ".join(out)
 
 
+def _description(p: Problem) -> str:
+    """The description, and the gpu.* metadata of problem.yaml (advisory: the GPU it was written for)."""
+    text = p.description or "(no description)"
+    info = {k: v for k, v in p.gpu_info.items() if k != "compute_capability"}
+    if info:
+        text += "\nproblem.yaml describes its GPU as: " + ", ".join(f"{k} {v}" for k, v in info.items())
+    return text
+
+
 def problem_brief(deps: RunDeps) -> str:
     if deps._brief is not None:
         return deps._brief
@@ -48,7 +57,7 @@ def problem_brief(deps: RunDeps) -> str:
     deps._brief = prompts.render(
         "problem_brief",
         name=p.name,
-        description=p.description or "(no description)",
+        description=_description(p),
         signature=p.boundary_signature() or "(no parameters)",
         defines=defines,
         buffers=_buffers_text(p),

@@ -331,3 +331,11 @@ def test_generator_that_throws_names_the_buffer(tmp_path: Path) -> None:
     with pytest.raises(GeneratorError) as info:
         generated_inputs(p, p.primary, tmp_path / "work")
     assert str(info.value).endswith("inputs.yaml: args[3] (heights).body: threw terrain too flat")
+
+
+def test_gpu_metadata_reaches_the_problem_brief() -> None:
+    from cacao_tui.nodes.briefing import _description
+
+    text = _description(load_problem(CORPUS / "legacy_inline"))
+    assert text.startswith("C = ALPHA * A .* B")
+    assert "problem.yaml describes its GPU as: model NVIDIA H200, sm_count 132, shared_memory_per_block 49152" in text
