@@ -149,11 +149,15 @@ class _Budget(yaml.composer.Composer, yaml.constructor.SafeConstructor, yaml.res
 
     def _check_number(self, node: yaml.ScalarNode) -> None:
         if node.tag == _INT_TAG:
-            digits = sum(c.isalnum() for c in node.value)
-            try:
-                value = self.construct_yaml_int(node) if digits <= 80 else None
-            except ValueError:
+            if sum(c.isalnum() for c in node.value) > 80:  # int() of thousands of digits is slow, then refused
                 value = None
+            else:
+                try:
+                    value = self.construct_yaml_int(node)
+                except (ValueError, IndexError, TypeError):  # '!!int ""', '!!int abc'
+                    raise YamlBudgetError(
+                        problem=f"{_one_line(node.value, 30)!r} is not an integer", problem_mark=node.start_mark
+                    ) from None
             if value is None or not YAML_INT_MIN <= value <= YAML_INT_MAX:
                 raise YamlBudgetError(
                     problem=f"integer {_one_line(node.value, 30)} does not fit in 64 bits", problem_mark=node.start_mark
@@ -161,12 +165,22 @@ class _Budget(yaml.composer.Composer, yaml.constructor.SafeConstructor, yaml.res
         elif node.tag == _FLOAT_TAG:
             try:
                 number = self.construct_yaml_float(node)
-            except ValueError:
-                return  # the constructor reports it
+            except (ValueError, IndexError, TypeError):  # '!!float ""', '!!float abc'
+                raise YamlBudgetError(
+                    problem=f"{_one_line(node.value, 30)!r} is not a number", problem_mark=node.start_mark
+                ) from None
             if not math.isfinite(number):
                 raise YamlBudgetError(
                     problem=f"{_one_line(node.value, 30)} is not a finite number", problem_mark=node.start_mark
                 )
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
 
 
 class _PyLoader(_Budget, yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser):
@@ -203,14 +217,6 @@ else:
     _Loader = _CLoader
 
 
-def _children(node: yaml.Node) -> list[yaml.Node]:
-    if isinstance(node, yaml.SequenceNode):
-        return list(node.value)
-    if isinstance(node, yaml.MappingNode):
-        return [n for pair in node.value for n in pair]
-    return []
-
-
 def _compose(text: str, loader_class: type[_Budget] | None = None) -> tuple[_Budget, yaml.Node | None]:
     loader = (loader_class or _Loader)(text)
     try:
@@ -237,7 +243,7 @@ def _load(text: str) -> tuple[Any, list[tuple[str, int]]]:
             return None, []
         try:
             return loader.construct_document(root), loader.duplicates
-        except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        except (ValueError, TypeError, OverflowError, RecursionError, IndexError, KeyError, AttributeError) as exc:
             # e.g. a date that does not exist (2024-02-31), '!!float abc', a long merge chain
             raise YamlBudgetError(problem=f"cannot read a value: {_one_line(str(exc), 120)}") from None
     finally:
@@ -248,6 +254,9 @@ def _syntax_error(path: Path, exc: yaml.YAMLError) -> ProblemError:
     mark = getattr(exc, "problem_mark", None)
     where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(file)"
     problem = getattr(exc, "problem", None) or (str(exc).splitlines() or ["invalid YAML"])[0]
+    context = getattr(exc, "context", None)
+    if context and problem.startswith("but "):  # "expected a single document in the stream" + "but found ..."
+        problem = f"{context}, {problem}"
     if isinstance(exc, YamlBudgetError):
         return ProblemError(path, where, _one_line(problem, 200))
     return ProblemError(path, where, f"YAML syntax error: {_one_line(problem, 200)}", hint=_HINT)
@@ -313,12 +322,16 @@ def yaml_value_lines(source: str | Path) -> dict[tuple[Any, ...], int]:
     if root is None:
         return {}
     lines: dict[tuple[Any, ...], int] = {}
+    seen: set[int] = set()  # an alias's value is listed where it is defined, not again at each reference
     stack: list[tuple[tuple[Any, ...], yaml.Node]] = [((), root)]
-    while stack and len(lines) < MAX_YAML_NODES:
+    while stack:
         key_path, node = stack.pop()
         if key_path in lines:
             continue
         lines[key_path] = node.start_mark.line + 1
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
         if isinstance(node, yaml.SequenceNode):
             stack.extend(((*key_path, i), child) for i, child in enumerate(node.value))
         elif isinstance(node, yaml.MappingNode):
