@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import signal
 import sys
 from pathlib import Path
@@ -24,8 +25,10 @@ from cacao_tui.ktt_client import KttTuner
 from cacao_tui.llm import LLMError, create_llm, load_env, select_provider
 from cacao_tui.nodes.context import NoDevices, RunDeps
 from cacao_tui.settings import DEFAULTS
-from cacao_tui.store.archive import prepare_output
-from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.archive import ArchiveError, prepare_output
+from cacao_tui.store.atomic import DiskFull, disk_full, on_disk_full
+from cacao_tui.store.layout import RunLayout, UnsafeLayout, check_contained
+from cacao_tui.store.run_lock import RunLocked, acquire_run_lock
 from cacao_tui.store.state import GpuInfo, RunSettings
 from ktt.problem import Problem, ProblemError, load_problem
 from ktt.problem.inputs_hpp import write_inputs_hpp
@@ -80,12 +83,25 @@ def _gpu_info(args: argparse.Namespace, problem: Problem) -> GpuInfo:
     return GpuInfo(name=first.name, arch=first.arch, indices=wanted, detected=True)
 
 
+def _claim_directory(layout: RunLayout, *, walk_output: bool) -> None:
+    """One run per problem directory (its lock, before anything is archived), writing only inside it."""
+    try:
+        lock = acquire_run_lock(layout.problem_dir)
+        check_contained(layout, walk_output=walk_output)
+    except (RunLocked, UnsafeLayout) as exc:
+        raise LaunchError(str(exc)) from None
+    if lock.took_over is not None:
+        print(f"cacao: took over the lock of a run that ended without releasing it ({lock.took_over.describe()})",
+              file=sys.stderr)  # fmt: skip
+
+
 def build_engine(args: argparse.Namespace) -> tuple[Engine, EventBus]:
     problem = load_problem(args.dir)
     load_env(problem.directory)
     choice = select_provider(args.provider, args.model)
     gpu = _gpu_info(args, problem)
     layout = RunLayout(problem.directory)
+    _claim_directory(layout, walk_output=bool(args.resume or args.no_clean))
     if args.resume and not layout.context.exists() and not layout.master.exists():
         raise LaunchError(f"{layout.output}: nothing to resume (no earlier run here); start without --resume")
     if args.no_clean and not args.resume and (layout.master.exists() or layout.branch_names()):
@@ -144,7 +160,10 @@ def build_engine(args: argparse.Namespace) -> tuple[Engine, EventBus]:
     )
     # Archive only now: a replay source inside output/ has been read into memory above.
     if not args.resume:
-        prepare_output(problem.directory, resume=False, no_clean=args.no_clean)
+        try:
+            prepare_output(problem.directory, resume=False, no_clean=args.no_clean)
+        except ArchiveError as exc:
+            raise LaunchError(str(exc)) from None
     try:  # kernels and C references may include it; rewritten only when inputs.yaml changed
         write_inputs_hpp(problem)
     except OSError as exc:
@@ -167,7 +186,32 @@ async def run_headless(engine: Engine, bus: EventBus, renderer: HeadlessRenderer
     loop = asyncio.get_running_loop()
     bus.subscribe(renderer, replay=replay)
     task = asyncio.ensure_future(engine.run()) if engine.finished is None else None
+    _stop_on_disk_full(loop, task)
     return await _drive(loop, engine, task, renderer)
+
+
+def _stop_on_disk_full(loop: asyncio.AbstractEventLoop, task: asyncio.Future | None, *also: object) -> None:
+    """The first write that finds the disk full stops the run at once (no later write is attempted)."""
+
+    def stop() -> None:
+        if task is not None and not task.done():
+            task.cancel()
+        for fn in also:
+            with contextlib.suppress(Exception):
+                fn()  # type: ignore[operator]
+
+    on_disk_full(lambda _exc: loop.call_soon_threadsafe(stop))
+    previous = loop.get_exception_handler()
+
+    def quiet(loop: asyncio.AbstractEventLoop, context: dict) -> None:
+        if isinstance(context.get("exception"), DiskFull):
+            return  # a branch task that ended on the full disk: reported once, in main's one line
+        if previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(quiet)
 
 
 async def _drive(
@@ -204,6 +248,7 @@ async def run_with_ui(engine: Engine, bus: EventBus, args: argparse.Namespace) -
 
     task = asyncio.ensure_future(engine.run())
     app = CacaoApp(engine=engine, bus=bus)
+    _stop_on_disk_full(asyncio.get_running_loop(), task, app.exit)
     result = await app.run_async()
     if result == "detach" and not task.done():
         renderer = HeadlessRenderer(json_lines=False, verbose=bool(getattr(args, "verbose", False)))
@@ -230,7 +275,22 @@ def main(args: argparse.Namespace) -> int:
             renderer = HeadlessRenderer(
                 json_lines=bool(getattr(args, "json", False)), verbose=bool(getattr(args, "verbose", False))
             )
-            return asyncio.run(run_headless(engine, bus, renderer))
-        return asyncio.run(run_with_ui(engine, bus, args))
+            code = asyncio.run(run_headless(engine, bus, renderer))
+        else:
+            code = asyncio.run(run_with_ui(engine, bus, args))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except DiskFull:
+        code = EXIT_NO_RESULT  # reported below
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        print(f"cacao: disk full: {exc.strerror} ({exc.filename}); free some space, then continue with --resume",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_NO_RESULT
+    full = disk_full()
+    if full is not None:
+        print(f"cacao: disk full: could not write {full.path} ({full.strerror}); the run stopped and its state "
+              "on disk is intact: free some space, then continue with --resume", file=sys.stderr)  # fmt: skip
+        return EXIT_NO_RESULT
+    return code

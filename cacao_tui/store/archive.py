@@ -1,6 +1,9 @@
 """Archiving earlier runs: ``output/`` becomes ``archive/output_N``; nothing is ever deleted.
 
 The engine calls ``prepare_output`` once at the start of a run, before it writes anything.
+It holds the directory's run lock first (``run_lock``): archiving another run's live
+output/ is what two concurrent runs did to each other. output/ and archive/ must be real
+directories of the problem (``layout.check_contained``): never a link to elsewhere.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cacao_tui.store.atomic import write_text_atomic
-from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.layout import RunLayout, UnsafeLayout, check_contained
+from cacao_tui.store.run_lock import RunLocked, acquire_run_lock
 
 ARCHIVE_ENTRY = re.compile(r"^output_(\d+)$")
 # Files that alone do not make output/ a run worth archiving: a hand-seeded reference time.
@@ -78,7 +82,7 @@ def archive_output(layout: RunLayout) -> Path | None:
         try:
             os.rename(layout.output, target)
         except OSError as exc:
-            if exc.errno == errno.EXDEV:  # output/ is a mount or symlink elsewhere: copy, then remove
+            if exc.errno == errno.EXDEV:  # output/ is a mount point: copy, then remove (links are refused)
                 target.rmdir()
                 shutil.move(str(layout.output), str(target))
                 return target
@@ -101,9 +105,15 @@ def prepare_output(problem_dir: Path, resume: bool, no_clean: bool) -> PreparedO
 
     An output/ holding only ``reference_time.json`` (seeded by hand before a first run) is not
     archived. output/ exists when this returns. Raises ``ArchiveError`` when output/ cannot
-    be moved aside.
+    be moved aside, when another run holds the directory, or when output/ or archive/ is a
+    link out of the problem.
     """
     layout = RunLayout(Path(problem_dir))
+    try:
+        acquire_run_lock(layout.problem_dir)  # held already when the launcher took it; idempotent
+        check_contained(layout, walk_output=resume or no_clean)
+    except (RunLocked, UnsafeLayout) as exc:
+        raise ArchiveError(str(exc)) from None
     if resume or no_clean or not has_run(layout):
         layout.output.mkdir(parents=True, exist_ok=True)
         return PreparedOutput(layout, None, True, False)

@@ -2,36 +2,97 @@
 
 The file's data is fsynced before the rename, so a crash (SIGKILL, or power loss after the
 rename reached the disk) leaves either the old or the new content, never a torn file.
+
+The temp file is created exclusively and never through a symbolic link (O_EXCL|O_NOFOLLOW),
+and the rename replaces a link at the target rather than writing where it points, so no
+write follows a link out of output/. A full disk (ENOSPC, EDQUOT) raises ``DiskFull`` and
+latches: every later write of this process fails the same way at once, so the state on
+disk stays exactly as it was before the first failed write (as after a SIGKILL), and
+``--resume`` continues from there once there is space. Listeners (the launcher) hear of
+the first one, to stop the run.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+_TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class DiskFull(OSError):
+    """No space left (or quota reached) while writing run state; ``str()`` is one line."""
+
+    def __init__(self, path: Path, strerror: str | None) -> None:
+        super().__init__(errno.ENOSPC, strerror or os.strerror(errno.ENOSPC), str(path))
+        self.path = Path(path)
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.strerror}"
+
+
+_disk_full: DiskFull | None = None
+_listeners: list[Callable[[DiskFull], None]] = []
+
+
+def on_disk_full(listener: Callable[[DiskFull], None]) -> None:
+    """Call ``listener`` (from the writing thread) the first time a write finds the disk full."""
+    _listeners.append(listener)
+
+
+def disk_full() -> DiskFull | None:
+    """The first disk-full failure of this process, if any."""
+    return _disk_full
+
+
+def reset_disk_full() -> None:
+    """Forget the latch (tests; a process that freed space and means to write again)."""
+    global _disk_full
+    _disk_full = None
+
+
+def _latch(path: Path, exc: OSError) -> DiskFull:
+    global _disk_full
+    full = DiskFull(path, exc.strerror)
+    if _disk_full is None:
+        _disk_full = full
+        for listener in list(_listeners):
+            with contextlib.suppress(Exception):
+                listener(full)
+    return full
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if _disk_full is not None:
+        raise DiskFull(path, _disk_full.strerror)
     # Each state file has one writer, so a temp name unique to this process and thread is enough
     # (and much cheaper than mkstemp's random names).
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)  # a leftover of a crashed writer with this pid and thread
+        fd = os.open(tmp, _TMP_FLAGS, 0o644)
+        with open(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.errno in _FULL:
+            raise _latch(path, exc) from None
         raise
 
 

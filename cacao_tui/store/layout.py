@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,3 +125,43 @@ class IterLayout:
     @property
     def llm(self) -> Path:
         return self.root / "llm"
+
+
+class UnsafeLayout(Exception):
+    """output/ or archive/ is not a plain directory of the problem; the message is one line."""
+
+
+MAX_WALK = 200_000  # entries of output/ looked at for links before a resume
+
+
+def check_contained(layout: RunLayout, *, walk_output: bool = False) -> None:
+    """Refuse a run whose writes could land outside the problem directory.
+
+    ``output/`` and ``archive/`` must each be absent or a real directory (a symbolic link
+    would make the run write, or archive, wherever it points). With ``walk_output`` (a
+    run that writes into an existing output/: --resume, --no-clean), no entry inside
+    output/ may be a link either. The run itself creates no links, and the model's tools
+    write only kernels.cu and tuning.yaml, so a link there was put there by someone else.
+    """
+    for path in (layout.output, layout.archive):
+        if path.is_symlink():
+            target = os.readlink(path)
+            raise UnsafeLayout(
+                f"{path}: is a symbolic link (to {target}); a run writes only into a real directory "
+                f"inside the problem directory: remove the link (or move {path.name}/ back into the problem)"
+            )
+        if path.exists() and not path.is_dir():
+            raise UnsafeLayout(f"{path}: is not a directory; move it away so the run can use {path.name}/")
+    if not walk_output or not layout.output.is_dir():
+        return
+    seen = 0
+    for root, dirs, files in os.walk(layout.output, followlinks=False):
+        for name in (*dirs, *files):
+            seen += 1
+            full = os.path.join(root, name)
+            if os.path.islink(full):
+                raise UnsafeLayout(
+                    f"{full}: is a symbolic link inside output/; a run never makes links there: remove it"
+                )
+        if seen > MAX_WALK:
+            return

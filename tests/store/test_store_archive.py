@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from store_fixtures import snapshot
+from store_fixtures import snapshot as _snapshot
 
 from cacao_tui.store.archive import archive_output, archived_runs, next_archive_path, prepare_output
 from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.run_lock import LOCK_NAME
+
+
+def snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every file, but the run lock that preparing a run takes (tests/security/test_run_lock.py)."""
+    return {k: v for k, v in _snapshot(root).items() if k != LOCK_NAME}
 
 
 def _a_run(problem: Path, marker: str) -> dict[str, bytes | None]:

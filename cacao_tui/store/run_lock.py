@@ -1,0 +1,174 @@
+"""One run per problem directory: an exclusive lock held for the whole run.
+
+Two runs on one directory corrupt each other (the second archives the first's live
+``output/``), so a run takes ``<problem>/output.lock`` before it archives or writes
+anything, and holds it until the process ends. The lock is ``flock`` on an open file: the
+kernel releases it when the holder dies, SIGKILL included, so a lock is never stale in
+the sense of blocking; what a killed run leaves is only its note in the file (pid, host,
+start time, command), which the next run reports as taken over. A second run while the
+first lives gets one line naming the holder and exit 2. Reading (``--best``, ``--check``,
+the app's views of a finished run) takes no lock.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import datetime as dt
+import errno
+import fcntl
+import json
+import os
+import socket
+import stat
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ktt.procs import pid_alive
+
+LOCK_NAME = "output.lock"
+_MAX_NOTE = 4096
+
+
+class RunLocked(Exception):
+    """The directory is in use (or the lock file is unusable); the message is one line."""
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    pid: int
+    host: str
+    started: str
+    command: str
+
+    def describe(self) -> str:
+        """One line for the terminal (a lock file in a problem directory is untrusted text)."""
+        when = self.started
+        with contextlib.suppress(ValueError):
+            when = dt.datetime.fromisoformat(self.started).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        text = f"pid {self.pid} on {self.host}, started {when}" + (f": {self.command}" if self.command else "")
+        return _printable(text[:300])
+
+    def gone(self) -> bool:
+        """True when the holder was on this machine and its process no longer runs."""
+        return self.host == socket.gethostname() and not pid_alive(self.pid)
+
+
+@dataclass
+class RunLock:
+    path: Path
+    fd: int
+    took_over: LockHolder | None  # the note of a run that ended without releasing (killed)
+
+    def release(self) -> None:
+        if self.fd < 0:
+            return
+        with contextlib.suppress(OSError):
+            os.ftruncate(self.fd, 0)
+        with contextlib.suppress(OSError):
+            os.close(self.fd)  # closing the only descriptor releases the flock
+        self.fd = -1
+        _held.pop(_key(self.path.parent), None)
+
+
+_held: dict[str, RunLock] = {}  # problem directory (real path) -> the lock this process holds
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
+
+
+def _key(problem_dir: Path) -> str:
+    return os.path.realpath(problem_dir)
+
+
+def lock_path(problem_dir: Path) -> Path:
+    return Path(problem_dir) / LOCK_NAME
+
+
+def read_holder(path: Path) -> LockHolder | None:
+    """The note in a lock file, or None (no file, empty, not ours)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = json.loads(os.read(fd, _MAX_NOTE).decode("utf-8", errors="replace") or "null")
+        return LockHolder(int(data["pid"]), str(data["host"]), str(data["started"]), str(data.get("command", "")))
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    finally:
+        os.close(fd)
+
+
+def _open_lock_file(path: Path) -> int:
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise RunLocked(f"{path}: is a symbolic link; remove it (a run's lock file must be a plain file)") from None
+        raise RunLocked(f"{path}: cannot create the run lock ({exc.strerror})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RunLocked(f"{path}: is not a regular file; remove it (it is the run lock)")
+    return fd
+
+
+def acquire_run_lock(problem_dir: Path, command: str | None = None) -> RunLock:
+    """Take the directory's run lock, or raise RunLocked naming the run that holds it.
+
+    Idempotent within a process: a second call for the same directory returns the lock
+    already held (the engine takes it first, the archiver checks it again).
+    """
+    key = _key(problem_dir)
+    if key in _held:
+        return _held[key]
+    path = lock_path(problem_dir)
+    fd = _open_lock_file(path)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = read_holder(path)
+        os.close(fd)
+        if holder is None:
+            who = "another process (no note in the lock file yet)"
+        elif holder.gone():
+            who = f"{holder.describe()}, no longer running; a process it started still holds the lock"
+        else:
+            who = holder.describe()
+        raise RunLocked(
+            f"{Path(problem_dir)}: another run is using this problem directory ({who}); "
+            "wait for it to finish or stop it (--best and --check work meanwhile)"
+        ) from None
+    except OSError as exc:
+        os.close(fd)
+        raise RunLocked(f"{path}: cannot lock ({exc.strerror})") from None
+    previous = read_holder(path)
+    note = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "command": (command if command is not None else " ".join(["cacao", *sys.argv[1:]]))[:300],
+    }
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(note) + "\n").encode(), 0)
+    except OSError:
+        pass  # the lock is held; the note only helps the next run's message
+    lock = RunLock(path, fd, previous if previous is not None and previous.pid != os.getpid() else None)
+    _held[key] = lock
+    return lock
+
+
+def held_here(problem_dir: Path) -> RunLock | None:
+    return _held.get(_key(problem_dir))
+
+
+@atexit.register
+def _release_all() -> None:
+    """A run that ends (even by an exception) clears its note; only a killed one leaves it."""
+    for lock in list(_held.values()):
+        lock.release()
