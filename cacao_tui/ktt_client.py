@@ -29,6 +29,7 @@ from ktt.protocol import (
 )
 
 CHECK_TIMEOUT_S = 300.0
+GPU_WAIT = "waiting for GPU"
 PROFILE_TIMEOUT_S = 600.0
 
 
@@ -111,8 +112,25 @@ def _failure(result: ProcessResult, what: str) -> TunerError:
 class KttTuner:
     """Runs ``python -m ktt`` subprocesses."""
 
-    def __init__(self, python: str | None = None) -> None:
+    def __init__(self, python: str | None = None, on_log: Callable[[str], None] | None = None) -> None:
         self.python = python or sys.executable
+        self.on_log = on_log  # hears ktt's "waiting for GPU N (held by ...)" lines (ktt.gpu_lock)
+
+    def _gpu_wait_stdout(self, line: str) -> None:
+        """ktt tune reports a busy GPU as a protocol log line."""
+        if GPU_WAIT not in line or self.on_log is None:
+            return
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            return
+        if data.get("type") == "log" and str(data.get("message", "")).startswith(GPU_WAIT):
+            self.on_log(str(data["message"])[:300])
+
+    def _gpu_wait_stderr(self, line: str) -> None:
+        """ktt profile (and anything ktt runs without a protocol stream) reports it on stderr."""
+        if self.on_log is not None and line.startswith("ktt: " + GPU_WAIT):
+            self.on_log(line[len("ktt: ") :][:300])
 
     def _argv(self, command: str, problem_dir: Path, kernel: Path, spec: Path, *extra: str) -> list[str]:
         return [self.python, "-m", "ktt", command, "--problem", str(problem_dir), "--kernel", str(kernel),
@@ -140,6 +158,7 @@ class KttTuner:
 
         def on_line(line: str) -> None:
             if '"progress"' not in line:
+                self._gpu_wait_stdout(line)
                 return
             try:
                 data = json.loads(line)
@@ -148,7 +167,10 @@ class KttTuner:
             except (json.JSONDecodeError, ValidationError):
                 pass
 
-        result = await run_streaming(argv, env=_python_env(), timeout_s=request.watchdog_s, on_stdout_line=on_line)
+        result = await run_streaming(
+            argv, env=_python_env(), timeout_s=request.watchdog_s, on_stdout_line=on_line,
+            on_stderr_line=self._gpu_wait_stderr,
+        )  # fmt: skip
         data = _last_json(result.stdout_lines, "result")
         if data is None:
             summary_file = request.out_dir / "summary.json"
@@ -164,7 +186,9 @@ class KttTuner:
             "profile", problem_dir, kernel, spec,
             "--from-summary", str(summary), "--output", str(out_dir), "--device", str(device),
         )  # fmt: skip
-        result = await run_streaming(argv, env=_python_env(), timeout_s=PROFILE_TIMEOUT_S)
+        result = await run_streaming(
+            argv, env=_python_env(), timeout_s=PROFILE_TIMEOUT_S, on_stderr_line=self._gpu_wait_stderr
+        )
         data = _last_json(result.stdout_lines, "profile")
         if data is not None:
             return ProfileReport.model_validate(data)

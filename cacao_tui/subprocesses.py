@@ -69,6 +69,7 @@ async def run_streaming(
     env: dict[str, str] | None = None,
     timeout_s: float | None = None,
     on_stdout_line: Callable[[str], None] | None = None,
+    on_stderr_line: Callable[[str], None] | None = None,
     keep_stderr_chars: int = 200_000,
 ) -> ProcessResult:
     """Run ``argv``; call ``on_stdout_line`` for each stdout line as it arrives.
@@ -92,7 +93,9 @@ async def run_streaming(
     out: list[str] = []
     err: list[str] = []
     assert proc.stdout is not None and proc.stderr is not None
-    readers = asyncio.gather(_read_lines(proc.stdout, on_stdout_line, out), _read_lines(proc.stderr, None, err))
+    readers = asyncio.gather(
+        _read_lines(proc.stdout, on_stdout_line, out), _read_lines(proc.stderr, on_stderr_line, err)
+    )
     timed_out = False
     try:
         await asyncio.wait_for(asyncio.shield(readers), timeout_s)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ktt import procs
+from ktt import gpu_lock, procs
 from ktt.candidates import CompileContext, KernelSource, geometry_problems, launch_plan
 from ktt.compile_cache import compile_cached, default_cache_dir
 from ktt.expressions import ExpressionError
@@ -203,9 +203,14 @@ def profile(opts: ProfileOptions) -> tuple[ProfileReport, int]:
         return report, EXIT_ENVIRONMENT
     kernels = [launch["kernel"] for launch in launches]
     metrics = opts.metrics or [m.name for m in CATALOGUE]
-    text, failure, cmd = run_ncu(
-        opts, config, kernels, metrics, warmup=1, runs=1, launches_per_run=len(launches), export=opts.output / "profile"
-    )
+    ordinal = opts.device if opts.device is not None else problem.gpu_indices[0]
+    info = query_device(ordinal)
+    # One GPU job per device across processes (ktt.gpu_lock): a tuning elsewhere would skew the counters.
+    with gpu_lock.hold(ordinal, f"ktt profile of problem {problem.name}", uuid=info.uuid if info else None):
+        text, failure, cmd = run_ncu(
+            opts, config, kernels, metrics, warmup=1, runs=1, launches_per_run=len(launches),
+            export=opts.output / "profile",
+        )  # fmt: skip
     if failure is not None:
         failure.ncu_version = ncu_version()
         write_json_atomic(opts.output / "profile.json", failure)

@@ -76,6 +76,14 @@ class DeviceInfo:
     ordinal: int
     name: str
     arch: str
+    uuid: str | None = None  # "GPU-xxxxxxxx-...", as nvidia-smi prints it; names the GPU lock (ktt.gpu_lock)
+
+
+def _uuid_text(raw: bytes) -> str | None:
+    if len(raw) != 16:
+        return None
+    h = raw.hex()
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def query_device(ordinal: int = 0) -> DeviceInfo | None:
@@ -95,7 +103,12 @@ def query_device(ordinal: int = 0) -> DeviceInfo | None:
         _, minor = driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
         _, raw = driver.cuDeviceGetName(256, dev)
         name = bytes(raw).split(b"\0", 1)[0].decode(errors="replace")
-        return DeviceInfo(ordinal, name, f"sm_{major}{minor}")
+        uuid = None
+        with contextlib.suppress(Exception):
+            err, raw_uuid = driver.cuDeviceGetUuid(dev)
+            if int(err) == 0:
+                uuid = _uuid_text(bytes(raw_uuid.bytes))
+        return DeviceInfo(ordinal, name, f"sm_{major}{minor}", uuid)
     except Exception:
         return None
 

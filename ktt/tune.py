@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ktt import procs
+from ktt import gpu_lock, procs
 from ktt.candidates import CompileContext, KernelSource
 from ktt.case_search import Candidate, CaseSearch, TuneError
 from ktt.compile_cache import default_cache_dir
@@ -263,12 +263,14 @@ class Tuner:
         for search in self.searches:
             self.stage("build", search)
             if search.restricted == 0:
+                note = f" ({search.space.note})" if search.space.note else ""
                 self.outcomes[search.name] = CaseResult(
                     name=search.name,
                     status="build_failed",
-                    error="no configuration satisfies the restrictions at this shape",
+                    error=f"no configuration satisfies the restrictions at this shape{note}",
                     budget_s=search.budget_s,
                     space_size=0,
+                    results_file=str(self.case_dir(search.name) / "results.jsonl"),
                 )
                 return search
             failures: list[ConfigResult] = []
@@ -413,16 +415,19 @@ class Tuner:
             msg = "; ".join(str(h) for h in hits)
             return self.summary(f"forbidden by the problem's rules: {msg}"), EXIT_NOTHING_VALID
         if not self.multi and self.searches[0].restricted == 0:
-            return self.summary("no configuration satisfies the restrictions"), EXIT_NOTHING_VALID
+            space = self.searches[0].space
+            note = f" ({space.note})" if space.note else ""
+            return self.summary(f"no configuration satisfies the restrictions{note}"), EXIT_NOTHING_VALID
 
         ordinal = self.opts.device if self.opts.device is not None else problem.gpu_indices[0]
+        uuid = None
         if self.opts.arch and self.opts.worker_command:
             self.device_name, self.arch = "(not queried)", self.opts.arch
         else:
             info = query_device(ordinal)
             if info is None:
                 raise TuneError(f"no CUDA device {ordinal} (no driver, or no such GPU)", EXIT_ENVIRONMENT)
-            self.device_name, self.arch = info.name, info.arch
+            self.device_name, self.arch, uuid = info.name, info.arch, info.uuid
         self.ctx = CompileContext(problem, self.spec, self.kernel, self.work, self.arch)
         for shape in problem.shapes:
             self.ctx._inputs_hpp(shape)
@@ -430,6 +435,8 @@ class Tuner:
         self.pool = CompilePool(self.workers, self.cache_dir)
 
         probes = self.submit_probes() if self.multi else {}
+        # One GPU job per device across processes (ktt.gpu_lock); compiles go on while we wait.
+        self.gpu_lock = gpu_lock.acquire(ordinal, f"ktt tune of problem {problem.name}", uuid=uuid, on_wait=self.log)
         self._start_worker(ordinal)
         if self.multi:
             failed = self.check_builds(probes)
@@ -578,7 +585,7 @@ class Tuner:
             valid=search.valid,
             by_status=dict(search.by_status),
             strategy=search.strategy_name or self.opts.strategy,
-            results_file=case.results_file,
+            results_file=case.results_file or str(self.case_dir(search.name) / "results.jsonl"),
             search_s=case.search_s,
             configs_per_s=round(search.evaluated / search.search_s, 3) if search.search_s > 0 else None,
         )
@@ -600,6 +607,8 @@ class Tuner:
             self.pool.shutdown()
         if self.worker is not None:
             self.worker.close()
+        if getattr(self, "gpu_lock", None) is not None:
+            self.gpu_lock.release()  # after the worker: the GPU is free only once it has exited
         for writer in self.writers.values():
             writer.close()
         if not self.opts.keep_work and hasattr(self, "work"):

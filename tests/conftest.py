@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import functools
+import os
 
 import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_gpu_locks(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The machine-wide GPU locks (ktt.gpu_lock) of this test session, apart from real runs and other sessions."""
+    os.environ.setdefault("KTT_GPU_LOCK_DIR", str(tmp_path_factory.mktemp("gpu-locks")))
 
 
 @functools.cache

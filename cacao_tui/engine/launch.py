@@ -173,7 +173,7 @@ def build_engine(args: argparse.Namespace) -> tuple[Engine, EventBus]:
         problem=problem,
         layout=layout,
         llm=llm,
-        tuner=KttTuner(),
+        tuner=KttTuner(on_log=lambda message: bus.log(message, level="warning")),  # e.g. waiting for a GPU
         settings=settings,
         defaults=DEFAULTS,
         gpu=gpu,

@@ -1,7 +1,7 @@
 """``--clone NAME``: copy a problem's definition to a sibling directory, without its runs.
 
 Everything in the problem directory is copied (problem.yaml, inputs.yaml, the reference,
-inputs/, example/, notes) except ``output/``, ``archive/`` and Python caches. The copy is
+inputs/, example/, notes) except ``output/``, ``archive/``, the run lock and Python caches. The copy is
 made in a hidden staging directory and renamed into place, so a failure leaves nothing
 half-written, and an existing target is never touched.
 """
@@ -20,7 +20,7 @@ import yaml
 
 from cacao_tui.problem.names import directory_name_error
 
-NOT_COPIED = ("output", "archive", "__pycache__", "*.pyc")
+NOT_COPIED = ("output", "archive", "output.lock", "__pycache__", "*.pyc")
 _NAME_LINE = re.compile(r"^name:[ \t]*(?P<value>[^\n#>|]*?)[ \t]*(?P<comment>#[^\n]*)?$", re.MULTILINE)
 
 
