@@ -17,7 +17,6 @@ from pathlib import Path
 
 from ktt import procs
 from ktt.expressions import Number
-from ktt.nvrtc import macro_value
 
 BUILD_TIMEOUT_S = 120.0
 MAX_LOG_CHARS = 20_000
@@ -110,6 +109,8 @@ def build_shared_library(
     timeout_s: float = BUILD_TIMEOUT_S,
 ) -> Path:
     """Compile ``source`` to ``out_dir/<hash>.so`` (reused when it already exists)."""
+    from ktt.nvrtc import macro_value  # the same literals as the kernels' -D values; imported late (cuda.core)
+
     flags = ["-O2", "-shared", "-fPIC", "-std=c++17" if cxx else "-std=c11"]
     flags += [f"-D{k}={macro_value(v)}" for k, v in sorted(defines.items())]
     flags += [f"-I{d}" for d in include_dirs]

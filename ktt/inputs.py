@@ -231,10 +231,12 @@ def generated_inputs(problem: Problem, shape: Shape, work_dir: Path) -> dict[str
         tmp = Path(tempfile.mkdtemp(prefix=f".{exe.stem}.", dir=store.parent))
         try:
             _run_generators(problem, shape, exe, tmp)
-            if store.exists():
-                shutil.rmtree(tmp, ignore_errors=True)  # another process finished first
-            else:
+            try:
                 os.replace(tmp, store)
+            except OSError:
+                if not store.is_dir():
+                    raise
+                # another process (the worker, a host reference) finished the same program first
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)

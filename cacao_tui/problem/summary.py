@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ktt.expressions import ExpressionError
 from ktt.problem.model import Buffer, Dim3, Problem, Shape
-from ktt.problem.preflight import Step
+
+if TYPE_CHECKING:  # the preflight pulls in NVRTC; the summary only formats its steps
+    from ktt.problem.preflight import Step
 
 LABEL_WIDTH = 11
 WRAP = 100

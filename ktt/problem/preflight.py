@@ -15,17 +15,18 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ktt import procs
-from ktt.compile_cache import compile_cached, default_cache_dir
 from ktt.host_compiler import HostCompileError, build_shared_library, default_host_cache_dir, find_compiler
 from ktt.inputs import build_generators, custom_buffers
-from ktt.nvrtc import CompileOutput, CompileRequest, define_pairs
 from ktt.problem.errors import ProblemError
 from ktt.problem.model import Problem, Shape
 from ktt.problem.ref_import import import_reference
-from ktt.toolkit import cuda_include_dirs, resolve_arch
 from ktt.workdir import WorkDir, local_headers
+
+if TYPE_CHECKING:
+    from ktt.nvrtc import CompileOutput
 
 CXX_SUFFIXES = (".cc", ".cpp", ".cxx", ".C")
 
@@ -79,6 +80,8 @@ def _cases_step(problem: Problem) -> Step:
 
 def _distinct_defines(problem: Problem) -> list[Shape]:
     """One shape per distinct set of -D values (the reference's cubin depends on nothing else)."""
+    from ktt.nvrtc import define_pairs
+
     seen: dict[tuple[tuple[str, str], ...], Shape] = {}
     for s in problem.shapes:
         seen.setdefault(define_pairs(problem.defines(s)), s)
@@ -86,6 +89,11 @@ def _distinct_defines(problem: Problem) -> list[Shape]:
 
 
 def _cuda_step(problem: Problem, arch: str | None, cache_dir: Path | None) -> Step:
+    # NVRTC (cuda.core) is imported only when a cuda reference is compiled.
+    from ktt.compile_cache import compile_cached, default_cache_dir
+    from ktt.nvrtc import CompileRequest, define_pairs
+    from ktt.toolkit import cuda_include_dirs, resolve_arch
+
     ref = problem.reference
     arch, arch_from = resolve_arch(arch, problem.compute_capability)
     cache = str(cache_dir / "compile") if cache_dir else str(default_cache_dir())
