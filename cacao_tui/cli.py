@@ -26,7 +26,6 @@ from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.prune import prune_archives
 from cacao_tui.store.results import load_results, render_results
 from ktt.problem.errors import display_path
-from ktt.problem.preflight import import_step, preflight
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the operation itself failed (a file system error)
@@ -224,6 +223,8 @@ def _require_problem_yaml(directory: Path) -> None:
 
 def _check(args: argparse.Namespace) -> int:
     """Load, then prove it will run (compile/build the reference and initialisers, import ref.py); writes nothing."""
+    from ktt.problem.preflight import preflight  # NVRTC and the host compilers: only when checking
+
     problem = load_problem(args.dir)
     steps = preflight(problem)
     print(render_check(problem, steps))
@@ -308,6 +309,8 @@ def _run(args: argparse.Namespace) -> int:
         for warning in problem.warnings:
             print(f"warning: {warning}", file=sys.stderr)
     if problem.reference.type == "python":
+        from ktt.problem.preflight import import_step
+
         import_step(problem)  # ref.py imports in its own process before any LLM call, or the run stops here
     args.dir = problem.directory
     run_main = load_engine()
