@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from cacao_tui import __version__
+from cacao_tui.llm.registry import PROVIDER_NAMES, canonical_name, names_for_help
+from cacao_tui.llm.timeouts import LLM_TIMEOUT_ENV
 from cacao_tui.problem import Problem, ProblemError, load_problem
 from cacao_tui.problem.summary import human_bytes, render_check
 from cacao_tui.settings import DEFAULTS
@@ -32,8 +34,8 @@ EXIT_FAILED = 1  # the operation itself failed (a file system error)
 EXIT_USAGE = 2  # a user mistake: a flag, a problem file, a name
 EXIT_INTERRUPTED = 130
 
-# The names cacao_tui.llm.selection accepts (kept here so --help and flag checks do not import the SDKs).
-PROVIDERS = ("cerit", "anthropic", "openai", "gemini", "replay")
+# The provider registry (no SDK is imported by reading it): names, aliases, --help text.
+PROVIDERS = PROVIDER_NAMES
 ENGINE_MODULE = "cacao_tui.engine.launch"
 MODES = ("check", "clone", "best", "prune_archives")
 
@@ -91,9 +93,9 @@ def _gpu_list(text: str) -> list[int]:
 
 
 def _provider(text: str) -> str:
-    name = text.strip().lower()
-    if name not in PROVIDERS:
-        raise argparse.ArgumentTypeError(f"unknown provider {text!r}; choose one of {', '.join(PROVIDERS)}")
+    name = canonical_name(text)
+    if name is None:
+        raise argparse.ArgumentTypeError(f"unknown provider {text!r}; choose one of {names_for_help()}")
     return name
 
 
@@ -185,12 +187,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--single-shot", action="store_true", help="author kernels with single calls, not the tool loop")
 
     llm = p.add_argument_group("LLM")
-    llm.add_argument("--provider", type=_provider, metavar="NAME", help=f"one of {', '.join(PROVIDERS)}")
+    llm.add_argument("--provider", type=_provider, metavar="NAME", help=f"one of {names_for_help()}")
     llm.add_argument("--model", type=_non_empty, metavar="MODEL", help="model name (default: the provider's default)")
     llm.add_argument(
         "--budget-usd", type=_positive_number, metavar="X", help="stop new LLM calls once X dollars are spent"
     )
     llm.add_argument("--from", dest="from_path", metavar="PATH", help="recorded session to replay (--provider replay)")
+    llm.add_argument(
+        "--llm-timeout",
+        type=_positive_number,
+        metavar="SECONDS",
+        help=(
+            f"limit of one LLM request, connect to last byte (default: {LLM_TIMEOUT_ENV}, else "
+            f"{DEFAULTS.llm_timeout_s:g}); a call with its retries gets {DEFAULTS.llm_call_timeout_factor:g}x that"
+        ),
+    )
 
     p.add_argument("-v", "--verbose", action="store_true", help="show warnings (unknown keys, ...) and more detail")
     return p

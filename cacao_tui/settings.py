@@ -32,8 +32,21 @@ class Defaults:
     tuner_grace_fraction: float = 0.2
     single_shot: bool = False  # implement + configure as two single calls instead of the tool loop
     llm_retries: int = 5
-    llm_timeout_s: float = 600.0
+    # One attempt of an LLM call: connect, send, and the whole reply (--llm-timeout,
+    # CACAO_LLM_TIMEOUT). The connection itself must open within llm_connect_timeout_s.
+    llm_timeout_s: float = 300.0
+    llm_connect_timeout_s: float = 15.0
+    # The whole call, retries and the waits between them included: this many attempts' worth.
+    llm_call_timeout_factor: float = 3.0
     llm_max_tokens: int = 16384
+    # Size caps, in characters. A reply's text beyond llm_reply_text_chars is cut, and its
+    # text and tool arguments together (a written file) beyond llm_reply_max_chars. A
+    # request's newest message is cut to llm_reply_max_chars, each earlier turn to
+    # llm_context_message_chars, and the earlier turns together to llm_context_total_chars.
+    llm_reply_text_chars: int = 64 * 1024
+    llm_reply_max_chars: int = 512 * 1024
+    llm_context_message_chars: int = 64 * 1024
+    llm_context_total_chars: int = 1024 * 1024
 
 
 DEFAULTS = Defaults()

@@ -49,6 +49,7 @@ class Engine:
         self._stopping = False
         self._changed = asyncio.Event()
         self._crash_recorded: set[str] = set()
+        self._master_task: asyncio.Future[list[str]] | None = None
 
     # -- the run -----------------------------------------------------------------------------
     async def run(self) -> RunFinished:
@@ -83,9 +84,18 @@ class Engine:
         for name in self.layout.branch_names():
             self.announce(name)
         master = Master(self)
+        if self._stopping:  # stopped before the master began
+            return self.finish("interrupted", "stopped; continue with --resume")
         try:
+            # A task of its own, so stop() can cancel the master's LLM call like a branch's.
+            self._master_task = asyncio.ensure_future(master.prepare())
             try:
-                await master.prepare()
+                await self._master_task
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if not self._stopping or (current is not None and current.cancelling()):
+                    raise
+                return self.finish("interrupted", "stopped; continue with --resume")
             except (LLMError, RuntimeError) as exc:
                 master.finish(False, str(exc))
                 return self.finish("budget" if isinstance(exc, BudgetExceeded) else "failed", f"master: {exc}")
@@ -308,9 +318,15 @@ class Engine:
         return any(not t.done() for t in self.tasks.values())
 
     async def stop(self) -> None:
-        """Stop cleanly: cancel workers (their children are killed as groups); --resume continues."""
+        """Stop cleanly: cancel the master's phase and the workers (their LLM calls and
+        children with them; children are killed as groups); --resume continues."""
         self._stopping = True
         self.bus.log("stopping: cancelling branch work (continue later with --resume)", level="warning")
+        master = self._master_task
+        if master is not None and not master.done():
+            master.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await master
         await self._cancel_workers()
         self._changed.set()
 

@@ -22,7 +22,7 @@ from cacao_tui.engine.gpu import arch_of, detect_gpus
 from cacao_tui.engine.scheduler import GpuScheduler
 from cacao_tui.headless import HeadlessRenderer
 from cacao_tui.ktt_client import KttTuner
-from cacao_tui.llm import LLMError, create_llm, load_env, select_provider
+from cacao_tui.llm import LLMError, create_llm, llm_timeout_s, load_env, select_provider
 from cacao_tui.nodes.context import NoDevices, RunDeps
 from cacao_tui.settings import DEFAULTS
 from cacao_tui.store.archive import ArchiveError, prepare_output
@@ -157,6 +157,7 @@ def build_engine(args: argparse.Namespace) -> tuple[Engine, EventBus]:
         budget_usd=settings.budget_usd,
         replay_from=Path(replay_from) if replay_from else None,
         on_call=on_call,
+        timeout_s=llm_timeout_s(getattr(args, "llm_timeout", None)),
     )
     # Archive only now: a replay source inside output/ has been read into memory above.
     if not args.resume:

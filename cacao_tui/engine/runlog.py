@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import IO
 
 from cacao_tui.engine.events import LLMCallEvent, TuningProgress, _Event
+from cacao_tui.llm.redaction import redact_data
 
 PROGRESS_EVERY_S = 5.0
 
 
 class RunLog:
-    """Appends every event as one JSON line; tuning progress is thinned to one line per 5 s per branch."""
+    """Appends every event as one JSON line (secrets redacted); tuning progress is thinned to
+    one line per 5 s per branch."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -27,7 +30,9 @@ class RunLog:
             if event.ts - self._last_progress.get(key, 0.0) < PROGRESS_EVERY_S:
                 return
             self._last_progress[key] = event.ts
-        self._file.write(event.model_dump_json() + "\n")
+        # Secrets are redacted in every line, whatever part of the engine put them in a message.
+        line = json.dumps(redact_data(event.model_dump(mode="json")), ensure_ascii=False, separators=(",", ":"))
+        self._file.write(line + "\n")
         if not isinstance(event, (TuningProgress, LLMCallEvent)):
             self._file.flush()
 

@@ -1,10 +1,11 @@
-"""The LLM layer: one interface for chat with tools and structured output, four provider
-adapters (anthropic, openai/cerit, gemini) on their official SDKs, replay of recorded
-runs, and a scripted fake for tests. No SDK is imported until its provider is built.
+"""The LLM layer: one interface for chat with tools and structured output, the provider
+registry (``registry.PROVIDERS``) with adapters on the official SDKs (anthropic,
+openai/cerit, gemini), replay of recorded runs, and a scripted fake for tests. No SDK is
+imported until its provider is built.
 
     load_env(problem_dir)
     choice = select_provider(cli_provider, cli_model)
-    llm = create_llm(choice, record_root=output_dir, budget_usd=..., replay_from=..., on_call=...)
+    llm = create_llm(choice, record_root=output_dir, timeout_s=llm_timeout_s(args.llm_timeout), on_call=...)
     resp = await llm.chat(messages, tools, ctx=CallContext(branch, iteration, "author"))
     plan = await llm.structured(messages, Plan, ctx=CallContext(branch, iteration, "plan"))
 """
@@ -12,18 +13,21 @@ runs, and a scripted fake for tests. No SDK is imported until its provider is bu
 from cacao_tui.llm.env import load_env
 from cacao_tui.llm.errors import BudgetExceeded, LLMError, ProviderError, ReplayMismatch
 from cacao_tui.llm.factory import create_llm
-from cacao_tui.llm.models_table import DEFAULT_MODELS, Price, price_for
+from cacao_tui.llm.pricing import Price
 from cacao_tui.llm.provider import ChatRequest, Provider
 from cacao_tui.llm.recording import CallRecord, recording_path
+from cacao_tui.llm.redaction import redact
+from cacao_tui.llm.registry import PROVIDERS, ProviderEntry, default_model, price_for
 from cacao_tui.llm.retry import RetryPolicy
 from cacao_tui.llm.scripted import ScriptedProvider
 from cacao_tui.llm.selection import ProviderChoice, select_provider
+from cacao_tui.llm.timeouts import llm_timeout_s
 from cacao_tui.llm.tracked import RetryNotice, TrackedLLM
 from cacao_tui.llm.types import CallContext, CallKey, ChatResponse, Message, ToolCall, ToolSpec, Usage
 from cacao_tui.llm.usage import UsageSum, UsageTotals
 
 __all__ = [
-    "DEFAULT_MODELS",
+    "PROVIDERS",
     "BudgetExceeded",
     "CallContext",
     "CallKey",
@@ -35,6 +39,7 @@ __all__ = [
     "Price",
     "Provider",
     "ProviderChoice",
+    "ProviderEntry",
     "ProviderError",
     "ReplayMismatch",
     "RetryNotice",
@@ -47,8 +52,11 @@ __all__ = [
     "UsageSum",
     "UsageTotals",
     "create_llm",
+    "default_model",
+    "llm_timeout_s",
     "load_env",
     "price_for",
     "recording_path",
+    "redact",
     "select_provider",
 ]

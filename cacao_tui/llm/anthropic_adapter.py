@@ -1,7 +1,8 @@
 """Anthropic Messages API with tool use, through the official ``anthropic`` SDK.
 
 The SDK is imported when the provider is built, never at module import. Its own retries
-are off (``max_retries=0``); ``ANTHROPIC_BASE_URL`` is honoured (passed explicitly when
+are off (``max_retries=0``); the key may come from ``ANTHROPIC_API_KEY`` or the original's
+``CLAUDE_API_KEY``; ``ANTHROPIC_BASE_URL`` is honoured (passed explicitly when
 the selection found it, read by the SDK otherwise). Assistant turns keep the raw content
 blocks (thinking blocks with their signatures included) in ``provider_data`` and send
 them back verbatim, as the API requires during tool use.
@@ -9,13 +10,17 @@ them back verbatim, as the API requires during tool use.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cacao_tui.llm.errors import ProviderError
-from cacao_tui.llm.provider import ChatRequest
+from cacao_tui.llm.provider import AdapterSetup, ChatRequest
+from cacao_tui.llm.redaction import redact
 from cacao_tui.llm.retry import is_retryable_status, parse_retry_after
 from cacao_tui.llm.tool_arguments import parse_tool_arguments
 from cacao_tui.llm.types import ChatResponse, Message, StopReason, ToolCall, ToolSpec, Usage
+
+if TYPE_CHECKING:
+    from cacao_tui.llm.selection import ProviderChoice
 
 CONTENT_KEY = "anthropic_content"
 EMPTY_TURN = "(no reply)"
@@ -29,15 +34,37 @@ _STOP_REASONS: dict[str, StopReason] = {
 }
 
 
+def create(choice: ProviderChoice, setup: AdapterSetup) -> AnthropicProvider:
+    return AnthropicProvider(
+        choice.model,
+        api_key=setup.require_key(choice) or "",
+        base_url=choice.base_url,
+        timeout_s=setup.timeout_s,
+        connect_timeout_s=setup.connect_timeout_s,
+        key_var=choice.key_var or setup.entry.key_vars[0],
+    )
+
+
 class AnthropicProvider:
     name = "anthropic"
 
-    def __init__(self, model: str, *, api_key: str, base_url: str | None = None, timeout_s: float = 600.0) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        timeout_s: float = 300.0,
+        connect_timeout_s: float = 15.0,
+        key_var: str = "ANTHROPIC_API_KEY",
+    ) -> None:
         import anthropic
 
         self._sdk = anthropic
         self.model = model
-        self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
+        self._key_var = key_var
+        timeout = anthropic.Timeout(timeout_s, connect=min(connect_timeout_s, timeout_s))
+        self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         sdk = self._sdk
@@ -48,27 +75,30 @@ class AnthropicProvider:
             kwargs["system"] = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
         if request.tools:
             kwargs["tools"] = [to_anthropic_tool(t) for t in request.tools]
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
         try:
             message = await self._client.messages.create(**kwargs)
         except sdk.APITimeoutError:
             raise ProviderError("request timed out", kind="timeout", retryable=True) from None
         except sdk.APIConnectionError as exc:
-            raise ProviderError(f"connection failed: {exc}", kind="connection", retryable=True) from None
+            raise ProviderError(f"connection failed: {redact(str(exc))}", kind="connection", retryable=True) from None
         except sdk.APIStatusError as exc:
-            raise _status_error(exc) from None
+            raise _status_error(exc, self._key_var) from None
         return from_anthropic_message(message, self.model)
 
     async def aclose(self) -> None:
         await self._client.close()
 
 
-def _status_error(exc: Any) -> ProviderError:
+def _status_error(exc: Any, key_var: str) -> ProviderError:
     status = exc.status_code
     kind = getattr(exc, "type", None) or ""
     detail = getattr(exc, "api_message", None) or str(exc)
-    text = f"HTTP {status}" + (f" {kind}" if kind else "") + f": {' '.join(str(detail).split())[:300]}"
+    # Redacted before it is cut short, so a key echoed by the server cannot survive in part.
+    text = f"HTTP {status}" + (f" {kind}" if kind else "") + f": {' '.join(redact(str(detail)).split())[:300]}"
     if status in (401, 403):
-        text += " (check ANTHROPIC_API_KEY)"
+        text += f" (check {key_var})"
     return ProviderError(
         text,
         status=status,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cacao_tui.llm.redaction import remember_env_file_values
 from cacao_tui.settings import user_config_dir
 
 
@@ -36,11 +37,13 @@ def load_env(problem_dir: Path | None = None, *, cwd: Path | None = None, config
 
     A variable already in the environment is never overridden, and a file read earlier
     wins over a later one, so the order is: real environment, problem dir, working dir,
-    user config dir. The SDKs then see their variables (base URLs included).
+    user config dir. The SDKs then see their variables (base URLs included). Every value
+    a file holds is remembered as a secret for redaction (see ``redaction``).
     """
-    from dotenv import load_dotenv
+    from dotenv import dotenv_values, load_dotenv
 
     files = env_files(problem_dir, cwd=cwd, config_dir=config_dir)
     for path in files:
+        remember_env_file_values(dotenv_values(path))
         load_dotenv(path, override=False)
     return files

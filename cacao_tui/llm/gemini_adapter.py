@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import importlib
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cacao_tui.llm.errors import ProviderError
-from cacao_tui.llm.provider import ChatRequest
+from cacao_tui.llm.provider import AdapterSetup, ChatRequest
+from cacao_tui.llm.redaction import redact
 from cacao_tui.llm.retry import is_retryable_status, parse_retry_after
 from cacao_tui.llm.tool_arguments import parse_tool_arguments
 from cacao_tui.llm.types import ChatResponse, Message, StopReason, ToolCall, ToolSpec, Usage
+
+if TYPE_CHECKING:
+    from cacao_tui.llm.selection import ProviderChoice
 
 CONTENT_KEY = "gemini_content"
 SYNTHETIC_ID_PREFIX = "gemini-call-"  # ids we invent when the API sends none; never sent back
@@ -29,10 +33,16 @@ _FINISH_REASONS: dict[str, StopReason] = {"STOP": "end", "MAX_TOKENS": "max_toke
 _DURATION = re.compile(r"^\s*([0-9.]+)s\s*$")
 
 
+def create(choice: ProviderChoice, setup: AdapterSetup) -> GeminiProvider:
+    return GeminiProvider(
+        choice.model, api_key=setup.require_key(choice) or "", base_url=choice.base_url, timeout_s=setup.timeout_s
+    )
+
+
 class GeminiProvider:
     name = "gemini"
 
-    def __init__(self, model: str, *, api_key: str, base_url: str | None = None, timeout_s: float = 600.0) -> None:
+    def __init__(self, model: str, *, api_key: str, base_url: str | None = None, timeout_s: float = 300.0) -> None:
         from google import genai
         from google.genai import errors, types
 
@@ -57,6 +67,8 @@ class GeminiProvider:
         }
         if system:
             config["system_instruction"] = system
+        if request.temperature is not None:
+            config["temperature"] = request.temperature
         if request.tools:
             config["tools"] = [types.Tool(function_declarations=[to_gemini_function(t, types) for t in request.tools])]
         elif request.json_output:
@@ -91,7 +103,9 @@ def _transport_error_types() -> tuple[type[BaseException], ...]:
 def _transport_error(exc: BaseException) -> ProviderError:
     if "timeout" in type(exc).__name__.lower():
         return ProviderError("request timed out", kind="timeout", retryable=True)
-    return ProviderError(f"connection failed: {type(exc).__name__}: {exc}", kind="connection", retryable=True)
+    return ProviderError(
+        f"connection failed: {type(exc).__name__}: {redact(str(exc))}", kind="connection", retryable=True
+    )
 
 
 def _retry_delay_from_body(details: Any) -> float | None:
@@ -114,7 +128,9 @@ def _status_error(exc: Any) -> ProviderError:
         retry_after = _retry_delay_from_body(getattr(exc, "details", None))
     message = getattr(exc, "message", None) or str(exc)
     status_name = getattr(exc, "status", None)
-    text = f"HTTP {status}" + (f" {status_name}" if status_name else "") + f": {' '.join(str(message).split())[:300]}"
+    # Redacted before it is cut short, so a key echoed by the server cannot survive in part.
+    detail = " ".join(redact(str(message)).split())[:300]
+    text = f"HTTP {status}" + (f" {status_name}" if status_name else "") + f": {detail}"
     if status in (401, 403) or (status == 400 and "API key" in str(message)):
         text += " (check GEMINI_API_KEY / GOOGLE_API_KEY)"
     return ProviderError(text, status=status, retryable=is_retryable_status(status), retry_after_s=retry_after)

@@ -13,13 +13,17 @@ compatible servers have long understood.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cacao_tui.llm.errors import ProviderError
-from cacao_tui.llm.provider import ChatRequest
+from cacao_tui.llm.errors import LLMError, ProviderError
+from cacao_tui.llm.provider import AdapterSetup, ChatRequest
+from cacao_tui.llm.redaction import redact
 from cacao_tui.llm.retry import is_retryable_status, parse_retry_after
 from cacao_tui.llm.tool_arguments import parse_tool_arguments
 from cacao_tui.llm.types import ChatResponse, Message, StopReason, ToolCall, ToolSpec, Usage
+
+if TYPE_CHECKING:
+    from cacao_tui.llm.selection import ProviderChoice
 
 KEYLESS_PLACEHOLDER = "not-needed"
 
@@ -35,6 +39,22 @@ def is_official_endpoint(base_url: str | None) -> bool:
     return base_url is None or "api.openai.com" in base_url
 
 
+def create(choice: ProviderChoice, setup: AdapterSetup) -> OpenAIProvider:
+    """For every OpenAI-compatible registry entry (openai, cerit, ...)."""
+    entry = setup.entry
+    if entry.base_required and not choice.base_url:
+        raise LLMError(f"--provider {entry.name} needs {entry.base_var} (the endpoint URL)")
+    return OpenAIProvider(
+        choice.model,
+        api_key=setup.require_key(choice),
+        base_url=choice.base_url,
+        timeout_s=setup.timeout_s,
+        connect_timeout_s=setup.connect_timeout_s,
+        name=entry.name,
+        key_var=choice.key_var or (entry.key_vars[0] if entry.key_vars else "the API key"),
+    )
+
+
 class OpenAIProvider:
     def __init__(
         self,
@@ -42,7 +62,8 @@ class OpenAIProvider:
         *,
         api_key: str | None,
         base_url: str | None = None,
-        timeout_s: float = 600.0,
+        timeout_s: float = 300.0,
+        connect_timeout_s: float = 15.0,
         name: str = "openai",
         key_var: str = "OPENAI_API_KEY",
     ) -> None:
@@ -57,7 +78,7 @@ class OpenAIProvider:
             api_key=api_key or KEYLESS_PLACEHOLDER,
             base_url=base_url,
             max_retries=0,
-            timeout=timeout_s,
+            timeout=openai.Timeout(timeout_s, connect=min(connect_timeout_s, timeout_s)),
         )
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
@@ -69,12 +90,14 @@ class OpenAIProvider:
         }
         if request.tools:
             kwargs["tools"] = [to_openai_tool(t) for t in request.tools]
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
         try:
             completion = await self._client.chat.completions.create(**kwargs)
         except sdk.APITimeoutError:
             raise ProviderError("request timed out", kind="timeout", retryable=True) from None
         except sdk.APIConnectionError as exc:
-            raise ProviderError(f"connection failed: {exc}", kind="connection", retryable=True) from None
+            raise ProviderError(f"connection failed: {redact(str(exc))}", kind="connection", retryable=True) from None
         except sdk.APIStatusError as exc:
             raise self._status_error(exc) from None
         return from_openai_completion(completion, self.model)
@@ -83,7 +106,8 @@ class OpenAIProvider:
         status = exc.status_code
         body = getattr(exc, "body", None)
         detail = body.get("message") if isinstance(body, dict) else None
-        text = f"HTTP {status}: {' '.join(str(detail or exc.message).split())[:300]}"
+        # Redacted before it is cut short, so a key echoed by the server cannot survive in part.
+        text = f"HTTP {status}: {' '.join(redact(str(detail or exc.message)).split())[:300]}"
         if status in (401, 403):
             text += f" (check {self._key_var})"
         return ProviderError(

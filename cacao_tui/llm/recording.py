@@ -8,6 +8,9 @@ Layout under the run's output directory (``record_root``)::
     iter<N>/llm/<node>_<index:03d>.json                     (no branch but an iteration: unused today)
 
 Each file is one ``CallRecord``, written atomically; the UI reads them as they appear.
+Every string in it is redacted first (``redaction``), so no key reaches the disk, and its
+size is bounded: the messages are those sent (older turns capped, see ``bounds``) and
+the response is capped on arrival.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cacao_tui.llm.errors import LLMError
+from cacao_tui.llm.redaction import redact_data
 from cacao_tui.llm.types import CallKey, ChatResponse, Message, ToolSpec, Usage
-from cacao_tui.store.atomic import write_model
+from cacao_tui.store.atomic import write_json_atomic
 
 RECORD_SCHEMA_VERSION = 1
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -57,11 +61,13 @@ class CallRecord(BaseModel):
     messages: list[Message] = Field(default_factory=list)
     tools: list[ToolSpec] = Field(default_factory=list)
     max_tokens: int | None = None
+    temperature: float | None = None  # None: the server's default
     response: ChatResponse | None = None
     usage: Usage = Field(default_factory=Usage)
     error: str | None = None
     retries: int = 0
     attempts: list[AttemptRecord] = Field(default_factory=list)
+    note: str | None = None  # e.g. the reply was cut to the size cap
     path: Path | None = Field(default=None, exclude=True)  # where it was written; not saved
 
     @property
@@ -84,7 +90,7 @@ def recording_path(record_root: Path, key: CallKey) -> Path:
 
 def write_record(record_root: Path, record: CallRecord) -> Path:
     path = recording_path(record_root, record.key)
-    write_model(path, record)
+    write_json_atomic(path, redact_data(record.model_dump(mode="json")))
     record.path = path
     return path
 

@@ -9,12 +9,16 @@ responses are executed for real by the engine, so a replay rebuilds the run's fi
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cacao_tui.llm.errors import LLMError, ReplayMismatch
-from cacao_tui.llm.provider import ChatRequest
+from cacao_tui.llm.provider import AdapterSetup, ChatRequest
 from cacao_tui.llm.recording import read_records
 from cacao_tui.llm.session_file import SessionEntry, entry_from_record, read_session_file
 from cacao_tui.llm.types import CallKey, ChatResponse
+
+if TYPE_CHECKING:
+    from cacao_tui.llm.selection import ProviderChoice
 
 
 def load_replay_source(source: Path) -> dict[CallKey, SessionEntry]:
@@ -33,6 +37,12 @@ def load_replay_source(source: Path) -> dict[CallKey, SessionEntry]:
         f"replay source not found: {source} (pass --from a run's output directory, an archive/output_N "
         "directory, or a session .jsonl file)"
     )
+
+
+def create(choice: ProviderChoice, setup: AdapterSetup) -> ReplayProvider:
+    if setup.replay_from is None:
+        raise LLMError("--provider replay needs a recording: pass --from PATH (a run's output/ or a session .jsonl)")
+    return ReplayProvider(setup.replay_from, model=None if choice.model == "replay" else choice.model)
 
 
 class ReplayProvider:

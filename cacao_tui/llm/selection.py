@@ -1,9 +1,10 @@
 """Which provider and model a run uses, and where that choice came from.
 
 Order, highest first: ``--provider``; ``settings.PROVIDER``; ``LLM_PROVIDER`` from the
-environment or a .env file; the first provider whose key is set, in the order
-CERIT > Anthropic > OpenAI > Gemini. The model: ``--model``, else ``LLM_MODEL``, else
-the provider's default from the model table.
+environment or a .env file; the first provider whose key is set, in the registry's
+order (CERIT > Anthropic > OpenAI > Gemini). Names are case-insensitive and aliases
+(``claude``, ``google``) count. The model: ``--model``, else ``LLM_MODEL``, else the
+provider's default from the registry.
 """
 
 from __future__ import annotations
@@ -13,29 +14,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cacao_tui.llm.errors import LLMError
-from cacao_tui.llm.models_table import default_model
+from cacao_tui.llm.registry import (
+    AUTO_DETECT_ORDER,
+    BY_NAME,
+    PROVIDER_NAMES,
+    ProviderEntry,
+    canonical_name,
+    names_for_help,
+)
 
 ENV_HINT = "set it in the environment or in a .env file (problem dir, working dir, or ~/.config/cacao_tui/.env)"
 
-
-@dataclass(frozen=True)
-class ProviderSpec:
-    name: str
-    key_vars: tuple[str, ...]  # the first one set is used
-    base_var: str | None  # the endpoint variable, honoured when set
-    base_required: bool = False
-    key_optional_with_base: bool = False  # local OpenAI-compatible servers need no key
-
-
-PROVIDER_SPECS: dict[str, ProviderSpec] = {
-    "cerit": ProviderSpec("cerit", ("CERIT_API_KEY",), "CERIT_API_BASE", base_required=True),
-    "anthropic": ProviderSpec("anthropic", ("ANTHROPIC_API_KEY",), "ANTHROPIC_BASE_URL"),
-    "openai": ProviderSpec("openai", ("OPENAI_API_KEY",), "OPENAI_BASE_URL", key_optional_with_base=True),
-    "gemini": ProviderSpec("gemini", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "GOOGLE_GEMINI_BASE_URL"),
-    "replay": ProviderSpec("replay", (), None),
-}
-AUTO_DETECT_ORDER = ("cerit", "anthropic", "openai", "gemini")
-PROVIDER_NAMES = tuple(PROVIDER_SPECS)
+__all__ = ["PROVIDER_NAMES", "ProviderChoice", "select_provider"]
 
 _UNSET = object()
 
@@ -62,21 +52,36 @@ def _get(env: Mapping[str, str], name: str) -> str | None:
     return value.strip() if value and value.strip() else None
 
 
-def _key_var(spec: ProviderSpec, env: Mapping[str, str]) -> str | None:
+def _key_var(spec: ProviderEntry, env: Mapping[str, str]) -> str | None:
     return next((v for v in spec.key_vars if _get(env, v)), None)
 
 
-def _has_credentials(spec: ProviderSpec, env: Mapping[str, str]) -> bool:
+def _has_credentials(spec: ProviderEntry, env: Mapping[str, str]) -> bool:
     if _key_var(spec, env):
         return True
     return spec.key_optional_with_base and spec.base_var is not None and _get(env, spec.base_var) is not None
 
 
 def _normalise(name: str, source: str) -> str:
-    provider = name.strip().lower()
-    if provider not in PROVIDER_SPECS:
-        raise LLMError(f"unknown LLM provider {name!r} ({source}); choose one of: {', '.join(PROVIDER_NAMES)}")
+    provider = canonical_name(name)
+    if provider is None:
+        raise LLMError(f"unknown LLM provider {name!r} ({source}); choose one of: {names_for_help()}")
     return provider
+
+
+def _nothing_configured() -> LLMError:
+    wanted = []
+    for name in AUTO_DETECT_ORDER:
+        spec = BY_NAME[name]
+        text = " or ".join(spec.key_vars)
+        if spec.base_required:
+            text += f" (with {spec.base_var})"
+        elif spec.key_optional_with_base:
+            text += f" (or {spec.base_var} for a local server)"
+        wanted.append(text)
+    return LLMError(
+        f"no LLM provider configured: set one of {', '.join(wanted)}; {ENV_HINT}; or run offline with --provider replay"
+    )
 
 
 def select_provider(
@@ -101,37 +106,29 @@ def select_provider(
     elif _get(env, "LLM_PROVIDER"):
         provider, source = _normalise(env["LLM_PROVIDER"], "LLM_PROVIDER"), "LLM_PROVIDER"
     else:
-        detected = next((p for p in AUTO_DETECT_ORDER if _has_credentials(PROVIDER_SPECS[p], env)), None)
+        detected = next((p for p in AUTO_DETECT_ORDER if _has_credentials(BY_NAME[p], env)), None)
         if detected is None:
-            raise LLMError(
-                "no LLM provider configured: set one of CERIT_API_KEY (with CERIT_API_BASE), ANTHROPIC_API_KEY, "
-                f"OPENAI_API_KEY (or OPENAI_BASE_URL for a local server), GEMINI_API_KEY; {ENV_HINT}; "
-                "or run offline with --provider replay"
-            )
+            raise _nothing_configured()
         provider = detected
-        source = f"auto-detect ({_key_var(PROVIDER_SPECS[detected], env) or PROVIDER_SPECS[detected].base_var})"
+        source = f"auto-detect ({_key_var(BY_NAME[detected], env) or BY_NAME[detected].base_var})"
 
-    spec = PROVIDER_SPECS[provider]
+    spec = BY_NAME[provider]
     chosen_by = f"{source}={provider}" if source != "--provider" else f"--provider {provider}"
     key_var = _key_var(spec, env)
     base_url = _get(env, spec.base_var) if spec.base_var else None
     if spec.key_vars and key_var is None and not (spec.key_optional_with_base and base_url):
         names = " or ".join(spec.key_vars)
-        extra = " (or OPENAI_BASE_URL for a local server that needs no key)" if spec.key_optional_with_base else ""
+        extra = f" (or {spec.base_var} for a local server that needs no key)" if spec.key_optional_with_base else ""
         raise LLMError(f"{chosen_by} needs {names}{extra}: {ENV_HINT}")
     if spec.base_required and base_url is None:
         raise LLMError(f"{chosen_by} needs {spec.base_var} (the endpoint URL, e.g. https://.../v1): {ENV_HINT}")
 
     model = (cli_model or "").strip() or _get(env, "LLM_MODEL")
     if not model:
-        if provider == "openai" and base_url and not _is_official_openai(base_url):
+        if spec.official_host and base_url and spec.official_host not in base_url:
             raise LLMError(
-                f"OPENAI_BASE_URL points at {base_url}: name the model it serves with --model or LLM_MODEL "
+                f"{spec.base_var} points at {base_url}: name the model it serves with --model or LLM_MODEL "
                 "(e.g. the name vLLM serves or an Ollama tag)"
             )
-        model = default_model(provider)
+        model = spec.default_model
     return ProviderChoice(provider=provider, model=model, source=source, key_var=key_var, base_url=base_url)
-
-
-def _is_official_openai(base_url: str) -> bool:
-    return "api.openai.com" in base_url

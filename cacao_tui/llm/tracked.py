@@ -1,9 +1,11 @@
 """TrackedLLM: the one object the engine talks to.
 
 It wraps a provider with what every call needs: a record/replay key, retries with
-backoff, a timeout, a concurrency limit, token and cost totals, a budget cap, the JSON
-record beside the iteration, and a callback for the UI. ``chat`` returns what the model
-said; ``structured`` returns a validated pydantic instance.
+backoff, timeouts (one per attempt, one for the whole call), a concurrency limit, token
+and cost totals, a budget cap, the per-model temperature, size caps on replies and on
+the history sent back, redaction of secrets, the JSON record beside the iteration, and
+a callback for the UI. ``chat`` returns what the model said; ``structured`` returns a
+validated pydantic instance.
 """
 
 from __future__ import annotations
@@ -18,13 +20,16 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from cacao_tui.llm.bounds import cap_context, cap_reply
 from cacao_tui.llm.errors import BudgetExceeded, LLMError, ProviderError, ReplayMismatch
-from cacao_tui.llm.models_table import Price, cost_usd
+from cacao_tui.llm.pricing import Price, cost_usd
 from cacao_tui.llm.provider import ChatRequest, Provider
 from cacao_tui.llm.recording import AttemptRecord, CallRecord, write_record
+from cacao_tui.llm.redaction import known_secrets, redact, redact_data
+from cacao_tui.llm.registry import Temperatures, temperature_for_call
 from cacao_tui.llm.retry import RetryPolicy
 from cacao_tui.llm.structured import StructuredOutputError, parse_structured, reask_message, schema_instructions
-from cacao_tui.llm.types import CallContext, CallKey, ChatResponse, Message, ToolSpec
+from cacao_tui.llm.types import CallContext, CallKey, ChatResponse, Message, ToolCall, ToolSpec
 from cacao_tui.llm.usage import UsageTotals
 from cacao_tui.settings import DEFAULTS
 
@@ -57,12 +62,15 @@ OnRetry = Callable[[RetryNotice], None]
 
 
 class TrackedLLM:
-    """Calls with retries, a timeout, a concurrency limit, usage totals, a budget and records.
+    """Calls with retries, timeouts, a concurrency limit, usage totals, a budget and records.
 
     ``record_root`` is the run's output directory (None: record nothing). ``budget_usd``:
     once the run's cost reaches it, new calls raise BudgetExceeded (calls in flight
     finish). ``reasks`` bounds the extra calls ``structured`` and ``chat(require_tool=True)``
-    make when a reply is unusable.
+    make when a reply is unusable. ``timeout_s`` bounds one attempt, ``call_timeout_s``
+    the whole call with its retries and waits (default: ``llm_call_timeout_factor`` times
+    ``timeout_s``). ``temperatures``: None sends none (the server's default).
+    Cancelling the task that awaits a call cancels the request in flight.
     """
 
     def __init__(
@@ -70,24 +78,38 @@ class TrackedLLM:
         provider: Provider,
         *,
         price: Price | None = None,
+        temperatures: Temperatures | None = None,
         record_root: Path | None = None,
         budget_usd: float | None = None,
         on_call: OnCall | None = None,
         on_retry: OnRetry | None = None,
         retry: RetryPolicy | None = None,
         timeout_s: float | None = None,
+        call_timeout_s: float | None = None,
         max_tokens: int | None = None,
         max_concurrent: int = DEFAULT_MAX_CONCURRENT,
         reasks: int = DEFAULT_REASKS,
+        reply_text_cap: int | None = None,
+        reply_cap: int | None = None,
+        context_message_cap: int | None = None,
+        context_total_cap: int | None = None,
     ) -> None:
         self._provider = provider
         self.price = price
+        self.temperatures = temperatures
         self.record_root = Path(record_root) if record_root is not None else None
         self.budget_usd = budget_usd
         self.on_call = on_call
         self.on_retry = on_retry
         self.retry = retry or RetryPolicy()
         self.timeout_s = timeout_s if timeout_s is not None else DEFAULTS.llm_timeout_s
+        self.call_timeout_s = (
+            call_timeout_s if call_timeout_s is not None else DEFAULTS.llm_call_timeout_factor * self.timeout_s
+        )
+        self.reply_text_cap = reply_text_cap or DEFAULTS.llm_reply_text_chars
+        self.reply_cap = reply_cap or DEFAULTS.llm_reply_max_chars
+        self.context_message_cap = context_message_cap or DEFAULTS.llm_context_message_chars
+        self.context_total_cap = context_total_cap or DEFAULTS.llm_context_total_chars
         self.max_tokens = max_tokens if max_tokens is not None else DEFAULTS.llm_max_tokens
         self.reasks = max(0, reasks)
         self.usage = UsageTotals()
@@ -207,13 +229,17 @@ class TrackedLLM:
                 "(--budget-usd); no new calls"
             )
         key = self.next_key(ctx)
+        secrets = known_secrets()
+        sent = _outgoing(messages, secrets, self._caps())
+        system = redact(system, secrets) if system else system
         request = ChatRequest(
             key=key,
-            messages=messages,
+            messages=sent,
             tools=tools,
             system=system,
             max_tokens=max_tokens or self.max_tokens,
             json_output=json_output,
+            temperature=temperature_for_call(self.temperatures, ctx.node, structured=json_output),
         )
         record = CallRecord(
             branch=key.branch,
@@ -224,36 +250,47 @@ class TrackedLLM:
             provider=self.provider,
             model=self.model,
             system=system,
-            messages=messages,
+            messages=sent,
             tools=tools,
             max_tokens=request.max_tokens,
+            temperature=request.temperature,
         )
         started = time.monotonic()
+        # The call's clock starts when it first gets a slot: waiting behind other calls
+        # (the concurrency limit) is not the provider's delay.
+        deadline: float | None = None
         policy = self.retry
-        backstop = self.timeout_s + min(5.0, 0.1 * self.timeout_s)
         final: LLMError = LLMError("no attempt was made")
         for attempt in range(max(0, policy.retries) + 1):
             attempt_started = time.time()
             t0: float | None = None
+            limit = self.timeout_s
             try:
                 async with self._semaphore:
                     t0 = time.monotonic()
+                    if deadline is None:
+                        deadline = t0 + self.call_timeout_s
+                    limit = min(self.timeout_s, deadline - t0)
+                    if limit <= 0:
+                        raise TimeoutError
+                    backstop = limit + min(5.0, 0.1 * limit)
                     response = await asyncio.wait_for(self._provider.complete(request), timeout=backstop)
             except ProviderError as exc:
-                failure = exc
+                failure = self._timeout_error(limit, t0, deadline) if exc.kind == "timeout" else exc
             except TimeoutError:
-                failure = ProviderError(f"no answer within {self.timeout_s:g} s", kind="timeout", retryable=True)
+                failure = self._timeout_error(limit, t0, deadline)
             except LLMError as exc:  # not retryable: replay mismatch, exhausted script, ...
                 final = exc
                 record.attempts.append(_attempt(attempt_started, t0, exc))
                 break
             except Exception as exc:  # an SDK surprise: report it as one line, never a traceback
-                final = LLMError(f"unexpected {type(exc).__name__}: {_snippet(str(exc))}")
+                final = LLMError(f"unexpected {type(exc).__name__}: {_snippet(redact(str(exc), secrets))}")
                 record.attempts.append(_attempt(attempt_started, t0, final))
                 break
             else:
-                return self._succeed(record, response, time.monotonic() - (t0 or started), started)
+                return self._succeed(record, response, time.monotonic() - (t0 or started), started, secrets)
 
+            failure = _redacted_failure(failure, secrets)
             record.attempts.append(_attempt(attempt_started, t0, failure))
             if not failure.retryable or attempt == policy.retries:
                 final = failure
@@ -265,6 +302,16 @@ class TrackedLLM:
                 )
                 break
             delay = wait if wait is not None else policy.backoff_s(attempt)
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0 or (wait is not None and wait >= left):
+                    final = ProviderError(
+                        f"{failure}; no time left for a retry within the call's limit of {self.call_timeout_s:g} s",
+                        kind=failure.kind,
+                        status=failure.status,
+                    )
+                    break
+                delay = min(delay, left)  # the next attempt then gets what is left, if anything
             record.attempts[-1].delay_s = delay
             log.info("LLM %s call %s failed (%s); retry %d in %.1f s", self.provider, key, failure, attempt + 1, delay)
             self._notify_retry(RetryNotice(key, self.provider, attempt + 1, delay, str(failure), failure.status))
@@ -272,8 +319,37 @@ class TrackedLLM:
 
         return self._fail(record, final, started)
 
-    def _succeed(self, record: CallRecord, response: ChatResponse, latency_s: float, started: float) -> ChatResponse:
-        response = response.model_copy(deep=True)
+    def _timeout_error(self, limit: float, t0: float | None, deadline: float | None) -> ProviderError:
+        """One line that says which limit ran out and how to change it."""
+        if limit <= 0 or (deadline is not None and limit < self.timeout_s and time.monotonic() >= deadline - 0.05):
+            return ProviderError(
+                f"no answer within the call's limit of {self.call_timeout_s:g} s "
+                f"({DEFAULTS.llm_call_timeout_factor:g} x --llm-timeout, retries and waits included)",
+                kind="timeout",
+                retryable=False,
+            )
+        elapsed = time.monotonic() - t0 if t0 is not None else 0.0
+        return ProviderError(
+            f"no answer after {elapsed:.1f} s (limit {limit:g} s per attempt: --llm-timeout / CACAO_LLM_TIMEOUT)",
+            kind="timeout",
+            retryable=True,
+        )
+
+    def _caps(self) -> dict[str, int]:
+        return {
+            "message_cap": self.context_message_cap,
+            "total_cap": self.context_total_cap,
+            "newest_cap": self.reply_cap,
+        }
+
+    def _succeed(
+        self, record: CallRecord, response: ChatResponse, latency_s: float, started: float, secrets: tuple[str, ...]
+    ) -> ChatResponse:
+        response, cut = cap_reply(response, text_cap=self.reply_text_cap, cap=self.reply_cap)
+        if cut is not None:
+            record.note = cut
+            log.warning("LLM %s call %s: %s; cut to the cap", self.provider, record.key, cut)
+        response = _redacted_response(response.model_copy(deep=True), secrets)
         response.latency_s = latency_s
         if not response.model:
             response.model = self.model
@@ -294,7 +370,7 @@ class TrackedLLM:
         if isinstance(error, ReplayMismatch):
             final: LLMError = error
         else:
-            final = LLMError(f"{self.provider} ({self.model}) call failed, {record.key}: {error}{tail}")
+            final = LLMError(f"{self.provider} ({self.model}) call failed, {record.key}: {redact(str(error))}{tail}")
         record.error = str(final)
         record.retries = max(0, attempts - 1)
         record.latency_s = time.monotonic() - started
@@ -321,6 +397,48 @@ class TrackedLLM:
                 self.on_retry(notice)
             except Exception:
                 log.exception("on_retry callback failed for %s", notice.key)
+
+
+def _outgoing(messages: list[Message], secrets: tuple[str, ...], caps: dict[str, int]) -> list[Message]:
+    """The conversation as sent and recorded: turns capped, secrets redacted from the text
+    we send (tool results, prompts; a provider's signed data is left alone)."""
+    out = []
+    for m in cap_context(messages, **caps):
+        content = redact(m.content, secrets)
+        calls = m.tool_calls
+        if calls:
+            cleaned = [_redacted_call(c, secrets) for c in calls]
+            calls = cleaned if any(a is not b for a, b in zip(cleaned, calls, strict=True)) else calls
+        if content is not m.content or calls is not m.tool_calls:
+            m = m.model_copy(update={"content": content, "tool_calls": calls})
+        out.append(m)
+    return out
+
+
+def _redacted_call(call: ToolCall, secrets: tuple[str, ...]) -> ToolCall:
+    arguments = redact_data(call.arguments, secrets)
+    return call if arguments == call.arguments else call.model_copy(update={"arguments": arguments})
+
+
+def _redacted_response(response: ChatResponse, secrets: tuple[str, ...]) -> ChatResponse:
+    """What the engine gets back: text and tool arguments redacted (provider data, which
+    may be signed, goes back to the provider as it came; the record redacts it too)."""
+    response.text = redact(response.text, secrets)
+    response.tool_calls = [_redacted_call(c, secrets) for c in response.tool_calls]
+    return response
+
+
+def _redacted_failure(failure: ProviderError, secrets: tuple[str, ...]) -> ProviderError:
+    text = redact(str(failure), secrets)
+    if text == str(failure):
+        return failure
+    return ProviderError(
+        text,
+        kind=failure.kind,
+        status=failure.status,
+        retryable=failure.retryable,
+        retry_after_s=failure.retry_after_s,
+    )
 
 
 def _attempt(started_at: float, t0: float | None, error: LLMError) -> AttemptRecord:

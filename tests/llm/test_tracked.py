@@ -19,7 +19,8 @@ from cacao_tui.llm import (
     TrackedLLM,
     Usage,
 )
-from cacao_tui.llm.models_table import cost_usd, price_for
+from cacao_tui.llm.pricing import cost_usd
+from cacao_tui.llm.registry import price_for
 from cacao_tui.llm.retry import is_retryable_status, parse_retry_after
 
 HI = [Message(role="user", content="hi")]

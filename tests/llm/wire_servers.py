@@ -4,12 +4,14 @@ A ``WireServer`` answers POSTs from a queue of scripted ``Reply`` objects (the l
 ``repeat`` reply answers everything after the queue runs dry) and keeps every request.
 The ``Dialect`` classes build bodies in the Anthropic Messages, OpenAI Chat Completions
 and Gemini generateContent formats, and build a real SDK-backed provider pointed at the
-server. Nothing leaves 127.0.0.1.
+server. Nothing leaves 127.0.0.1. ``cli_env`` and ``ENDPOINT_VARS`` point a whole
+``cacao`` process at a server.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections import deque
@@ -331,3 +333,26 @@ DIALECTS: dict[str, Dialect] = {
     "cerit": CeritDialect(),
     "gemini": GeminiDialect(),
 }
+
+
+# -- a whole cacao process against a server ------------------------------------------------------
+
+# The variable that sends each provider's SDK to a server, and the URL form it takes.
+ENDPOINT_VARS = {
+    "anthropic": ("ANTHROPIC_BASE_URL", ""),
+    "openai": ("OPENAI_BASE_URL", "/v1"),
+    "cerit": ("CERIT_API_BASE", "/v1"),
+    "gemini": ("GOOGLE_GEMINI_BASE_URL", ""),
+}
+_LLM_PREFIXES = ("ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "CERIT_", "CLAUDE_", "LLM_", "CACAO_")
+
+
+def cli_env(provider: str, server: WireServer, config_dir: str, key: str | None = "test-key") -> dict[str, str]:
+    """This process's environment without LLM variables, plus the endpoint of ``provider``
+    at ``server`` and (unless None) its key; ``config_dir`` stands in for ~/.config."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_LLM_PREFIXES)}
+    var, suffix = ENDPOINT_VARS[provider]
+    env.update({var: server.url + suffix, "XDG_CONFIG_HOME": config_dir})
+    if key is not None:
+        env[DIALECTS[provider].key_var] = key
+    return env
