@@ -32,11 +32,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ktt import gpu_lock, procs
+from ktt import gpu_lock, procs, sandbox
 from ktt.candidates import CompileContext, KernelSource
 from ktt.case_search import Candidate, CaseSearch, TuneError
 from ktt.compile_cache import default_cache_dir
@@ -437,6 +438,8 @@ class Tuner:
         probes = self.submit_probes() if self.multi else {}
         # One GPU job per device across processes (ktt.gpu_lock); compiles go on while we wait.
         self.gpu_lock = gpu_lock.acquire(ordinal, f"ktt tune of problem {problem.name}", uuid=uuid, on_wait=self.log)
+        if not sandbox.landlock_abi():
+            self.log(sandbox.status(), "warning")  # docs/SECURITY.md: what degrades without Landlock
         self._start_worker(ordinal)
         if self.multi:
             failed = self.check_builds(probes)
@@ -445,6 +448,8 @@ class Tuner:
                 write_json_atomic(self.case_dir(failed.name) / "summary.json", self.case_summary(failed))
                 self.log(f"case {failed.name} does not build: {error}", "error")
                 return self.summary(f"case {failed.name} does not build: {error}"), EXIT_NOTHING_VALID
+            # No probe may still be compiling while a reference is timed.
+            wait([c.future for cands in probes.values() for c in cands if c.future is not None])
         if problem.reference.type != "cuda":
             self._host_references()
 
