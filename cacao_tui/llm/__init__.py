@@ -17,7 +17,7 @@ from cacao_tui.llm.pricing import Price
 from cacao_tui.llm.provider import ChatRequest, Provider
 from cacao_tui.llm.recording import CallRecord, recording_path
 from cacao_tui.llm.redaction import redact
-from cacao_tui.llm.registry import PROVIDERS, ProviderEntry, default_model, price_for
+from cacao_tui.llm.registry import PROVIDERS, ProviderEntry, price_for
 from cacao_tui.llm.retry import RetryPolicy
 from cacao_tui.llm.scripted import ScriptedProvider
 from cacao_tui.llm.selection import ProviderChoice, select_provider
@@ -52,7 +52,6 @@ __all__ = [
     "UsageSum",
     "UsageTotals",
     "create_llm",
-    "default_model",
     "llm_timeout_s",
     "load_env",
     "price_for",

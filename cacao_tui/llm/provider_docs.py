@@ -17,9 +17,9 @@ def _code(values: tuple[str, ...] | list[str], sep: str = " or ") -> str:
 
 def providers_markdown() -> str:
     rows = [
-        "| provider | aliases | key variables (first set wins) | endpoint variable | default model | SDK "
-        "| temperature |",
-        "|---|---|---|---|---|---|---|",
+        "| provider | what it talks to | aliases | key variables (first set wins) | endpoint variable "
+        "| default model | SDK | temperature |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for p in registry.PROVIDERS:
         base = "" if p.base_var is None else f"`{p.base_var}`" + (" (required)" if p.base_required else "")
@@ -34,8 +34,8 @@ def providers_markdown() -> str:
         else:
             temperature = "sent"
         rows.append(
-            f"| {p.name} | {_code(p.aliases, ', ')} | {keys} | {base} | `{p.default_model}` | {p.sdk or 'none'} "
-            f"| {temperature} |"
+            f"| {p.name} | {p.title} | {_code(p.aliases, ', ')} | {keys} | {base} "
+            f"| `{p.default_model}` | {p.sdk or 'none'} | {temperature} |"
         )
     return "\n".join(rows)
 

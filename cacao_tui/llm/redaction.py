@@ -23,16 +23,15 @@ import os
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
-
-from pydantic import BaseModel
+from typing import Any
 
 from cacao_tui.llm.registry import SELECTION_VARS, endpoint_variables, key_variables
+from cacao_tui.llm.timeouts import LLM_TIMEOUT_ENV
 
 REDACTED = "[REDACTED]"
 MIN_SECRET_CHARS = 8
 # Variables read from .env files that are configuration, not secrets.
-PUBLIC_VARIABLES = frozenset({*SELECTION_VARS, *endpoint_variables(), "CACAO_LLM_TIMEOUT"})
+PUBLIC_VARIABLES = frozenset({*SELECTION_VARS, *endpoint_variables(), LLM_TIMEOUT_ENV})
 
 _env_file_values: set[str] = set()
 
@@ -172,15 +171,3 @@ def redact_data(data: Any, secrets: tuple[str, ...] | None = None) -> Any:
     if isinstance(data, (list, tuple)):
         return [redact_data(v, known) for v in data]
     return data
-
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def redact_model(model: M) -> M:
-    """The same model with every string field redacted (unchanged parts are not copied)."""
-    dumped = model.model_dump(mode="json")
-    cleaned = redact_data(dumped)
-    if cleaned == dumped:
-        return model
-    return type(model).model_validate(cleaned)

@@ -160,7 +160,6 @@ PROVIDERS: tuple[ProviderEntry, ...] = (
 BY_NAME: dict[str, ProviderEntry] = {p.name: p for p in PROVIDERS}
 ALIASES: dict[str, str] = {alias: p.name for p in PROVIDERS for alias in p.aliases}
 PROVIDER_NAMES: tuple[str, ...] = tuple(BY_NAME)
-ACCEPTED_NAMES: tuple[str, ...] = (*PROVIDER_NAMES, *ALIASES)
 AUTO_DETECT_ORDER: tuple[str, ...] = tuple(p.name for p in PROVIDERS if p.auto_detect)
 
 # Variables that steer selection and never hold a secret (everything else read from a .env may).
@@ -216,14 +215,6 @@ def canonical_name(name: str) -> str | None:
     key = name.strip().lower()
     key = ALIASES.get(key, key)
     return key if key in BY_NAME else None
-
-
-def entry(name: str) -> ProviderEntry:
-    return BY_NAME[name]
-
-
-def default_model(provider: str) -> str:
-    return BY_NAME[provider].default_model
 
 
 def price_for(provider: str, model: str) -> Price | None:
