@@ -14,18 +14,15 @@ from ktt.expressions import ExpressionError
 from ktt.problem import ProblemError, load_problem
 from ktt.spec import SpecError, load_spec_text
 
+# The inputs that ended in a traceback or passed the 64-bit check before (division by zero, 1e999
+# and pow(10, 10**9) were already one line; tests/ktt/test_expressions.py keeps them).
 CRASHERS = [
     "pow(-8, 0.5)",
     "pow(0, -1)",
-    "ceil_div(N, 0)",
-    "N / 0",
-    "N % 0",
     "(" * 3000 + "N" + ")" * 3000,
     "(" * 150 + "N" + ")" * 150,
     "9" * 5000,
-    "pow(10, 1000000000)",
     "99999999999999999999999",
-    "1e999",
 ]
 
 

@@ -9,7 +9,6 @@ from types import SimpleNamespace
 import pytest
 
 from cacao_tui.nodes.workspace import MAX_WRITE_BYTES, Workspace, WorkspaceError
-from ktt.capped_read import MAX_SOURCE_BYTES, MAX_YAML_BYTES
 
 
 def fake_workspace(tmp_path: Path) -> Workspace:
@@ -28,11 +27,6 @@ def test_writes_over_the_cap_are_refused_and_nothing_is_written(name: str, tmp_p
     with pytest.raises(WorkspaceError, match="too large"):
         ws.write(name, "é" * (cap // 2 + 1))  # counted in bytes, not characters
     assert ws.write(name, "x" * cap).startswith("wrote")
-
-
-def test_the_caps_sit_under_ktts_own_read_caps() -> None:
-    assert MAX_WRITE_BYTES["kernels.cu"] <= 256 * 1024 < MAX_SOURCE_BYTES
-    assert MAX_WRITE_BYTES["tuning.yaml"] <= 64 * 1024 < MAX_YAML_BYTES
 
 
 def test_a_lone_surrogate_from_a_json_reply_does_not_crash_the_write(tmp_path: Path) -> None:
