@@ -35,7 +35,6 @@ def timed(call, *args) -> float:
 HOSTILE_KERNELS = {
     "repeated __global__": "__global__ " * (KERNEL_BYTES // 11),
     "unclosed comments": "/* " * (KERNEL_BYTES // 3),
-    "unclosed launch bounds": "__launch_bounds__(256, 2 " * (KERNEL_BYTES // 25),
 }
 
 
