@@ -32,6 +32,7 @@ from cacao_tui.llm.structured import StructuredOutputError, parse_structured, re
 from cacao_tui.llm.types import CallContext, CallKey, ChatResponse, Message, ToolCall, ToolSpec
 from cacao_tui.llm.usage import UsageTotals
 from cacao_tui.settings import DEFAULTS
+from cacao_tui.store.atomic import DiskFull
 
 log = logging.getLogger(__name__)
 
@@ -383,6 +384,8 @@ class TrackedLLM:
         if self.record_root is not None:
             try:
                 write_record(self.record_root, record)
+            except DiskFull as exc:  # the run reports a full disk once and stops (store.atomic.on_disk_full)
+                log.info("cannot record LLM call %s: %s", record.key, exc)
             except OSError as exc:
                 log.error("cannot record LLM call %s: %s", record.key, exc)
         if self.on_call is not None:
