@@ -15,6 +15,7 @@ from typing import IO
 
 from cacao_tui.engine.events import (
     BranchAdded,
+    BranchRemoved,
     BranchStatusChanged,
     DecisionMade,
     IterationStatusChanged,
@@ -71,9 +72,13 @@ class HeadlessRenderer:
         if isinstance(e, RunStarted):
             gpu = "dry run (no GPU)" if e.dry_run else f"GPU {','.join(map(str, e.gpus))} {e.gpu_name or ''} ({e.arch})"
             what = "resuming" if e.resumed else "starting"
+            spent = ""
+            if e.resumed and e.llm_calls:
+                tokens = f"{e.input_tokens}+{e.output_tokens} tokens"
+                spent = f" · so far {e.llm_calls} LLM calls, {tokens}, ${e.cost_usd:.4f}"
             return (
                 f"cacao: {what} {e.problem} · {e.provider}/{e.model} · {gpu.strip()} · "
-                f"{e.n_strategies} strategies, {e.max_iter} iterations, depth {e.max_depth}"
+                f"{e.n_strategies} strategies, {e.max_iter} iterations, depth {e.max_depth}{spent}"
             )
         if isinstance(e, MasterPhase):
             return f"master: {e.phase}" + (f" ({e.message})" if e.message else "")
@@ -109,7 +114,12 @@ class HeadlessRenderer:
                 return None
             return f"{e.branch} #{e.iteration}: profile: {e.roofline}"
         if isinstance(e, DecisionMade):
-            return f"{e.branch} #{e.iteration}: decide → {e.action}: {e.reason}"
+            d = e.decision
+            extra = " (configuration only next)" if d is not None and d.skip_implement else ""
+            summary = f"\n  {e.branch} #{e.iteration}: {d.iteration_summary}" if d and d.iteration_summary else ""
+            return f"{e.branch} #{e.iteration}: decide → {e.action}{extra}: {e.reason}{summary}"
+        if isinstance(e, BranchRemoved):
+            return f"- {e.branch}: deleted (moved to {e.trash})"
         if isinstance(e, NewBest):
             star = "new run best" if e.run_best else "new branch best"
             return f"★ {star}: {e.branch} #{e.iteration} {_ms(e.time_ms)} ({_x(e.speedup)})"

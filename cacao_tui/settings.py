@@ -25,9 +25,20 @@ class Defaults:
     tool_call_cap: int = 50  # tool calls per authoring step
     compile_retries: int = 3  # failed end_step attempts inside one authoring step
     check_sample: int = 4  # configurations compile-checked by check_compilation
-    iteration_retries: int = 2  # "retry" decisions (or failures) allowed per branch
     plateau_iterations: int = 3  # a gain below plateau_gain over this many iterations is a plateau
     plateau_gain: float = 0.05
+    # --- What each step of a branch sees (prompt and tool-output sizes) ------------------
+    # history (above) is how many earlier iterations are shown in full; these bound the rest.
+    history_text_chars: int = 2000  # each plan, proposal, feedback or error text in that history
+    iteration_log: int = 40  # one-line summaries of earlier iterations (the newest this many)
+    source_chars: int = 60_000  # a kernels.cu or tuning.yaml quoted in a prompt
+    tuner_tail_lines: int = 50  # lines of the tuner output shown to propose
+    branch_index_rows: int = 8  # other branches listed in a prompt, fastest first
+    user_messages: int = 6  # the newest user messages to a branch shown in its prompts
+    tool_output_chars: int = 12_000  # one answer of a query tool (tuning_landscape, branch_log, ...)
+    landscape_rows: int = 24  # rows of a tuning_landscape table
+    grep_max_hits: int = 40  # matching lines grep_tuner_output returns
+    # --------------------------------------------------------------------------------------
     tuner_grace_min_s: float = 30.0  # watchdog = budget + max(30 s, 20 %)
     tuner_grace_fraction: float = 0.2
     single_shot: bool = False  # implement + configure as two single calls instead of the tool loop

@@ -13,10 +13,20 @@ import contextlib
 from pathlib import Path
 
 from cacao_tui import __version__
-from cacao_tui.engine.control import read_branch_config, update_branch_config
+from cacao_tui.engine.control import (
+    queue_decision,
+    queue_delete,
+    queue_message,
+    queue_revert,
+    read_branch_config,
+    trash_dir,
+    update_branch_config,
+)
 from cacao_tui.engine.events import BranchAdded, EventBus, RunFinished, RunStarted
 from cacao_tui.engine.master import Master
 from cacao_tui.engine.runlog import RunLog
+from cacao_tui.engine.steering import Steering
+from cacao_tui.engine.totals import restore_totals
 from cacao_tui.engine.worker import BranchWorker, child_name
 from cacao_tui.llm import BudgetExceeded, LLMError
 from cacao_tui.nodes.context import RunDeps
@@ -50,6 +60,7 @@ class Engine:
         self._changed = asyncio.Event()
         self._crash_recorded: set[str] = set()
         self._master_task: asyncio.Future[list[str]] | None = None
+        self.steering = Steering(self)
 
     # -- the run -----------------------------------------------------------------------------
     async def run(self) -> RunFinished:
@@ -64,6 +75,7 @@ class Engine:
 
     async def _run(self) -> RunFinished:
         deps = self.deps
+        restored = restore_totals(deps) if self.resumed else None
         self.bus.emit(
             RunStarted(
                 problem=deps.problem.name,
@@ -78,8 +90,16 @@ class Engine:
                 max_iter=deps.settings.max_iter,
                 max_depth=deps.settings.max_depth,
                 n_strategies=deps.settings.n_strategies,
+                llm_calls=restored.llm_calls if restored else 0,
+                input_tokens=restored.input_tokens if restored else 0,
+                output_tokens=restored.output_tokens if restored else 0,
+                cost_usd=restored.cost_usd if restored else 0.0,
+                budget_usd=deps.llm.budget_usd,
             )
         )
+        if restored is not None and restored.unreadable:
+            unread = restored.unreadable
+            self.bus.log(f"{unread} LLM call record(s) could not be read; the totals omit them", level="warning")
         self.write_context()
         for name in self.layout.branch_names():
             self.announce(name)
@@ -99,9 +119,16 @@ class Engine:
             except (LLMError, RuntimeError) as exc:
                 master.finish(False, str(exc))
                 return self.finish("budget" if isinstance(exc, BudgetExceeded) else "failed", f"master: {exc}")
+            await self.steering.apply_deletes()  # queued between runs: before any branch starts
             for name in self.layout.branch_names():
                 self.spawn(name)
-            await self.wait_branches()
+            watcher = asyncio.ensure_future(self.steering.watch())
+            try:
+                await self.wait_branches()
+            finally:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
         except asyncio.CancelledError:
             await self._cancel_workers()
             self.finish("interrupted", "interrupted; continue with --resume")
@@ -178,22 +205,37 @@ class Engine:
     def manifest(self, name: str) -> BranchManifest:
         return read_model(self.layout.branch(name).manifest, BranchManifest)
 
+    def path_budget(self) -> int | None:
+        """--path-budget N: iterations per root-to-leaf path; None or 0 means off."""
+        return self.deps.settings.path_budget or None
+
     def create_branch(
-        self, name: str, strategy: Strategy, *, parent: BranchManifest | None, parent_iteration: int | None = None
-    ) -> str:
-        """Create a branch's directory once; calling it again for the same name does nothing."""
+        self,
+        name: str,
+        strategy: Strategy,
+        *,
+        parent: BranchManifest | None,
+        parent_iteration: int | None = None,
+        max_iter: int | None = None,
+        path_total: int | None = None,
+        path_before: int = 0,
+    ) -> str | None:
+        """Create a branch's directory once; calling it again for the same name does nothing.
+
+        A name in output/trash/ (a deleted branch) is never created again: None.
+        """
         b = self.layout.branch(name)
         if b.manifest.exists():
             return name
-        settings = self.deps.settings
-        path_before = 0 if parent is None else parent.path_before + (parent_iteration or 0)
-        max_iter = settings.max_iter
-        if settings.path_budget is not None:
-            max_iter = max(0, settings.path_budget - path_before)
+        if (trash_dir(self.layout) / name).exists():
+            return None
+        if parent is None:
+            path_total = self.path_budget()
+            max_iter = path_total if path_total is not None else self.deps.settings.max_iter
         b.root.mkdir(parents=True, exist_ok=True)
         # branch_config.json first: the manifest's existence marks the branch as created.
         if not b.config.exists():
-            write_model(b.config, BranchConfig(max_iter=max_iter))
+            write_model(b.config, BranchConfig(max_iter=max(1, max_iter or self.deps.settings.max_iter)))
         m = BranchManifest(
             name=name,
             title=strategy.title,
@@ -202,18 +244,68 @@ class Engine:
             parent_iteration=parent_iteration,
             depth=0 if parent is None else parent.depth + 1,
             path_before=path_before,
+            path_budget_total=path_total,
         )
         write_model(b.manifest, m)
         self.announce(name)
         return name
 
+    def child_budget(self, parent: BranchManifest, upcoming: int = 0) -> tuple[int, int | None, int] | None:
+        """(max_iter, path total, path used) for a child of ``parent``; None when the path is used up.
+
+        Without a path budget a child gets the parent's max_iter as it stands (raised by the
+        user or not). With one, the path's total grows by what the user granted the parent
+        above its share, and the child gets what is left of it after the parent's iterations.
+        ``upcoming`` counts the parent's iteration still being decided.
+        """
+        cfg = read_branch_config(self.layout.branch(parent.name), self.deps.settings.max_iter)
+        used = parent.path_before + parent.iterations_done + upcoming
+        total = parent.path_budget_total
+        if total is None:
+            return cfg.max_iter, None, used
+        allocated = max(total - parent.path_before, 1)
+        total += max(cfg.max_iter - allocated, 0)
+        if total - used <= 0:
+            return None
+        return total - used, total, used
+
+    def can_branch(self, m: BranchManifest, upcoming: int = 1) -> tuple[bool, str]:
+        """Whether ``m`` may open sub-branches, and if not, why (for prompts and logs)."""
+        levels = self.deps.settings.max_depth
+        if m.depth + 1 >= levels:
+            return False, f": the depth limit of {levels} level(s) is reached"
+        if self.child_budget(m, upcoming) is None:
+            return False, ": the path budget is used up"
+        return True, ""
+
     def create_children(self, parent: BranchManifest, iteration: int, subs: list[Strategy]) -> list[str]:
+        budget = self.child_budget(parent)
+        if budget is None:
+            return []
+        max_iter, total, used = budget
         names = []
         for k, s in enumerate(subs, start=1):
-            names.append(
-                self.create_branch(child_name(parent.name, k, s), s, parent=parent, parent_iteration=iteration)
+            name = self.create_branch(
+                child_name(parent.name, k, s),
+                s,
+                parent=parent,
+                parent_iteration=iteration,
+                max_iter=max_iter,
+                path_total=total,
+                path_before=used,
             )
+            if name is not None:
+                names.append(name)
         return names
+
+    def recompute_best(self) -> None:
+        """The run's best from the branches there are (after a delete)."""
+        self.best = None
+        for name in self.layout.branch_names():
+            with contextlib.suppress(Exception):
+                m = self.manifest(name)
+                if m.best is not None:
+                    self.offer_best(m.best)
 
     def announce(self, name: str) -> None:
         m = self.manifest(name)
@@ -236,7 +328,7 @@ class Engine:
             self.offer_best(m.best)
 
     def spawn(self, name: str) -> None:
-        if self._stopping or self.budget_reached:
+        if self._stopping or self.budget_reached or not self.layout.branch(name).manifest.exists():
             return
         task = self.tasks.get(name)
         if task is not None and not task.done():
@@ -313,6 +405,30 @@ class Engine:
             task.add_done_callback(lambda _: self.spawn(name))
         else:
             self.spawn(name)
+
+    # -- steering (EngineControl): each writes one inbox file; the worker applies it ----------
+    def _steered(self, name: str, line: str) -> str:
+        worker, task = self.workers.get(name), self.tasks.get(name)
+        if worker is not None and task is not None and not task.done():
+            worker.wake.set()
+        if self.finished is not None:
+            line += " (this run has ended: the next --resume applies it)"
+        self.bus.log(line, branch=name)
+        return line
+
+    def send_message(self, name: str, text: str) -> str:
+        return self._steered(name, queue_message(self.layout, name, text, source="app").line)
+
+    def revert_branch(self, name: str, iteration: int) -> str:
+        queued = queue_revert(self.layout, name, iteration, default_max_iter=self.deps.settings.max_iter, source="app")
+        return self._steered(name, queued.line)
+
+    def change_decision(self, name: str, action: str) -> str:
+        queued = queue_decision(self.layout, name, action, default_max_iter=self.deps.settings.max_iter, source="app")
+        return self._steered(name, queued.line)
+
+    def delete_branch(self, name: str) -> str:
+        return self._steered(name, queue_delete(self.layout, name, source="app").line)
 
     def is_running(self) -> bool:
         return any(not t.done() for t in self.tasks.values())

@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from cacao_tui.store.state import Decision
+
 ParamValue = int | float | str
 
 
@@ -38,6 +40,12 @@ class RunStarted(_Event):
     max_iter: int
     max_depth: int
     n_strategies: int
+    # What an earlier part of a resumed run spent (read back from its call records).
+    llm_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    budget_usd: float | None = None
 
 
 class MasterPhase(_Event):
@@ -161,6 +169,15 @@ class DecisionMade(_Event):
     action: str
     reason: str
     children: list[str] = Field(default_factory=list)
+    decision: Decision | None = None  # the whole decision: feedback, error analysis, summary, ...
+
+
+class BranchRemoved(_Event):
+    """A branch was deleted: its directory moved to ``trash`` (nothing is lost)."""
+
+    type: Literal["branch_removed"] = "branch_removed"
+    branch: str
+    trash: str
 
 
 class NewBest(_Event):
@@ -195,6 +212,7 @@ Event = Annotated[
     | TuningFinished
     | ProfileMetrics
     | DecisionMade
+    | BranchRemoved
     | NewBest
     | RunFinished,
     Field(discriminator="type"),

@@ -51,7 +51,9 @@ class Master:
             self._save(ms)
         names = []
         for i, strategy in enumerate(ms.strategies, start=1):
-            names.append(self.engine.create_branch(f"b{i}-{strategy.name}", strategy, parent=None))
+            name = self.engine.create_branch(f"b{i}-{strategy.name}", strategy, parent=None)
+            if name is not None:  # None: the user deleted it
+                names.append(name)
         if ms.phase != "dispatched":
             self._save(ms, "dispatched", f"{len(names)} branches")
         return names

@@ -1,22 +1,30 @@
-"""One branch's loop: iterate plan -> author -> run -> profile -> propose -> decide until done.
+"""One branch's loop: iterate [plan] -> author -> run -> profile -> propose -> decide until done.
+
+The plan is written once per branch (and again after the user steers it); each decision
+carries the next iteration's task: its feedback, an error analysis for a retry, or
+skip_implement for a configuration-only iteration. At the iteration budget the branch
+stops without asking the model.
 
 Crash safety: every step's product is saved in the iteration's state.json (atomically)
 before the next step starts, so after a SIGKILL ``--resume`` redoes at most the step
 that was in flight; a decided iteration is never redone, and applying a decision is
 idempotent (children are created only if missing). The worker is the only writer of
-branch.json and of its iterations' state.json; it only reads branch_config.json.
+branch.json and of its iterations' state.json; it only reads branch_config.json and the
+inbox, whose commands it applies at step boundaries, recording each applied command's
+id in branch.json in the same write as its effect (so a command counts exactly once).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from cacao_tui.engine.control import read_branch_config
+from cacao_tui.engine.control import read_branch_config, revert_problem
 from cacao_tui.engine.events import (
     BranchStatusChanged,
     DecisionMade,
@@ -29,23 +37,29 @@ from cacao_tui.engine.events import (
 )
 from cacao_tui.llm import BudgetExceeded, LLMError
 from cacao_tui.nodes.author import AuthorFailed, author
-from cacao_tui.nodes.context import BranchView
+from cacao_tui.nodes.branch_queries import outcome_line
+from cacao_tui.nodes.context import BranchView, SourceFiles
 from cacao_tui.nodes.decide import decide
 from cacao_tui.nodes.plan import plan
 from cacao_tui.nodes.profile import profile_best
 from cacao_tui.nodes.propose import propose
 from cacao_tui.nodes.run import EnvironmentFailure, run_tuning
 from cacao_tui.nodes.single_shot import implement_and_configure
-from cacao_tui.store.atomic import read_model, read_model_or_none, write_model
+from cacao_tui.store.atomic import StateFileError, read_model, read_model_or_none, write_model
+from cacao_tui.store.inbox import inbox_dir, pending_commands
 from cacao_tui.store.layout import BranchLayout
 from cacao_tui.store.results import best_candidate
 from cacao_tui.store.state import (
     TERMINAL_BRANCH,
     BranchConfig,
     BranchManifest,
+    ControlCommand,
     Decision,
+    DecisionOverride,
+    IterMode,
     IterState,
     Strategy,
+    UserMessage,
 )
 from ktt.protocol import Progress
 
@@ -54,10 +68,16 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 PAUSE_POLL_S = 1.0
+NOT_ASKED = "(not asked: the iteration budget is used up)"
+LLM_NODES = ("plan", "author", "implement", "configure", "propose", "decide")
 
 
 class BranchKilled(Exception):
     pass
+
+
+class BranchRedirected(Exception):
+    """A revert abandoned the iteration in progress; the loop starts over from the manifest."""
 
 
 class BranchReporter:
@@ -127,6 +147,12 @@ class BranchWorker:
         st.updated_at = time.time()
         write_model(self.layout.iteration(st.index).state, st)
 
+    def state(self, index: int) -> IterState | None:
+        try:
+            return read_model_or_none(self.layout.iteration(index).state, IterState)
+        except StateFileError:
+            return None
+
     # -- status ------------------------------------------------------------------------------
     def set_status(self, m: BranchManifest, status: str, reason: str | None = None) -> None:
         if m.status == status and reason is None:
@@ -156,19 +182,23 @@ class BranchWorker:
 
     # -- control -----------------------------------------------------------------------------
     async def honour_control(self, m: BranchManifest) -> BranchConfig:
-        """Wait while paused; raise BranchKilled when a kill was asked for."""
+        """Apply the inbox, wait while paused; raise BranchKilled when a kill was asked for and
+        BranchRedirected when a revert abandoned the iteration in progress."""
+        self.apply_commands()
         cfg = self.config()
         paused_here = False
         while cfg.paused and not cfg.killed and not self.kill_requested:
             if not paused_here:
-                self.set_status(m, "paused")
+                self.set_status(self.manifest(), "paused")
                 paused_here = True
             self.wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.wake.wait(), PAUSE_POLL_S)
+            self.apply_commands()
             cfg = self.config()
         if cfg.killed or self.kill_requested:
             raise BranchKilled()
+        m = self.manifest()
         if paused_here or m.status != "running":
             self.set_status(m, "running")
         return cfg
@@ -191,19 +221,161 @@ class BranchWorker:
         finally:
             self._step = None
 
+    # -- steering (the inbox) --------------------------------------------------------------
+    def apply_commands(self) -> bool:
+        """Apply the pending message, revert and decision commands (deletes are the engine's).
+
+        Every effect lands in one branch.json write together with the applied ids; the only
+        other file written (a finished branch's last decision, rewritten by a decision
+        override) is written first and carries the command id, so a replay after a crash
+        finds it done. Returns True when the branch was reopened or redirected; raises
+        BranchRedirected when a revert abandoned an iteration in progress.
+        """
+        if not inbox_dir(self.layout).is_dir():  # the usual case: never steered
+            return False
+        m = self.manifest()
+        inbox = pending_commands(self.layout, m.applied)
+        commands = [c for c in inbox.commands if c.kind != "delete"]
+        if not commands and not inbox.unreadable:
+            return False
+        events: list[Callable[[], None]] = []
+        redirected = reopened = False
+        for name in inbox.unreadable:
+            m.applied.append(name.removesuffix(".json"))
+            note = f"inbox/{name}: not a control command; ignored"
+            events.append(lambda note=note: self.reporter.log(note, "warning"))
+        for command in commands:
+            m.applied.append(command.id)
+            if command.kind == "message":
+                self._apply_message(m, command, events)
+            elif command.kind == "revert":
+                r = self._apply_revert(m, command, events)
+                redirected |= r == "redirected"
+                reopened |= r == "reopened"
+            elif command.kind == "decision":
+                reopened |= self._apply_decision(m, command, events)
+        if reopened and m.status in TERMINAL_BRANCH:
+            m.status = "running"  # in the same write as the applied ids: a crash cannot lose the reopening
+            m.stop_reason = None
+            events.append(lambda: self._announce_status(m))
+        self.save(m)
+        for emit in events:
+            emit()
+        if redirected:
+            raise BranchRedirected()
+        return reopened
+
+    def _announce_status(self, m: BranchManifest) -> None:
+        self.engine.bus.emit(
+            BranchStatusChanged(
+                branch=self.name,
+                status=m.status,
+                iteration=m.current_iteration,
+                iterations_done=m.iterations_done,
+                max_iter=self.config().max_iter,
+            )
+        )
+
+    def _apply_message(self, m: BranchManifest, c: ControlCommand, events: list[Callable[[], None]]) -> None:
+        text = (c.text or "").strip()
+        at = m.current_iteration if m.current_iteration is not None else self.next_index(m)
+        m.messages.append(UserMessage(id=c.id, text=text, at=c.created_at, iteration=at))
+        m.steer_seq += 1
+        short = " ".join(text.split())
+        short = short if len(short) <= 160 else short[:157] + "..."
+        events.append(lambda: self.reporter.log(f"message from the user: {short}"))
+
+    def _apply_revert(self, m: BranchManifest, c: ControlCommand, events: list[Callable[[], None]]) -> str:
+        target = c.iteration or 0
+        problem = revert_problem(self.layout, m, target)
+        if problem is not None:
+            events.append(lambda: self.reporter.log(f"revert to iteration {target} refused: {problem}", "warning"))
+            return ""
+        in_progress = m.current_iteration is not None
+        later = {i for i in self.layout.iteration_indices() if i > target}
+        if m.current_iteration is not None and m.current_iteration > target:
+            later.add(m.current_iteration)
+        new = sorted(later - set(m.superseded))
+        m.superseded = sorted(set(m.superseded) | later)
+        m.base_iteration = target
+        m.current_iteration = None
+        m.steer_seq += 1
+        m.iterations_done = self.count_done(m)
+        was_finished = m.status in TERMINAL_BRANCH
+        if was_finished:
+            m.stop_reason = None
+            m.error = None
+
+        def announce() -> None:
+            for i in new:
+                self.engine.bus.emit(IterationStatusChanged(branch=self.name, iteration=i, status="superseded"))
+            kept = f"; iterations {', '.join(map(str, new))} are superseded (kept on disk)" if new else ""
+            self.reporter.log(f"reverted to iteration {target}: the next iteration starts from its kernel{kept}")
+
+        events.append(announce)
+        if in_progress:
+            return "redirected"
+        return "reopened" if was_finished else ""
+
+    def _apply_decision(self, m: BranchManifest, c: ControlCommand, events: list[Callable[[], None]]) -> bool:
+        action = c.action or "continue"
+        if m.status not in TERMINAL_BRANCH or m.current_iteration is not None:
+            m.pending_decision = DecisionOverride(id=c.id, action=action, at=c.created_at)
+            events.append(lambda: self.reporter.log(f"the user chose '{action}' for this branch's next decision"))
+            return False
+        # A finished branch: change its last decision and act on it again.
+        last = self.last_decided(m)
+        if last is None or last.decision is None:
+            m.pending_decision = DecisionOverride(id=c.id, action=action, at=c.created_at)
+            return False
+        d = last.decision
+        if d.override_id != c.id:
+            if action == d.action:
+                events.append(lambda: self.reporter.log(f"the last decision already is '{action}'"))
+                return False
+            if action == "branch" and not d.sub_strategies:
+                events.append(
+                    lambda: self.reporter.log(
+                        "cannot change the last decision to 'branch': it named no sub-strategies", "warning"
+                    )
+                )
+                return False
+            last.decision = d.model_copy(
+                update={
+                    "action": action,
+                    "overridden_from": d.overridden_from or d.action,
+                    "override_id": c.id,
+                    "reason": f"changed by the user to {action} (was {d.action}: {d.reason})",
+                }
+            )
+            self.save_state(last)
+        m.current_iteration = last.index  # the loop applies the changed decision again
+        m.stop_reason = None
+        note = f"the user changed the decision of iteration {last.index}: {d.action} -> {action}"
+        events.append(lambda: self.reporter.log(note))
+        events.append(lambda: self.emit_decision(last))
+        return True
+
     # -- the loop ----------------------------------------------------------------------------
     async def run(self) -> None:
         m = self.manifest()
         cfg = self.config()
         if m.status in TERMINAL_BRANCH:
-            if cfg.killed or cfg.retry_nonce <= m.seen_retry_nonce:
-                return
-            m.seen_retry_nonce = cfg.retry_nonce
-            m.stop_reason = None
-            self.engine.bus.log("retry requested: one more iteration", branch=self.name)
+            try:
+                reopened = self.apply_commands()
+            except BranchRedirected:
+                reopened = True
+            m = self.manifest()
+            if not reopened and m.status in TERMINAL_BRANCH:
+                if cfg.killed or cfg.retry_nonce <= m.seen_retry_nonce:
+                    return
+                m.seen_retry_nonce = cfg.retry_nonce
+                m.stop_reason = None
+                self.save(m)
+                self.engine.bus.log("retry requested: one more iteration", branch=self.name)
         async with self.engine.slots:
             try:
-                await self._loop(m)
+                await self._loop()
             except BranchKilled:
                 self.set_status(self.manifest(), "killed", "killed by the user")
             except BudgetExceeded as exc:
@@ -215,45 +387,105 @@ class BranchWorker:
                 self.set_status(m, "failed", str(exc))
                 self.engine.bus.log(f"branch failed: {exc}", level="error", branch=self.name)
 
-    async def _loop(self, m: BranchManifest) -> None:
-        retried = False
-        if m.status in TERMINAL_BRANCH:  # a retry of a finished branch
-            retried = True
+    async def _loop(self) -> None:
         while True:
-            cfg = await self.honour_control(m)
-            idx = m.current_iteration if m.current_iteration is not None else m.iterations_done + 1
-            st = read_model_or_none(self.layout.iteration(idx).state, IterState)
-            if st is None or st.decision is None:
-                # With a path budget, branch_config.json starts at what the budget leaves for this
-                # branch (Engine.create_branch); the user may change it.
-                limit = cfg.max_iter
-                if st is None and m.iterations_done >= limit and not retried:
-                    self.set_status(m, "done", f"iteration budget reached ({m.iterations_done}/{limit})")
-                    return
-                retried = False
-                m.current_iteration = idx
-                self.save(m)
-                st = await self.run_iteration(m, idx, st)
+            try:
+                cfg = await self.honour_control(self.manifest())
                 m = self.manifest()
-            if await self.apply(m, st):
-                return
-            m = self.manifest()
+                idx = m.current_iteration if m.current_iteration is not None else self.next_index(m)
+                st = self.state(idx)
+                if st is None or st.decision is None:
+                    # With a path budget, branch_config.json starts at what the budget leaves for
+                    # this branch (Engine.create_branch); the user may change it.
+                    if st is None and m.iterations_done >= cfg.max_iter:
+                        self.set_status(m, "done", f"iteration budget reached ({m.iterations_done}/{cfg.max_iter})")
+                        return
+                    m.current_iteration = idx
+                    self.save(m)
+                    st = await self.run_iteration(m, idx, st)
+                if await self.apply(self.manifest(), st):
+                    return
+            except BranchRedirected:
+                continue
 
-    def view(self, m: BranchManifest, idx: int, cfg: BranchConfig) -> BranchView:
-        base_kernel = base_spec = label = None
-        if m.best is not None:
-            best_root = self.engine.layout.output / Path(m.best.kernel_path).parent
-            label = f"this branch's best so far, iteration {m.best.iteration}, {m.best.time_ms:.4g} ms"
-            base_kernel, base_spec = _read_pair(best_root)
-        elif (latest := self.latest_kernel(idx)) is not None:
-            # Nothing timed yet (a dry run, or no valid configuration): go on from the last kernel
-            # this branch wrote, unless that iteration asked for a retry.
-            base_kernel, base_spec = _read_pair(self.layout.iteration(latest).root)
-            label = f"this branch's latest kernel, iteration {latest} (not timed)"
-        elif m.parent is not None and m.parent_iteration is not None:
-            parent_root = self.engine.layout.branch(m.parent).iteration(m.parent_iteration).root
-            base_kernel, base_spec = _read_pair(parent_root)
-            label = f"the kernel this branch starts from (branch {m.parent}, iteration {m.parent_iteration})"
+    def next_index(self, m: BranchManifest) -> int:
+        """The number of a new iteration: after every one on disk (a revert keeps them)."""
+        on_disk = self.layout.iteration_indices()
+        return max([m.iterations_done, *on_disk, *m.superseded, 0]) + 1
+
+    def count_done(self, m: BranchManifest) -> int:
+        """Decided iterations on the branch's current line (what max_iter counts)."""
+        done = 0
+        for i in self.layout.iteration_indices():
+            if m.live(i):
+                st = self.state(i)
+                done += 1 if st is not None and st.decision is not None else 0
+        return done
+
+    def last_decided(self, m: BranchManifest, before: int | None = None) -> IterState | None:
+        for i in reversed(self.layout.iteration_indices()):
+            if (before is not None and i >= before) or not m.live(i):
+                continue
+            st = self.state(i)
+            if st is not None and st.decision is not None:
+                return st
+        return None
+
+    # -- what an iteration starts from ------------------------------------------------------------
+    def _files(self, root: Path) -> tuple[str | None, str | None]:
+        k, s = root / "kernels.cu", root / "tuning.yaml"
+        return (
+            k.read_text(encoding="utf-8", errors="replace") if k.is_file() else None,
+            s.read_text(encoding="utf-8", errors="replace") if s.is_file() else None,
+        )
+
+    def start_files(self, m: BranchManifest, idx: int) -> SourceFiles | None:
+        """The latest files of this branch's line (a revert's target first), else the parent's."""
+        candidates: list[int] = []
+        if m.base_iteration is not None and m.base_iteration < idx:
+            candidates.append(m.base_iteration)
+        else:
+            candidates += [i for i in reversed(self.layout.iteration_indices()) if i < idx and m.live(i)]
+        for i in candidates:
+            kernel, spec = self._files(self.layout.iteration(i).root)
+            if kernel is not None:
+                label = f"iteration {i} of this branch"
+                if i == m.base_iteration:
+                    label += " (the iteration the user reverted to)"
+                return SourceFiles(kernel=kernel, spec=spec, label=label, iteration=i)
+        if m.parent is not None and m.parent_iteration is not None:
+            root = self.engine.layout.branch(m.parent).iteration(m.parent_iteration).root
+            kernel, spec = self._files(root)
+            if kernel is not None:
+                return SourceFiles(
+                    kernel=kernel, spec=spec, label=f"the parent branch {m.parent}, iteration {m.parent_iteration}"
+                )
+        return None
+
+    def mode_for(self, m: BranchManifest, previous: IterState | None, start: SourceFiles | None) -> IterMode:
+        if previous is None or previous.decision is None or start is None:
+            return "first"
+        if m.base_iteration is not None:
+            return "continue"
+        d = previous.decision
+        if d.skip_implement and previous.author is not None and previous.author.ok:
+            return "configure"
+        return "retry" if d.action == "retry" else "continue"
+
+    def view(self, m: BranchManifest, st: IterState, cfg: BranchConfig) -> BranchView:
+        idx = st.index
+        start = self.start_files(m, idx) if st.base_iteration is None else self._start_from(st.base_iteration, m, idx)
+        best_files = None
+        if m.best is not None and (start is None or m.best.iteration != start.iteration or m.best.branch != self.name):
+            kernel, spec = self._files(self.engine.layout.output / Path(m.best.kernel_path).parent)
+            if kernel is not None and (start is None or kernel != start.kernel or spec != start.spec):
+                best_files = SourceFiles(kernel=kernel, spec=spec, label=f"iteration {m.best.iteration}")
+        can_branch, why = self.engine.can_branch(m)
+        path_note = ""
+        if m.path_budget_total is not None:
+            path_note = f" (path budget {m.path_budget_total}, {m.path_before} used before this branch)"
+        base = st.base_iteration
+        reverted = base is not None and any(base < i < idx for i in m.superseded)
         return BranchView(
             name=self.name,
             title=m.title,
@@ -266,54 +498,102 @@ class BranchWorker:
             iterations_done=m.iterations_done,
             max_iter=cfg.max_iter,
             best=m.best,
-            base_kernel=base_kernel,
-            base_spec=base_spec,
-            base_label=label,
+            run=self.engine.layout,
+            mode=st.mode,
+            plan=m.plan,
+            messages=list(m.messages),
+            superseded=frozenset(m.superseded),
+            previous=self.last_decided(m, before=idx),
+            start=start,
+            best_files=best_files,
+            can_branch=can_branch,
+            branch_note=why,
+            path_note=path_note,
+            forced_action=m.pending_decision.action if m.pending_decision else None,
+            reverted_to=base if reverted else None,
         )
 
-    def latest_kernel(self, before: int) -> int | None:
-        for i in reversed(self.layout.iteration_indices()):
-            if i >= before:
-                continue
-            st = read_model_or_none(self.layout.iteration(i).state, IterState)
-            if st is None or st.author is None or not st.author.ok:
-                continue
-            if st.decision is not None and st.decision.action == "retry":
-                return None
-            return i
-        return None
+    def _start_from(self, base: int, m: BranchManifest, idx: int) -> SourceFiles | None:
+        """The start recorded when iteration ``idx`` began (stable across a resume)."""
+        kernel, spec = self._files(self.layout.iteration(base).root)
+        if kernel is None:
+            return self.start_files(m, base + 1)
+        label = f"iteration {base} of this branch"
+        if any(base < i < idx for i in m.superseded):
+            label += " (the iteration the user reverted to)"
+        return SourceFiles(kernel=kernel, spec=spec, label=label, iteration=base)
+
+    # -- one iteration -------------------------------------------------------------------------
+    def set_aside_records(self, idx: int, nodes: tuple[str, ...]) -> None:
+        """Keep the records of a step that a crash interrupted before redoing it.
+
+        The redo numbers its calls from 0 again (so a replay finds them); the calls of the
+        interrupted attempt were made and paid for, so their records move to
+        ``llm/superseded/`` (still counted in the run's totals) instead of being overwritten.
+        """
+        folder = self.layout.iteration(idx).llm
+        try:
+            old = [p for p in folder.iterdir() if p.is_file() and p.name.split("_")[0] in nodes]
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        if not old:
+            return
+        target = folder / "superseded" / f"{time.time_ns()}"
+        target.mkdir(parents=True, exist_ok=True)
+        for p in old:
+            shutil.move(str(p), target / p.name)
 
     async def run_iteration(self, m: BranchManifest, idx: int, st: IterState | None) -> IterState:
         deps = self.engine.deps
         self.iteration = idx
-        st = st or IterState(branch=self.name, index=idx)
-        view = self.view(m, idx, self.config())
+        if st is None:
+            start = self.start_files(m, idx)
+            previous = self.last_decided(m, before=idx)
+            st = IterState(
+                branch=self.name,
+                index=idx,
+                mode=self.mode_for(m, previous, start),
+                base_iteration=start.iteration if start else None,
+            )
+        view = self.view(m, st, self.config())
         view.it.root.mkdir(parents=True, exist_ok=True)
 
-        if st.plan is None:
+        m = self.manifest()
+        if st.plan is None and (m.plan is None or m.plan_seq < m.steer_seq):
             self.set_iter_status(st, "planning")
+            self.set_aside_records(idx, ("plan",))
+            st.plan_seq = m.steer_seq
             st.plan = await self.guarded(lambda: plan(deps, view))
+            self.save_state(st)
+        if st.plan is not None and st.plan_seq is not None and (m.plan_iteration != idx or m.plan != st.plan):
+            m = self.manifest()
+            m.plan, m.plan_iteration, m.plan_seq = st.plan, idx, max(m.plan_seq, st.plan_seq)
+            self.save(m)
+        view.plan = self.manifest().plan
 
-        if st.author is None or not st.author.ok:
-            await self.honour_control(m)
+        if st.error is None and (st.author is None or not st.author.ok):
+            await self.honour_control(self.manifest())
             self.set_iter_status(st, "implementing")
+            self.set_aside_records(idx, ("author", "implement", "configure"))
+            view = self.refresh(view)
             try:
                 write = implement_and_configure if deps.settings.single_shot else author
-                st.author = await self.guarded(lambda: write(deps, view, st.plan or ""))
+                st.author = await self.guarded(lambda: write(deps, view, view.plan or ""))
             except AuthorFailed as exc:
                 st.author = exc.outcome
                 st.error = f"authoring failed: {exc}"
-                st.decision = self.automatic_decision(m, st.error)
                 self.set_iter_status(st, "failed", st.error)
                 self.reporter.log(st.error, "warning")
-                self.emit_decision(st)
-                return st
+                return await self.decide_step(st, view)
             st.kernel_path = str(view.it.kernel.relative_to(self.engine.layout.output))
             st.spec_path = str(view.it.spec.relative_to(self.engine.layout.output))
             self.set_iter_status(st, "configuring")
 
+        if st.error is not None and st.decision is None:  # a failed authoring, resumed
+            return await self.decide_step(st, view)
+
         if st.run is None:
-            await self.honour_control(m)
+            await self.honour_control(self.manifest())
             self.set_iter_status(st, "running")
             st.run = await self.guarded(lambda: run_tuning(deps, view))
             self.save_state(st)  # before the events: a crash after them must not lose the tuning
@@ -334,10 +614,10 @@ class BranchWorker:
                     message=r.message,
                 )
             )
-            self.note_best(m, st)
+            self.note_best(self.manifest(), st)
 
         if st.profile is None:
-            await self.honour_control(m)
+            await self.honour_control(self.manifest())
             self.set_iter_status(st, "profiling")
             run = st.run
             st.profile = await self.guarded(lambda: profile_best(deps, view, run))
@@ -357,40 +637,81 @@ class BranchWorker:
             )
 
         if st.proposal is None:
-            await self.honour_control(m)
-            self.set_iter_status(st, "proposing")
-            st.proposal = await self.guarded(lambda: propose(deps, view, st))
+            await self.honour_control(self.manifest())
+            view = self.refresh(view)
+            if self.budget_used(view):
+                st.proposal = NOT_ASKED
+                self.save_state(st)
+            else:
+                self.set_iter_status(st, "proposing")
+                self.set_aside_records(idx, ("propose",))
+                st.proposal = await self.guarded(lambda: propose(deps, view, st))
+        return await self.decide_step(st, view)
 
-        if st.decision is None:
-            await self.honour_control(m)
+    def refresh(self, view: BranchView) -> BranchView:
+        """The view again, with what the user changed since it was made (messages, a forced
+        action, max_iter) and the branch's latest best."""
+        m = self.manifest()
+        view.messages = list(m.messages)
+        view.forced_action = m.pending_decision.action if m.pending_decision else None
+        view.max_iter = self.config().max_iter
+        view.best = m.best
+        view.iterations_done = m.iterations_done
+        return view
+
+    def budget_used(self, view: BranchView) -> bool:
+        """This iteration is the last the budget allows and the user asked for nothing else."""
+        return view.iterations_done + 1 >= view.max_iter and view.forced_action in (None, "stop")
+
+    async def decide_step(self, st: IterState, view: BranchView) -> IterState:
+        deps = self.engine.deps
+        if st.decision is not None:
+            return st
+        await self.honour_control(self.manifest())
+        if st.error is None:
             self.set_iter_status(st, "deciding")
-            view.best = self.manifest().best
-            note = ""
-            if deps.settings.path_budget is not None:
-                note = f" (path budget {deps.settings.path_budget}, {m.path_before} used before this branch)"
-            st.decision = await self.guarded(lambda: decide(deps, view, st, note))
-            self.set_iter_status(st, "decided")
-            self.emit_decision(st)
+        m = self.manifest()
+        view = self.refresh(view)
+        pending = m.pending_decision
+        if pending is not None and pending.action == "stop":
+            decision = Decision(
+                action="stop",
+                reason="stopped by the user",
+                iteration_summary=self.summary_of(st),
+                automatic=True,
+                override_id=pending.id,
+            )
+        elif self.budget_used(view):
+            decision = Decision(
+                action="stop",
+                reason=f"iteration budget reached ({view.iterations_done + 1}/{view.max_iter})",
+                iteration_summary=self.summary_of(st),
+                automatic=True,
+            )
+        else:
+            self.set_aside_records(st.index, ("decide",))
+            note = view.path_note
+            decision = await self.guarded(lambda: decide(deps, view, st, note))
+            if pending is not None:
+                decision = decision.model_copy(update={"override_id": pending.id})
+                if decision.overridden_from:
+                    model = decision.overridden_from
+                    self.reporter.log(f"the user's choice '{decision.action}' replaces the model's '{model}'")
+        st.decision = decision
+        self.set_iter_status(st, "decided" if st.error is None else "failed", st.error)
+        self.emit_decision(st)
         return st
 
-    def automatic_decision(self, m: BranchManifest, why: str) -> Decision:
-        used = self.retries_used()
-        if used < self.engine.deps.defaults.iteration_retries:
-            return Decision(action="retry", reason=f"automatic retry after a failed step: {why[:300]}")
-        return Decision(action="stop", reason=f"retry limit reached after a failed step: {why[:300]}")
-
-    def retries_used(self) -> int:
-        used = 0
-        for i in self.layout.iteration_indices():
-            st = read_model_or_none(self.layout.iteration(i).state, IterState)
-            if st and st.decision and st.decision.action == "retry":
-                used += 1
-        return used
+    def summary_of(self, st: IterState) -> str:
+        what = {"first": "first kernel", "continue": "change", "retry": "fix", "configure": "new tuning space"}
+        result = f"failed: {' '.join(st.error.split())[:200]}" if st.error else outcome_line(st.run)
+        return f"{what.get(st.mode, st.mode)} -> {result}"
 
     def emit_decision(self, st: IterState) -> None:
         assert st.decision is not None
+        d = st.decision
         self.engine.bus.emit(
-            DecisionMade(branch=self.name, iteration=st.index, action=st.decision.action, reason=st.decision.reason)
+            DecisionMade(branch=self.name, iteration=st.index, action=d.action, reason=d.reason, decision=d)
         )
 
     def note_best(self, m: BranchManifest, st: IterState) -> None:
@@ -419,40 +740,38 @@ class BranchWorker:
     async def apply(self, m: BranchManifest, st: IterState) -> bool:
         """Act on a decided iteration. Returns True when the branch is finished."""
         assert st.decision is not None
-        m.iterations_done = max(m.iterations_done, st.index)
+        d = st.decision
         m.current_iteration = None
+        if m.pending_decision is not None and d.override_id == m.pending_decision.id:
+            m.pending_decision = None
+        if m.base_iteration is not None and st.index > m.base_iteration:
+            m.base_iteration = None
+        m.iterations_done = self.count_done(m)
         if st.run is not None:
             self.note_best(m, st)
         self.save(m)
-        d = st.decision
         if d.action == "stop":
-            self.set_status(m, "stopped", d.reason)
-            return True
-        if d.action == "retry" and self.retries_used() > self.engine.deps.defaults.iteration_retries:
-            self.set_status(m, "stopped", "retry limit reached")
+            # Stopped by the budget, the branch is done; by the model or the user, stopped.
+            self.set_status(m, "done" if d.automatic and d.override_id is None else "stopped", d.reason)
             return True
         if d.action == "branch":
-            if m.depth >= self.engine.deps.settings.max_depth or not d.sub_strategies:
-                why = "depth limit reached" if d.sub_strategies else "no sub-strategies given"
-                self.reporter.log(f"cannot branch ({why}); continuing instead", "warning")
+            can, why = self.engine.can_branch(m)
+            if not can or not d.sub_strategies:
+                reason = why.strip(" :") if not can else "no sub-strategies given"
+                self.reporter.log(f"cannot branch ({reason}); continuing instead", "warning")
                 return False
             children = self.engine.create_children(m, st.index, d.sub_strategies)
+            if not children:
+                self.reporter.log("cannot branch (the path budget is used up); continuing instead", "warning")
+                return False
             m = self.manifest()
-            m.children = children
+            m.children = list(dict.fromkeys([*m.children, *children]))
             self.save(m)
             self.set_status(m, "done", f"branched into {', '.join(children)}")
             for child in children:
                 self.engine.spawn(child)
             return True
         return False
-
-
-def _read_pair(root: Path) -> tuple[str | None, str | None]:
-    k, s = root / "kernels.cu", root / "tuning.yaml"
-    return (
-        k.read_text(encoding="utf-8") if k.exists() else None,
-        s.read_text(encoding="utf-8") if s.exists() else None,
-    )
 
 
 def child_name(parent: str, k: int, strategy: Strategy) -> str:

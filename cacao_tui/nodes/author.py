@@ -12,14 +12,30 @@ import hashlib
 
 from cacao_tui import prompts
 from cacao_tui.llm import CallContext, Message
-from cacao_tui.nodes.author_tools import QueryTools, ToolOutcome, run_file_tool, tool_specs
-from cacao_tui.nodes.briefing import base_section, problem_brief
+from cacao_tui.nodes.author_tools import ToolOutcome, run_file_tool, tool_specs
+from cacao_tui.nodes.branch_queries import BranchQueries, read_manifest
+from cacao_tui.nodes.briefing import (
+    best_section,
+    branches_section,
+    iteration_log,
+    last_decision_section,
+    messages_section,
+    previous_result_section,
+    problem_brief,
+    revert_note,
+    start_section,
+)
 from cacao_tui.nodes.compile_check import check_compilation
 from cacao_tui.nodes.context import BranchView, RunDeps
-from cacao_tui.nodes.workspace import Workspace
+from cacao_tui.nodes.workspace import Workspace, seed_workspace
+from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import AuthorOutcome
 
 MAX_NUDGES = 3
+UNCHANGED = (
+    "end_step rejected: the files are the ones this iteration started from. An iteration exists to make "
+    "a change: edit kernels.cu or tuning.yaml (in a configuration-only iteration, tuning.yaml) first."
+)
 
 
 class AuthorFailed(Exception):
@@ -36,22 +52,68 @@ def _files_digest(branch: BranchView) -> str:
     return h.hexdigest()
 
 
+def author_task(branch: BranchView) -> str:
+    """The one paragraph that says what this iteration's authoring is for."""
+    if branch.mode == "first":
+        return prompts.load("tasks/author_child" if branch.start is not None else "tasks/author_first").strip()
+    return prompts.load(f"tasks/author_{branch.mode}").strip()
+
+
+def has_other_results(branch: BranchView) -> bool:
+    """Whether another branch has a decided iteration worth asking about."""
+    if branch.run is None:
+        return False
+    for name in branch.run.branch_names():
+        if name != branch.name:
+            m = read_manifest(branch.run.branch(name))
+            if m is not None and m.iterations_done > 0:
+                return True
+    return False
+
+
 async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
+    seeded = seed_workspace(branch)
+    seed_digest = _files_digest(branch) if seeded else None
     ws = Workspace(deps, branch)
-    queries = QueryTools(branch)
-    tools = tool_specs(branch.iteration)
-    query_note = (
-        "\nYou can also ask about this branch's earlier iterations: query_tuning, query_history, query_errors."
-        if branch.iteration > 1
-        else ""
+    queries = BranchQueries(
+        run=branch.run or RunLayout(deps.problem.directory),
+        name=branch.name,
+        current=branch.iteration,
+        limits=deps.defaults,
+        superseded=branch.superseded,
     )
+    has_history = any(i < branch.iteration for i in branch.layout.iteration_indices())
+    tools = tool_specs(has_history, has_other_results(branch))
+    names = {t.name for t in tools}
+    notes = []
+    if has_history:
+        notes.append(
+            "this branch's earlier iterations: tuning_landscape, grep_tuner_output, list_iterations, "
+            "query_history, query_errors"
+        )
+    if "branch_index" in names:
+        notes.append("the other branches: branch_index, branch_log, branch_errors")
     text = prompts.render(
         "author",
         problem=problem_brief(deps),
+        strategy_title=branch.strategy.title,
         plan=plan,
-        base=base_section(branch),
+        task=author_task(branch),
+        last_decision=last_decision_section(deps, branch),
+        previous_result=previous_result_section(deps, branch),
+        revert=revert_note(branch),
+        iteration_log=iteration_log(deps, branch),
+        messages=messages_section(deps, branch),
+        start=start_section(deps, branch),
+        best=best_section(deps, branch),
+        branches=branches_section(deps, branch),
+        file_rule=(
+            "\n   In this iteration kernels.cu is fixed: only tuning.yaml can change."
+            if branch.mode == "configure"
+            else ""
+        ),
         readable=", ".join(ws.readable()),
-        query_tools=query_note,
+        query_tools=("\nYou can also ask about " + "; and ".join(notes) + ".") if notes else "",
         tool_cap=deps.defaults.tool_call_cap,
         tuning_spec=prompts.load("tuning_spec"),
     )
@@ -61,6 +123,8 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
     passed_digest: str | None = None
     nudges = 0
     rejected_ends = 0
+    if seeded:
+        branch.reporter.kernel_written(branch.it.kernel, branch.it.spec if branch.it.spec.exists() else None)
 
     while outcome.tool_calls < deps.defaults.tool_call_cap:
         resp = await deps.llm.chat(messages, tools, ctx=ctx, system=prompts.load("system"))
@@ -73,7 +137,7 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
                 "Your reply was cut off at the token limit. Write large files in parts: write_file a "
                 "skeleton, then edit_file."
                 if resp.stop_reason == "max_tokens"
-                else "Use the tools: write_file, check_compilation, then end_step when the check passed."
+                else "Use the tools: change the files, check_compilation, then end_step when the check passed."
             )
             messages.append(Message(role="user", content=hint))
             continue
@@ -90,7 +154,10 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
                     outcome.compile_failures += 1
                 result = ToolOutcome(check.text, is_error=not check.ok)
             elif call.name == "end_step":
-                result = await _end_step(deps, branch, outcome, passed_digest)
+                if seed_digest is not None and _files_digest(branch) == seed_digest:
+                    result = ToolOutcome(UNCHANGED, is_error=True)
+                else:
+                    result = await _end_step(deps, branch, outcome, passed_digest)
                 if result.ended:
                     outcome.ok = True
                     outcome.message = str(call.arguments.get("summary") or "")[:2000] or None
@@ -102,7 +169,7 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
                     raise AuthorFailed(f"end_step rejected {rejected_ends} times: {result.content[:500]}", outcome)
             else:
                 before = _files_digest(branch) if call.name in ("write_file", "edit_file") else None
-                result = run_file_tool(call, ws, queries)
+                result = run_file_tool(call, ws, queries, names)
                 if before is not None and not result.is_error:
                     branch.reporter.kernel_written(
                         branch.it.kernel, branch.it.spec if branch.it.spec.exists() else None
@@ -110,7 +177,9 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
             messages.append(_tool_message(call.id, call.name, result))
         nudges = 0
 
-    # Out of tool calls: accept the files only if they pass a final check.
+    # Out of tool calls: accept the files only if they changed and pass a final check.
+    if seed_digest is not None and _files_digest(branch) == seed_digest:
+        raise AuthorFailed(f"tool-call cap ({deps.defaults.tool_call_cap}) reached without changing the files", outcome)
     final = await check_compilation(deps, branch)
     outcome.compile_checks += 1
     if final.ok:

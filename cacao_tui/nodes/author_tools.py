@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import json
-from collections import Counter
-from dataclasses import dataclass, field
-
-from pydantic import ValidationError
+from dataclasses import dataclass
 
 from cacao_tui.llm import ToolCall, ToolSpec
-from cacao_tui.nodes.briefing import outcome_text
-from cacao_tui.nodes.context import BranchView
+from cacao_tui.nodes.branch_queries import BranchQueries, QueryError
 from cacao_tui.nodes.workspace import Workspace, WorkspaceError
-from cacao_tui.store.atomic import StateFileError, read_model_or_none
-from cacao_tui.store.state import IterState
-from ktt.protocol import ConfigResult
 
 
 def _spec(name: str, description: str, properties: dict, required: list[str]) -> ToolSpec:
@@ -45,7 +37,8 @@ AUTHOR_TOOLS = [
     ),
     _spec(
         "read_file",
-        "Read a file: kernels.cu, tuning.yaml, base/..., iterN/..., reference, inputs.hpp.",
+        "Read a file: kernels.cu, tuning.yaml, base/... (the starting files), best/..., iterN/..., "
+        "reference, inputs.hpp.",
         {"path": FILE_PARAM},
         ["path"],
     ),
@@ -64,31 +57,65 @@ AUTHOR_TOOLS = [
     ),
 ]
 
-QUERY_TOOLS = [
+HISTORY_TOOLS = [
     _spec(
-        "query_tuning",
-        "Top configurations and failures by status of an earlier iteration of this branch.",
-        {"iteration": {"type": "integer"}, "top": {"type": "integer", "default": 10}},
-        ["iteration"],
+        "tuning_landscape",
+        "An earlier iteration's tuning results: mode 'top' (the n fastest configurations), 'sweep' "
+        "(one parameter's values with the others held at the best configuration) or 'failures' "
+        "(configurations by status, and parameter values that never worked).",
+        {
+            "iteration": {"type": "integer"},
+            "mode": {"type": "string", "enum": ["top", "sweep", "failures"]},
+            "n": {"type": "integer", "description": "rows for mode 'top' (default 10)"},
+            "param": {"type": "string", "description": "the parameter to sweep (mode 'sweep')"},
+            "case": {"type": "string", "description": "with several cases: which one (default: the first)"},
+        },
+        ["iteration", "mode"],
     ),
     _spec(
+        "grep_tuner_output",
+        "Lines of an earlier iteration's tuner output (one line per configuration, then the result) "
+        "that contain a text (a plain, case-insensitive substring; not a regular expression).",
+        {"iteration": {"type": "integer"}, "text": {"type": "string"}},
+        ["iteration", "text"],
+    ),
+    _spec("list_iterations", "This branch's earlier iterations: mode, result, decision, summary.", {}, []),
+    _spec(
         "query_history",
-        "Plan, result, proposal and decision of an earlier iteration of this branch.",
+        "Plan, result, proposal and full decision of one earlier iteration of this branch.",
         {"iteration": {"type": "integer"}},
         ["iteration"],
     ),
     _spec(
         "query_errors",
-        "Errors seen so far in this branch: failed steps, compile errors, failed "
-        "configurations by status with their first messages.",
+        "Errors seen so far in this branch: failed steps, compile errors, error analyses, "
+        "failed configurations by status with an example of each.",
         {},
         [],
     ),
 ]
 
+BRANCH_TOOLS = [
+    _spec("branch_index", "Every other branch of the run: status, iterations, best time, strategy.", {}, []),
+    _spec(
+        "branch_log",
+        "What another branch tried: one line per decided iteration (no kernel source).",
+        {"name": {"type": "string", "description": "a branch name from branch_index"}},
+        ["name"],
+    ),
+    _spec(
+        "branch_errors",
+        "Failures another branch hit and what its decisions concluded about their causes.",
+        {"name": {"type": "string", "description": "a branch name from branch_index"}},
+        ["name"],
+    ),
+]
 
-def tool_specs(iteration: int) -> list[ToolSpec]:
-    return AUTHOR_TOOLS + (QUERY_TOOLS if iteration > 1 else [])
+
+def tool_specs(has_history: bool, has_others: bool) -> list[ToolSpec]:
+    """Only tools that can answer: history tools once there is an earlier iteration, branch
+    tools once another branch exists."""
+    return AUTHOR_TOOLS + (HISTORY_TOOLS if has_history else []) + (BRANCH_TOOLS if has_others else [])
 
 
 @dataclass
@@ -99,93 +126,25 @@ class ToolOutcome:
     summary: str | None = None
 
 
-@dataclass
-class QueryTools:
-    """Read-only questions about this branch's own earlier iterations."""
-
-    branch: BranchView
-    notes: list[str] = field(default_factory=list)
-
-    def _earlier(self, iteration: int) -> IterState:
-        if not (1 <= iteration < self.branch.iteration):
-            raise WorkspaceError(f"iteration must be between 1 and {self.branch.iteration - 1}")
-        try:
-            st = read_model_or_none(self.branch.layout.iteration(iteration).state, IterState)
-        except StateFileError as exc:
-            raise WorkspaceError(str(exc)) from None
-        if st is None:
-            raise WorkspaceError(f"iteration {iteration} has no state")
-        return st
-
-    def _results(self, iteration: int) -> list[ConfigResult]:
-        path = self.branch.layout.iteration(iteration).tune_results
-        if not path.exists():
-            return []
-        out = []
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                out.append(ConfigResult.model_validate_json(line))
-            except ValidationError:
-                continue
-        return out
-
-    def tuning(self, iteration: int, top: int = 10) -> str:
-        st = self._earlier(iteration)
-        results = self._results(iteration)
-        if not results:
-            return f"iteration {iteration}: {outcome_text(st.run)} (no per-configuration results recorded)"
-        ok = sorted((r for r in results if r.status == "ok" and r.time_ms is not None), key=lambda r: r.time_ms or 0)
-        lines = [f"iteration {iteration}: {outcome_text(st.run)}", f"top {min(top, len(ok))} configurations:"]
-        lines += [f"  {r.time_ms:.4g} ms  {r.config}" for r in ok[: max(1, min(top, 50))]]
-        by_status = Counter(r.status for r in results)
-        lines.append("by status: " + ", ".join(f"{k} {v}" for k, v in sorted(by_status.items())))
-        return "\n".join(lines)
-
-    def history(self, iteration: int) -> str:
-        st = self._earlier(iteration)
-        data = {
-            "status": st.status,
-            "plan": st.plan,
-            "result": outcome_text(st.run),
-            "profile": (st.profile.roofline, st.profile.headline) if st.profile else None,
-            "proposal": st.proposal,
-            "decision": st.decision.model_dump() if st.decision else None,
-            "error": st.error,
-        }
-        return json.dumps(data, indent=1, default=str)
-
-    def errors(self) -> str:
-        lines: list[str] = []
-        for i in self.branch.layout.iteration_indices():
-            if i >= self.branch.iteration:
-                continue
-            st = read_model_or_none(self.branch.layout.iteration(i).state, IterState)
-            if st and st.error:
-                lines.append(f"iteration {i}: step failed: {st.error}")
-            if st and st.author and st.author.compile_failures:
-                lines.append(f"iteration {i}: {st.author.compile_failures} failed compile checks while authoring")
-            failed = [r for r in self._results(i) if r.status != "ok"]
-            for status, count in Counter(r.status for r in failed).items():
-                first = next((r for r in failed if r.status == status), None)
-                msg = (first.error or (first.validation.reason if first and first.validation else "")) if first else ""
-                lines.append(f"iteration {i}: {count} x {status}" + (f" — e.g. {first.config}: {msg}" if msg else ""))
-        return "\n".join(lines) if lines else "no errors recorded in this branch"
-
-
 def argument(call: ToolCall, name: str, kind: type, default: object = None) -> object:
     value = call.arguments.get(name, default)
     if value is None:
         raise WorkspaceError(f"{call.name}: missing argument {name!r}")
-    if kind is int and isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    if kind is int and isinstance(value, str) and len(value) <= 18 and value.strip().lstrip("-").isdigit():
         value = int(value)
-    if not isinstance(value, kind):
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise WorkspaceError(f"{call.name}: argument {name!r} must be a {kind.__name__}")
     return value
 
 
-def run_file_tool(call: ToolCall, ws: Workspace, queries: QueryTools) -> ToolOutcome:
-    """The tools that need no compiler (check_compilation and end_step are handled by the loop)."""
+def run_file_tool(call: ToolCall, ws: Workspace, queries: BranchQueries, names: set[str]) -> ToolOutcome:
+    """The tools that need no compiler (check_compilation and end_step are handled by the loop).
+
+    ``names`` are the tools offered in this step; a call to any other is answered with the list.
+    """
     try:
+        if call.name not in names:
+            raise WorkspaceError(f"unknown tool {call.name[:60]!r}; available: {', '.join(sorted(names))}")
         if call.name == "write_file":
             return ToolOutcome(ws.write(str(argument(call, "path", str)), str(argument(call, "content", str))))
         if call.name == "edit_file":
@@ -198,14 +157,41 @@ def run_file_tool(call: ToolCall, ws: Workspace, queries: QueryTools) -> ToolOut
             )
         if call.name == "read_file":
             return ToolOutcome(ws.read(str(argument(call, "path", str))))
-        if call.name == "query_tuning" and ws.branch.iteration > 1:
-            top = argument(call, "top", int, 10)
-            return ToolOutcome(queries.tuning(int(argument(call, "iteration", int)), int(top)))  # type: ignore[arg-type]
-        if call.name == "query_history" and ws.branch.iteration > 1:
+        if call.name == "tuning_landscape":
+            return ToolOutcome(
+                queries.tuning_landscape(
+                    int(argument(call, "iteration", int)),  # type: ignore[arg-type]
+                    str(argument(call, "mode", str, "top")),
+                    n=int(argument(call, "n", int, 10)),  # type: ignore[arg-type]
+                    param=_optional_str(call, "param"),
+                    case=_optional_str(call, "case"),
+                )
+            )
+        if call.name == "grep_tuner_output":
+            return ToolOutcome(
+                queries.grep_tuner_output(int(argument(call, "iteration", int)), str(argument(call, "text", str)))  # type: ignore[arg-type]
+            )
+        if call.name == "list_iterations":
+            return ToolOutcome(queries.list_iterations())
+        if call.name == "query_history":
             return ToolOutcome(queries.history(int(argument(call, "iteration", int))))  # type: ignore[arg-type]
-        if call.name == "query_errors" and ws.branch.iteration > 1:
+        if call.name == "query_errors":
             return ToolOutcome(queries.errors())
-    except WorkspaceError as exc:
+        if call.name == "branch_index":
+            return ToolOutcome(queries.branch_index())
+        if call.name == "branch_log":
+            return ToolOutcome(queries.branch_log(str(argument(call, "name", str))))
+        if call.name == "branch_errors":
+            return ToolOutcome(queries.branch_errors(str(argument(call, "name", str))))
+    except (WorkspaceError, QueryError) as exc:
         return ToolOutcome(str(exc), is_error=True)
-    names = ", ".join(t.name for t in tool_specs(ws.branch.iteration))
-    return ToolOutcome(f"unknown tool {call.name!r}; available: {names}", is_error=True)
+    return ToolOutcome(f"{call.name} is not handled here", is_error=True)
+
+
+def _optional_str(call: ToolCall, name: str) -> str | None:
+    value = call.arguments.get(name)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise WorkspaceError(f"{call.name}: argument {name!r} must be a string")
+    return value

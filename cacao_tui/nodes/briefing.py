@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from cacao_tui import prompts
-from cacao_tui.nodes.context import BranchView, RunDeps
-from cacao_tui.store.atomic import read_model_or_none
+from cacao_tui.nodes.branch_queries import branch_index_lines, summary_line
+from cacao_tui.nodes.context import BranchView, RunDeps, SourceFiles
+from cacao_tui.store.atomic import StateFileError, read_model_or_none
 from cacao_tui.store.state import IterState, TuneOutcome
 from ktt.problem import Buffer, Problem
 
@@ -104,43 +105,200 @@ def outcome_text(run: TuneOutcome | None) -> str:
     return text
 
 
-def base_section(branch: BranchView) -> str:
-    if not branch.base_kernel:
-        return "There is no earlier kernel in this branch: start from the reference.\n"
-    text = f"Starting point ({branch.base_label or 'best so far'}):\n```cuda\n{branch.base_kernel.rstrip()}\n```\n"
-    if branch.base_spec:
-        text += f"with tuning.yaml:\n```yaml\n{branch.base_spec.rstrip()}\n```\n"
-    return text
-
-
-def _short(text: str | None, limit: int = 400) -> str:
+def clip(text: str | None, limit: int) -> str:
+    """A text cut to ``limit`` characters (a setting, never a fixed cut), saying so when it was."""
     if not text:
         return "-"
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - 40)].rstrip() + f" ... [cut at {limit:,} characters]"
+
+
+def source_block(files: SourceFiles, limit: int) -> str:
+    parts = []
+    if files.kernel is not None:
+        parts.append(f"kernels.cu:\n```cuda\n{clip(files.kernel, limit)}\n```")
+    if files.spec is not None:
+        parts.append(f"tuning.yaml:\n```yaml\n{clip(files.spec, limit)}\n```")
+    return "\n".join(parts)
+
+
+def start_section(deps: RunDeps, branch: BranchView, *, workspace: bool = True) -> str:
+    """The files this iteration starts from (for the author: already in its directory)."""
+    start = branch.start
+    if start is None or start.kernel is None:
+        return "There is no earlier kernel in this branch: the first one starts from the reference.\n"
+    where = (
+        " (already in your workspace as kernels.cu and tuning.yaml: change them with edit_file, "
+        "or replace them with write_file)"
+        if workspace
+        else ""
+    )
+    return f"Current files, from {start.label}{where}:\n" + source_block(start, deps.defaults.source_chars) + "\n"
+
+
+def best_section(deps: RunDeps, branch: BranchView) -> str:
+    best = branch.best
+    if best is None:
+        return "Best of this branch so far: none yet.\n"
+    text = f"Best of this branch so far: {best.time_ms:.4g} ms"
+    if best.speedup:
+        text += f" ({best.speedup:.2f}x over the reference)"
+    if best.score is not None:
+        text += f", score {best.score:.2f}"
+    where = f"iteration {best.iteration}"
+    text += f", {where}" if best.branch == branch.name else f", {best.branch} {where}"
+    if best.config:
+        text += ", config " + ", ".join(f"{k}={v}" for k, v in best.config.items())
+    if branch.best_files is not None and branch.best_files.kernel is not None:
+        text += (
+            ". Its files (best/kernels.cu, best/tuning.yaml) differ from the current ones:\n"
+            + source_block(branch.best_files, deps.defaults.source_chars)
+        )
+    elif branch.start is not None and best.branch == branch.name and best.iteration == branch.start.iteration:
+        text += " (the current files)"
+    return text + "\n"
+
+
+def _decision_lines(st: IterState, limit: int) -> list[str]:
+    d = st.decision
+    if d is None:
+        return []
+    how = " (automatic)" if d.automatic else ""
+    if d.overridden_from:
+        how = f" (chosen by the user; the model chose {d.overridden_from})"
+    lines = [f"  Decision: {d.action}{how}: {clip(d.reason, limit)}"]
+    if d.skip_implement:
+        lines.append("  (configuration only: the next iteration kept the kernel and changed tuning.yaml)")
+    if d.feedback.strip():
+        lines.append(f"  Feedback: {clip(d.feedback, limit)}")
+    if d.error_analysis is not None:
+        ea = d.error_analysis
+        lines.append(
+            f"  Error analysis: {ea.error_type}; cause: {clip(ea.root_cause, limit)}; "
+            f"fix: {clip(ea.suggested_fix, limit)}"
+        )
+    return lines
+
+
+def earlier_states(branch: BranchView) -> list[IterState]:
+    """This branch's earlier iterations that have a state, oldest first (read once per view)."""
+    if branch.earlier_cache is not None:
+        return branch.earlier_cache
+    out = []
+    for i in branch.layout.iteration_indices():
+        if i >= branch.iteration:
+            continue
+        try:
+            st = read_model_or_none(branch.layout.iteration(i).state, IterState)
+        except StateFileError:
+            continue
+        if st is not None:
+            out.append(st)
+    branch.earlier_cache = out
+    return out
 
 
 def history_section(deps: RunDeps, branch: BranchView) -> str:
-    """The last few decided iterations of this branch (never another branch's)."""
-    indices = [i for i in branch.layout.iteration_indices() if i < branch.iteration]
-    recent = indices[-deps.defaults.history :] if deps.defaults.history > 0 else []
+    """The last few decided iterations on this branch's current line, in full (never another branch's)."""
+    n = deps.defaults.history
+    limit = deps.defaults.history_text_chars
+    decided = [st for st in earlier_states(branch) if st.decision is not None and st.index not in branch.superseded]
+    recent = decided[-n:] if n > 0 else []
     if not recent:
         return ""
-    lines = ["Recent iterations of this branch:"]
-    for i in recent:
-        st = read_model_or_none(branch.layout.iteration(i).state, IterState)
-        if st is None:
-            continue
-        decision = f"{st.decision.action}: {_short(st.decision.reason, 200)}" if st.decision else "-"
-        lines.append(
-            prompts.render(
-                "history_entry",
-                iteration=i,
-                status=st.status,
-                plan=_short(st.plan),
-                result=outcome_text(st.run) if st.error is None else f"failed: {_short(st.error, 300)}",
-                proposal=_short(st.proposal),
-                decision=decision,
-            ).rstrip()
-        )
+    lines = [f"The last {len(recent)} iteration(s) of this branch in full:"]
+    for st in recent:
+        mode = "" if st.mode in ("first", "continue") else f" [{st.mode}]"
+        lines.append(f"- iteration {st.index}{mode}: {st.status}")
+        if st.plan:
+            lines.append(f"  Plan (written then): {clip(st.plan, limit)}")
+        lines.append(f"  Result: {outcome_text(st.run) if st.error is None else 'failed: ' + clip(st.error, limit)}")
+        if st.profile is not None and st.profile.roofline:
+            lines.append(f"  Profile: {st.profile.roofline}")
+        if st.proposal:
+            lines.append(f"  Proposal: {clip(st.proposal, limit)}")
+        lines += _decision_lines(st, limit)
     return "\n".join(lines) + "\n"
+
+
+def iteration_log(deps: RunDeps, branch: BranchView) -> str:
+    """One line per earlier iteration (the decisions' iteration summaries), superseded ones marked."""
+    states = [st for st in earlier_states(branch) if st.decision is not None or st.index in branch.superseded]
+    n = deps.defaults.iteration_log
+    shown = states[-n:] if n > 0 else []
+    if not shown:
+        return ""
+    lines = ["Iteration log of this branch (what was tried -> what happened):"]
+    if len(states) > len(shown):
+        lines.append(f"- ... {len(states) - len(shown)} earlier iteration(s) (list_iterations shows them)")
+    for st in shown:
+        flag = " (superseded by a revert)" if st.index in branch.superseded else ""
+        lines.append(f"- iter {st.index}{flag}: {clip(summary_line(st), deps.defaults.history_text_chars)}")
+    return "\n".join(lines) + "\n"
+
+
+def last_decision_section(deps: RunDeps, branch: BranchView) -> str:
+    """What the previous decision asked of this iteration: its feedback and error analysis."""
+    prev = branch.previous
+    if prev is None or prev.decision is None:
+        return ""
+    limit = deps.defaults.history_text_chars
+    d = prev.decision
+    lines = [f"Decision after iteration {prev.index}: {d.action} — {clip(d.reason, limit)}"]
+    if d.overridden_from:
+        lines.append(f"(The user chose {d.action}; the model had chosen {d.overridden_from}.)")
+    if d.feedback.strip():
+        lines.append(f"Feedback for this iteration: {clip(d.feedback, limit)}")
+    if d.error_analysis is not None:
+        ea = d.error_analysis
+        lines.append(f"Error analysis ({ea.error_type}): cause: {clip(ea.root_cause, limit)}")
+        lines.append(f"Suggested fix: {clip(ea.suggested_fix, limit)}")
+    return "\n".join(lines) + "\n"
+
+
+def previous_result_section(deps: RunDeps, branch: BranchView) -> str:
+    prev = branch.previous
+    if prev is None:
+        return ""
+    limit = deps.defaults.history_text_chars
+    result = outcome_text(prev.run) if prev.error is None else "failed: " + clip(prev.error, limit)
+    text = f"Iteration {prev.index} result: {result}\n"
+    if prev.proposal:
+        text += f"Iteration {prev.index} proposal: {clip(prev.proposal, limit)}\n"
+    return text
+
+
+def messages_section(deps: RunDeps, branch: BranchView) -> str:
+    n = deps.defaults.user_messages
+    shown = branch.messages[-n:] if n > 0 else []
+    if not shown:
+        return ""
+    lines = ["Messages from the user to this branch (newest last; they take precedence over the plan):"]
+    if len(branch.messages) > len(shown):
+        lines.append(f"- ({len(branch.messages) - len(shown)} earlier message(s) not shown)")
+    for m in shown:
+        when = f" (during iteration {m.iteration})" if m.iteration else ""
+        lines.append(f"- {m.text.strip()}{when}")
+    return "\n".join(lines) + "\n"
+
+
+def branches_section(deps: RunDeps, branch: BranchView) -> str:
+    """The other branches, fastest first, so this one does not repeat them."""
+    if branch.run is None:
+        return ""
+    lines = branch_index_lines(branch.run, branch.name, deps.defaults.branch_index_rows)
+    if not lines:
+        return ""
+    where = f"This branch: {branch.name}" + (f", a sub-branch of {branch.parent}" if branch.parent else "")
+    head = f"Other branches of this run (name | status | iterations | best | strategy). {where}."
+    return head + "\n" + "\n".join(lines) + "\n"
+
+
+def revert_note(branch: BranchView) -> str:
+    if branch.reverted_to is None:
+        return ""
+    later = sorted(i for i in branch.superseded if i > branch.reverted_to)
+    gone = f"; iterations {', '.join(map(str, later))} are superseded (kept on disk, off this line)" if later else ""
+    return f"The user reverted this branch to iteration {branch.reverted_to}{gone}.\n"

@@ -9,11 +9,12 @@ from cacao_tui.nodes.context import BranchView, RunDeps
 from cacao_tui.nodes.replies import fenced_block
 
 
-async def configure(deps: RunDeps, branch: BranchView, kernel: str, errors: str = "") -> str:
+async def configure(deps: RunDeps, branch: BranchView, kernel: str, errors: str = "", task: str = "") -> str:
     text = prompts.render(
         "configure",
         problem=problem_brief(deps),
         kernel=kernel,
+        task=task,
         errors=f"The previous tuning.yaml failed the check:\n{errors}\n" if errors else "",
         tuning_spec=prompts.load("tuning_spec"),
     )

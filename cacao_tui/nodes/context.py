@@ -18,7 +18,16 @@ from cacao_tui.ktt_client import Tuner
 from cacao_tui.llm import TrackedLLM
 from cacao_tui.settings import Defaults
 from cacao_tui.store.layout import BranchLayout, IterLayout, RunLayout
-from cacao_tui.store.state import BestResult, GpuInfo, RunSettings, Strategy
+from cacao_tui.store.state import (
+    Action,
+    BestResult,
+    GpuInfo,
+    IterMode,
+    IterState,
+    RunSettings,
+    Strategy,
+    UserMessage,
+)
 from ktt.problem import Problem
 from ktt.protocol import Progress
 
@@ -60,6 +69,16 @@ class RunDeps:
     _brief: str | None = field(default=None, repr=False)
 
 
+@dataclass(frozen=True)
+class SourceFiles:
+    """A kernels.cu / tuning.yaml pair and where it came from (for prompts and the workspace)."""
+
+    kernel: str | None
+    spec: str | None
+    label: str  # e.g. "iteration 2 of this branch"
+    iteration: int | None = None  # this branch's iteration it is from (None: the parent's)
+
+
 @dataclass
 class BranchView:
     """A read-only picture of the branch a step works for."""
@@ -75,10 +94,30 @@ class BranchView:
     iterations_done: int
     max_iter: int
     best: BestResult | None
-    base_kernel: str | None = None  # source the iteration starts from (best so far, or the parent's)
-    base_spec: str | None = None
-    base_label: str | None = None  # where the base came from, for prompts
+    run: RunLayout | None = None  # the run's output (cross-branch queries); None in narrow tests
+    mode: IterMode = "first"
+    plan: str | None = None  # the branch plan in force
+    messages: list[UserMessage] = field(default_factory=list)
+    superseded: frozenset[int] = frozenset()
+    previous: IterState | None = None  # the iteration this one follows: its decision sets the task
+    start: SourceFiles | None = None  # the files this iteration starts from (already in its directory)
+    best_files: SourceFiles | None = None  # the branch's best, when it is not the start
+    can_branch: bool = False
+    branch_note: str = ""  # the branching limits, for decide and propose
+    path_note: str = ""
+    forced_action: Action | None = None  # the user's choice for this iteration's decision
+    reverted_to: int | None = None  # set when this iteration continues a revert to that iteration
+    # The states of the earlier iterations, read once per view (they do not change under it).
+    earlier_cache: list[IterState] | None = field(default=None, repr=False)
 
     @property
     def it(self) -> IterLayout:
         return self.layout.iteration(self.iteration)
+
+    @property
+    def base_kernel(self) -> str | None:
+        return self.start.kernel if self.start else None
+
+    @property
+    def base_spec(self) -> str | None:
+        return self.start.spec if self.start else None

@@ -1,26 +1,60 @@
-"""Decide: continue, retry, branch into sub-strategies, or stop."""
+"""Decide: continue, retry, branch into sub-strategies, or stop — with the fields that carry
+the decision into the next iteration (feedback, error analysis, skip_implement, a summary).
+
+The model fills a DecisionReply; the engine turns it into the stored Decision. When the
+user has chosen the action (change-decision), the model is told and its other fields are
+kept, but the action is the user's. At the iteration budget no model is asked (the worker
+stops the branch itself).
+"""
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from cacao_tui import prompts
 from cacao_tui.llm import CallContext, Message
-from cacao_tui.nodes.briefing import outcome_text
+from cacao_tui.nodes.briefing import (
+    branches_section,
+    clip,
+    earlier_states,
+    iteration_log,
+    messages_section,
+    outcome_text,
+)
 from cacao_tui.nodes.context import BranchView, RunDeps
 from cacao_tui.nodes.strategize import slug
-from cacao_tui.store.atomic import read_model_or_none
-from cacao_tui.store.state import Decision, IterState
+from cacao_tui.store.state import MAX_SUB_STRATEGIES, Action, Decision, ErrorAnalysis, IterState, Strategy
+
+
+class DecisionReply(BaseModel):
+    """What the model answers; see prompts/decide.txt."""
+
+    model_config = ConfigDict(extra="ignore")
+    action: Action = Field(description="continue | retry | branch | stop")
+    reason: str = Field(description="why, in one or two sentences")
+    feedback: str = Field(default="", description="concrete instructions for the next iteration's author")
+    error_analysis: ErrorAnalysis | None = Field(
+        default=None, description="with retry, or whenever this iteration failed: the cause and the smallest fix"
+    )
+    sub_strategies: list[Strategy] = Field(
+        default_factory=list, description=f"with branch: 2 to {MAX_SUB_STRATEGIES} distinct child strategies"
+    )
+    skip_implement: bool = Field(
+        default=False, description="true: the next iteration keeps this kernel and changes only tuning.yaml"
+    )
+    iteration_summary: str = Field(
+        default="", description="one line: <what was tried> -> <measured result> (<diagnosis>)"
+    )
 
 
 def plateau(deps: RunDeps, branch: BranchView, current_ms: float | None) -> bool:
-    """Less than plateau_gain improvement over the last plateau_iterations iterations."""
+    """Less than plateau_gain improvement over the last plateau_iterations iterations of this line."""
     n = deps.defaults.plateau_iterations
-    times: list[float] = []
-    for i in branch.layout.iteration_indices():
-        if i >= branch.iteration:
-            continue
-        st = read_model_or_none(branch.layout.iteration(i).state, IterState)
-        if st and st.run and st.run.best_ms:
-            times.append(st.run.best_ms)
+    times = [
+        st.run.best_ms
+        for st in earlier_states(branch)
+        if st.index not in branch.superseded and st.run is not None and st.run.best_ms
+    ]
     if current_ms:
         times.append(current_ms)
     if len(times) <= n:
@@ -30,42 +64,85 @@ def plateau(deps: RunDeps, branch: BranchView, current_ms: float | None) -> bool
     return recent > before * (1 - deps.defaults.plateau_gain)
 
 
+def this_result(state: IterState) -> str:
+    if state.error:
+        return f"FAILED — {state.error}"
+    return outcome_text(state.run)
+
+
 async def decide(deps: RunDeps, branch: BranchView, state: IterState, path_note: str = "") -> Decision:
-    can_branch = branch.depth < deps.settings.max_depth
-    best = f"{branch.best.time_ms:.4g} ms (iteration {branch.best.iteration})" if branch.best else "none yet"
+    limit = deps.defaults.history_text_chars
+    best = "Best time so far in this branch: " + (
+        f"{branch.best.time_ms:.4g} ms (iteration {branch.best.iteration})" if branch.best else "none yet"
+    )
+    prev = branch.previous
+    asked = ""
+    if prev is not None and prev.decision is not None and prev.decision.feedback.strip():
+        asked = f"This iteration was asked to: {clip(prev.decision.feedback, limit)}\n"
     is_plateau = plateau(deps, branch, state.run.best_ms if state.run else None)
+    forced = branch.forced_action
     text = prompts.render(
         "decide",
-        strategy_title=branch.strategy.title,
         branch=branch.name,
-        depth=branch.depth,
-        max_depth=deps.settings.max_depth,
-        iterations_done=branch.iteration,
+        strategy_title=branch.strategy.title,
+        level=branch.depth + 1,
+        levels=deps.settings.max_depth,
+        iterations_done=branch.iterations_done + 1,
         max_iter=branch.max_iter,
         path_note=path_note,
         best=best,
-        this_result=outcome_text(state.run),
-        proposal=state.proposal or "-",
+        iteration=branch.iteration,
+        mode=branch.mode,
+        this_result=this_result(state),
+        asked=asked,
+        proposal=clip(state.proposal, limit) if state.proposal else "(none: the iteration did not get that far)",
+        iteration_log=iteration_log(deps, branch),
+        branches=branches_section(deps, branch),
+        messages=messages_section(deps, branch),
         plateau=(
-            f"\nPLATEAU: less than {deps.defaults.plateau_gain:.0%} gain over the last "
+            f"PLATEAU: less than {deps.defaults.plateau_gain:.0%} gain over the last "
             f"{deps.defaults.plateau_iterations} iterations; prefer branch or stop.\n"
             if is_plateau
             else ""
         ),
-        branch_note="" if can_branch else " (NOT available: the depth limit is reached)",
+        user_choice=(
+            f"THE USER HAS CHOSEN THE ACTION FOR THIS DECISION: {forced}. Answer with action {forced} "
+            "and fill in the other fields for it" + (" (the sub_strategies above all)" if forced == "branch" else "")
+            + ".\n"
+            if forced
+            else ""
+        ),
+        max_subs=MAX_SUB_STRATEGIES,
+        branch_note="" if branch.can_branch else f" (NOT available here{branch.branch_note})",
     )
-    decision = await deps.llm.structured(
+    reply = await deps.llm.structured(
         [Message(role="user", content=text)],
-        Decision,
+        DecisionReply,
         ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="decide"),
         system=prompts.load("system"),
     )
-    subs = []
+    if len(reply.sub_strategies) > MAX_SUB_STRATEGIES:
+        branch.reporter.log(
+            f"the decision named {len(reply.sub_strategies)} sub-strategies; the first {MAX_SUB_STRATEGIES} are kept",
+            "warning",
+        )
+    subs: list[Strategy] = []
     seen: set[str] = set()
-    for i, s in enumerate(decision.sub_strategies[:3]):
+    for i, s in enumerate(reply.sub_strategies[:MAX_SUB_STRATEGIES]):
         name = slug(s.name, f"sub{i + 1}")
         while name in seen:
             name = f"{name}-{i + 1}"
         seen.add(name)
         subs.append(s.model_copy(update={"name": name}))
-    return decision.model_copy(update={"sub_strategies": subs})
+    decision = Decision(
+        action=reply.action,
+        reason=reply.reason,
+        feedback=reply.feedback,
+        error_analysis=reply.error_analysis,
+        sub_strategies=subs,
+        skip_implement=reply.skip_implement,
+        iteration_summary=" ".join(reply.iteration_summary.split())[:500],
+    )
+    if forced is not None and forced != decision.action:
+        decision = decision.model_copy(update={"action": forced, "overridden_from": decision.action})
+    return decision

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from cacao_tui import prompts
 from cacao_tui.llm import CallContext, LLMError, Message
-from cacao_tui.nodes.briefing import base_section, problem_brief
+from cacao_tui.nodes.author import author_task
+from cacao_tui.nodes.briefing import last_decision_section, messages_section, problem_brief, start_section
 from cacao_tui.nodes.context import BranchView, RunDeps
 from cacao_tui.nodes.replies import fenced_block
 
@@ -14,7 +15,10 @@ async def implement(deps: RunDeps, branch: BranchView, plan: str, errors: str = 
         "implement",
         problem=problem_brief(deps),
         plan=plan,
-        base=base_section(branch),
+        task=author_task(branch),
+        last_decision=last_decision_section(deps, branch),
+        messages=messages_section(deps, branch),
+        start=start_section(deps, branch, workspace=False),
         errors=f"The previous attempt failed the compile check:\n{errors}\n" if errors else "",
     )
     resp = await deps.llm.chat(

@@ -1,23 +1,52 @@
-"""Plan: a short brief for the author step of one iteration."""
+"""Plan: the branch's plan, written once per branch and again after the user steers it.
+
+The plan is the brief every authoring step of the branch works from; each iteration's
+decision adds its own feedback on top, so there is no plan call per iteration. A user
+message or a revert makes the plan stale (BranchManifest.steer_seq), and the next
+iteration writes it again, seeing what the user said.
+"""
 
 from __future__ import annotations
 
 from cacao_tui import prompts
 from cacao_tui.llm import CallContext, Message
-from cacao_tui.nodes.briefing import base_section, history_section, problem_brief
+from cacao_tui.nodes.briefing import (
+    branches_section,
+    history_section,
+    iteration_log,
+    last_decision_section,
+    messages_section,
+    problem_brief,
+    revert_note,
+    start_section,
+)
 from cacao_tui.nodes.context import BranchView, RunDeps
 from cacao_tui.nodes.replies import require_text
 
 
 async def plan(deps: RunDeps, branch: BranchView) -> str:
+    again = branch.plan is not None
+    task = (
+        prompts.render("tasks/plan_again", iteration=branch.iteration)
+        if again
+        else prompts.load("tasks/plan_first").strip()
+    )
     text = prompts.render(
         "plan",
         problem=problem_brief(deps),
+        branch=branch.name,
+        level=branch.depth + 1,
+        levels=deps.settings.max_depth,
         strategy_title=branch.strategy.title,
         strategy_description=branch.strategy.description,
-        base=base_section(branch),
+        start=start_section(deps, branch, workspace=False),
+        revert=revert_note(branch),
+        iteration_log=iteration_log(deps, branch),
         history=history_section(deps, branch),
-        iteration=branch.iteration,
+        last_decision=(f"Plan so far:\n{branch.plan}\n\n" if again else "") + last_decision_section(deps, branch),
+        messages=messages_section(deps, branch),
+        branches=branches_section(deps, branch),
+        task=task,
     )
     resp = await deps.llm.chat(
         [Message(role="user", content=text)],

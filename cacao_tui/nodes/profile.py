@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from pydantic import ValidationError
+
 from cacao_tui.nodes.context import BranchView, RunDeps
 from cacao_tui.store.state import ProfileOutcome, TuneOutcome
 from ktt.protocol import KernelProfile, ProfileReport
 
 HEADLINE_SECTIONS = ("speed_of_light", "occupancy")
 MAX_HEADLINE = 8
+MAX_PROFILE_BYTES = 8 * 1024 * 1024
 
 
 def _headline(kernels: list[KernelProfile]) -> dict[str, str]:
@@ -49,18 +54,50 @@ async def profile_best(deps: RunDeps, branch: BranchView, run: TuneOutcome) -> P
     )
 
 
-def profile_text(deps: RunDeps, branch: BranchView, outcome: ProfileOutcome | None) -> str:
-    """The metrics as the propose step reads them."""
+def _read_report(path: Path) -> ProfileReport | None:
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_PROFILE_BYTES:
+            return None
+        return ProfileReport.model_validate_json(path.read_bytes())
+    except (OSError, ValueError, ValidationError):
+        return None
+
+
+def _change(value: float | str | None, before: float | str | None) -> str:
+    if not isinstance(value, int | float) or not isinstance(before, int | float):
+        return "" if before is None or before == value else f"; was {before}"
+    if before == value:
+        return "; unchanged"
+    if before == 0:
+        return f"; was {before:.4g}"
+    return f"; was {before:.4g}, {(value - before) / abs(before):+.0%}"
+
+
+def profile_text(
+    deps: RunDeps, branch: BranchView, outcome: ProfileOutcome | None, earlier: tuple[int, Path] | None = None
+) -> str:
+    """The metrics as the propose step reads them, each with its change since ``earlier``
+    (the iteration number and profile of the last profiled iteration before this one)."""
     if outcome is None or not outcome.ran:
         return outcome.message if outcome and outcome.message else "no profile"
-    path = branch.it.profile
-    if not path.exists():
+    report = _read_report(branch.it.profile)
+    if report is None:
         return f"roofline: {outcome.roofline}; " + ", ".join(f"{k} {v}" for k, v in outcome.headline.items())
-    report = ProfileReport.model_validate_json(path.read_text(encoding="utf-8"))
-    lines = []
+    before = _read_report(earlier[1]) if earlier else None
+    old: dict[tuple[str, str], float | str | None] = {}
+    old_class: dict[str, str] = {}
+    if before is not None:
+        for k in before.kernels:
+            old_class[k.kernel] = k.roofline
+            for m in k.metrics:
+                old[(k.kernel, m.name)] = m.value
+    lines = [f"(changes against iteration {earlier[0]})" if before is not None and earlier else "(no earlier profile)"]
     for k in report.kernels:
-        lines.append(f"kernel {k.kernel} (launch {k.launch_index}): {k.roofline}")
+        was = old_class.get(k.kernel)
+        change = f" (was {was})" if was is not None and was != k.roofline else ""
+        lines.append(f"kernel {k.kernel} (launch {k.launch_index}): {k.roofline}{change}")
         for m in k.metrics:
             value = f"{m.value:.4g}" if isinstance(m.value, float) else str(m.value)
-            lines.append(f"  [{m.section}] {m.label}: {value} {m.unit}".rstrip())
+            delta = _change(m.value, old[(k.kernel, m.name)]) if (k.kernel, m.name) in old else ""
+            lines.append(f"  [{m.section}] {m.label}: {value} {m.unit}".rstrip() + delta)
     return "\n".join(lines)

@@ -1,29 +1,94 @@
-"""Propose: read the timings, failures and profile, and propose the next change."""
+"""Propose: read what this iteration measured and propose the next change.
+
+It sees the iteration's own kernel and tuning space, the tuning result and the tail of the
+tuner output, the Nsight Compute metrics with their change since the last profiled
+iteration, the branch's best so far, its history and log, and the other branches.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from cacao_tui import prompts
 from cacao_tui.llm import CallContext, Message
-from cacao_tui.nodes.briefing import history_section, outcome_text, problem_brief
-from cacao_tui.nodes.context import BranchView, RunDeps
+from cacao_tui.nodes.briefing import (
+    best_section,
+    branches_section,
+    clip,
+    earlier_states,
+    history_section,
+    iteration_log,
+    messages_section,
+    outcome_text,
+    problem_brief,
+    source_block,
+)
+from cacao_tui.nodes.context import BranchView, RunDeps, SourceFiles
 from cacao_tui.nodes.profile import profile_text
 from cacao_tui.nodes.replies import require_text
-from cacao_tui.store.state import IterState
+from cacao_tui.nodes.tuner_output import tuner_tail
+from cacao_tui.store.state import MAX_SUB_STRATEGIES, IterState
+
+MODE_TEXT = {
+    "first": "the branch's first kernel",
+    "continue": "a change to the previous kernel",
+    "retry": "a fix of the previous iteration's failure",
+    "configure": "configuration only: the previous kernel, a new tuning space",
+}
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+    except OSError:
+        return None
+
+
+def last_profiled(branch: BranchView) -> tuple[int, Path] | None:
+    """The latest earlier iteration on this branch's line that has a profile."""
+    for st in reversed(earlier_states(branch)):
+        if st.index not in branch.superseded and st.profile is not None and st.profile.ran:
+            return st.index, branch.layout.iteration(st.index).profile
+    return None
+
+
+def branching_text(deps: RunDeps, branch: BranchView) -> str:
+    if branch.can_branch:
+        return (
+            f"Branching is possible: a decision may open up to {MAX_SUB_STRATEGIES} sub-branches from this "
+            f"kernel (level {branch.depth + 2} of {deps.settings.max_depth}).\n"
+        )
+    return f"Branching is not possible here{branch.branch_note}: propose a change within this branch.\n"
 
 
 async def propose(deps: RunDeps, branch: BranchView, state: IterState) -> str:
     tuning = outcome_text(state.run)
     if state.run and state.run.confirmed:
         tuning += " (best confirmed on a fresh input set)"
+    it = branch.it
+    source = source_block(
+        SourceFiles(kernel=_read(it.kernel), spec=_read(it.spec), label=f"iteration {branch.iteration}"),
+        deps.defaults.source_chars,
+    )
     text = prompts.render(
         "propose",
         problem=problem_brief(deps),
+        branch=branch.name,
         strategy_title=branch.strategy.title,
         iteration=branch.iteration,
-        plan=state.plan or "-",
+        mode=MODE_TEXT.get(branch.mode, branch.mode),
+        plan=clip(branch.plan, deps.defaults.history_text_chars),
+        source=source or "(no files)",
         tuning=tuning,
-        profile=profile_text(deps, branch, state.profile),
+        tail_lines=deps.defaults.tuner_tail_lines,
+        tuner_tail=tuner_tail(it, deps.defaults.tuner_tail_lines),
+        profile=profile_text(deps, branch, state.profile, last_profiled(branch)),
+        best=best_section(deps, branch),
+        iteration_log=iteration_log(deps, branch),
         history=history_section(deps, branch),
+        messages=messages_section(deps, branch),
+        branches=branches_section(deps, branch),
+        branching=branching_text(deps, branch),
     )
     resp = await deps.llm.chat(
         [Message(role="user", content=text)],

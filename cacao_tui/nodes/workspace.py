@@ -1,9 +1,10 @@
 """The files an authoring step may see and change.
 
-Writable: this iteration's ``kernels.cu`` and ``tuning.yaml``. Readable besides: the
-starting point (``base/...``), earlier iterations of the same branch (``iterN/...``),
-the reference source (``reference``) and the generated ``inputs.hpp``. Never another
-branch's directory.
+Writable: this iteration's ``kernels.cu`` and ``tuning.yaml`` (only ``tuning.yaml`` in a
+configuration-only iteration). They start as a copy of the files the iteration starts from.
+Readable besides: those starting files unchanged (``base/...``), the branch's best when it
+differs (``best/...``), earlier iterations of the same branch (``iterN/...``), the reference
+source (``reference``) and the generated ``inputs.hpp``. Never another branch's directory.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ WRITABLE = ("kernels.cu", "tuning.yaml")
 # reads these files again (compile checks, ktt, prompts), so they are kept well under ktt's
 # own caps on a kernel (4 MiB) and a YAML file (1 MiB).
 MAX_WRITE_BYTES = {"kernels.cu": 256 * 1024, "tuning.yaml": 64 * 1024}
+CONFIG_ONLY = "this is a configuration-only iteration: kernels.cu stays as it is; change tuning.yaml"
 _ITER = re.compile(r"^iter(\d+)/(kernels\.cu|tuning\.yaml)$")
 
 
@@ -32,12 +34,20 @@ class Workspace:
     deps: RunDeps
     branch: BranchView
 
+    def writable(self) -> tuple[str, ...]:
+        return ("tuning.yaml",) if self.branch.mode == "configure" else WRITABLE
+
     def readable(self) -> list[str]:
         names = list(WRITABLE)
         if self.branch.base_kernel:
             names.append("base/kernels.cu")
         if self.branch.base_spec:
             names.append("base/tuning.yaml")
+        best = self.branch.best_files
+        if best is not None and best.kernel is not None:
+            names.append("best/kernels.cu")
+        if best is not None and best.spec is not None:
+            names.append("best/tuning.yaml")
         for i in self.branch.layout.iteration_indices():
             if i < self.branch.iteration and self.branch.layout.iteration(i).kernel.exists():
                 names.append(f"iter{i}/kernels.cu")
@@ -55,6 +65,11 @@ class Workspace:
             return self.branch.base_kernel
         if name == "base/tuning.yaml" and self.branch.base_spec:
             return self.branch.base_spec
+        best = self.branch.best_files
+        if name == "best/kernels.cu" and best is not None and best.kernel is not None:
+            return best.kernel
+        if name == "best/tuning.yaml" and best is not None and best.spec is not None:
+            return best.spec
         if name == "reference":
             try:
                 return read_text_capped(self.deps.problem.reference.file, MAX_SOURCE_BYTES, errors="replace")
@@ -67,12 +82,14 @@ class Workspace:
             path = self.branch.layout.iteration(int(m.group(1))).root / m.group(2)
             if path.exists():
                 return path.read_text(encoding="utf-8", errors="replace")
-        raise WorkspaceError(f"cannot read {name!r}; readable files: {', '.join(self.readable())}")
+        raise WorkspaceError(f"cannot read {name[:120]!r}; readable files: {', '.join(self.readable())}")
 
     def write(self, name: str, content: str) -> str:
         name = name.strip().lstrip("./")
+        if name == "kernels.cu" and self.branch.mode == "configure":
+            raise WorkspaceError(CONFIG_ONLY)
         if name not in WRITABLE:
-            raise WorkspaceError(f"only {' and '.join(WRITABLE)} can be written, not {name!r}")
+            raise WorkspaceError(f"only {' and '.join(self.writable())} can be written, not {name[:80]!r}")
         data = content.encode("utf-8", errors="replace")  # a lone surrogate from JSON becomes '?'
         if len(data) > MAX_WRITE_BYTES[name]:
             raise WorkspaceError(
@@ -84,12 +101,33 @@ class Workspace:
         return f"wrote {name} ({content.count(chr(10)) + 1} lines)"
 
     def edit(self, name: str, old: str, new: str) -> str:
-        text = self.read(name) if name.strip().lstrip("./") in WRITABLE else None
+        clean = name.strip().lstrip("./")
+        if clean == "kernels.cu" and self.branch.mode == "configure":
+            raise WorkspaceError(CONFIG_ONLY)
+        text = self.read(name) if clean in WRITABLE else None
         if text is None:
-            raise WorkspaceError(f"only {' and '.join(WRITABLE)} can be edited")
+            raise WorkspaceError(f"only {' and '.join(self.writable())} can be edited")
         count = text.count(old) if old else 0
         if count == 0:
             raise WorkspaceError(f"the text to replace was not found in {name}; read_file it and copy it exactly")
         if count > 1:
             raise WorkspaceError(f"the text to replace occurs {count} times in {name}; include more context")
         return self.write(name, text.replace(old, new, 1)).replace("wrote", "edited")
+
+
+def seed_workspace(branch: BranchView) -> bool:
+    """Put the starting files in the iteration directory (overwriting a crashed attempt's edits).
+
+    Returns whether there was anything to seed; a first iteration starts empty.
+    """
+    start = branch.start
+    it = branch.it
+    it.root.mkdir(parents=True, exist_ok=True)
+    seeded = False
+    for path, text in ((it.kernel, start.kernel if start else None), (it.spec, start.spec if start else None)):
+        if text is not None:
+            path.write_text(text, encoding="utf-8")
+            seeded = True
+        elif path.exists():
+            path.unlink()
+    return seeded

@@ -35,6 +35,7 @@ class Scenario:
     author_script: Callable[[str, int, int], dict | None] | None = None  # (branch, iteration, index) -> response
     fail_nodes: set[tuple[str | None, str]] = field(default_factory=set)  # (branch, node) raising errors
     calls: list[tuple[str | None, int | None, str, int]] = field(default_factory=list)
+    _provider: ScriptedProvider | None = field(default=None, repr=False)
 
     def respond(self, request: ChatRequest) -> object:
         key = request.key
@@ -75,5 +76,10 @@ class Scenario:
             return {"tool_calls": [{"id": "e1", "name": "end_step", "arguments": {"summary": "done"}}]}
         raise AssertionError(f"unexpected node {key.node}")
 
+    @property
+    def requests(self) -> list[ChatRequest]:
+        return self._provider.requests if self._provider is not None else []
+
     def provider(self) -> ScriptedProvider:
-        return ScriptedProvider(self.respond)
+        self._provider = ScriptedProvider(lambda request: self.respond(request))
+        return self._provider

@@ -18,7 +18,7 @@ from cacao_tui.store.state import BranchManifest, FinalResults, IterState
 from tests.engine.conftest import ROOT
 
 BRANCHES = {"b1-tiling", "b1-tiling.1-vec-dbuf", "b1-tiling.2-vec-smem", "b2-strip", "b3-quad"}
-DECIDED_ITERATIONS = 7  # 3 + 1 + 1 + 1 + 1
+DECIDED_ITERATIONS = 9  # tiling 4 + its two children 1 + 1 + strip 1 + quad 2 (a retry)
 
 
 def cacao(*args: str, cwd: Path) -> list[str]:

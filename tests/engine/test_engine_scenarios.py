@@ -42,7 +42,15 @@ def test_full_run_writes_state_and_final_results(mmul_dir: Path) -> None:
         assert m.best is not None and m.best.iteration == 3  # time falls with every iteration
     layout = RunLayout(mmul_dir)
     st = read_model(layout.branch("b1-alpha").iteration(2).state, IterState)
-    assert st.status == "decided" and st.plan and st.proposal and st.run and st.run.ran
+    assert st.status == "decided" and st.proposal and st.run and st.run.ran
+    # The plan is written once per branch: iteration 1 wrote it, iteration 2 did not plan again.
+    assert read_model(layout.branch("b1-alpha").iteration(1).state, IterState).plan == "plan for b1-alpha #1"
+    assert st.plan is None and ms["b1-alpha"].plan == "plan for b1-alpha #1"
+    assert [c for c in scenario.calls if c[0] == "b1-alpha" and c[2] == "plan"] == [("b1-alpha", 1, "plan", 0)]
+    # At the iteration budget (the third iteration) nothing is asked: no propose, no decide.
+    last = read_model(layout.branch("b1-alpha").iteration(3).state, IterState)
+    assert last.decision is not None and last.decision.automatic and last.decision.action == "stop"
+    assert not [c for c in scenario.calls if c[0] == "b1-alpha" and c[1] == 3 and c[2] in ("propose", "decide")]
     assert (layout.branch("b1-alpha").iteration(2).root / "kernels.cu").exists()
     final = read_model(layout.final_results, FinalResults)
     assert final.complete and final.best is not None and final.best.time_ms == 2.0 / 3
@@ -64,15 +72,45 @@ def test_branch_spawns_children_up_to_max_depth(mmul_dir: Path) -> None:
         return {"action": "branch", "reason": "two ways", "sub_strategies": subs}
 
     scenario = Scenario(strategies=["alpha"], decide=decide)
-    finished = run(make_engine(mmul_dir, scenario.provider(), max_iter=2, max_depth=1, n_strategies=1))
+    finished = run(make_engine(mmul_dir, scenario.provider(), max_iter=3, max_depth=2, n_strategies=1))
     assert finished.status == "ok"
     ms = manifests(mmul_dir)
     assert set(ms) == {"b1-alpha", "b1-alpha.1-left", "b1-alpha.2-right"}
     assert ms["b1-alpha"].status == "done" and ms["b1-alpha"].children == ["b1-alpha.1-left", "b1-alpha.2-right"]
     child = ms["b1-alpha.1-left"]
     assert child.parent == "b1-alpha" and child.depth == 1 and child.parent_iteration == 1
-    # At the depth limit a branch decision becomes "continue": the children run their full budget.
-    assert child.iterations_done == 2 and child.status == "done"
+    # Two levels: the children cannot branch again, so their "branch" becomes "continue" and they
+    # run their full budget.
+    assert child.iterations_done == 3 and child.status == "done" and not child.children
+
+
+def test_max_depth_one_means_no_sub_branches(mmul_dir: Path) -> None:
+    def decide(branch: str, iteration: int) -> dict:
+        subs = [{"name": "left", "title": "L", "description": "l"}]
+        return {"action": "branch", "reason": "split", "sub_strategies": subs}
+
+    scenario = Scenario(strategies=["alpha"], decide=decide)
+    run(make_engine(mmul_dir, scenario.provider(), max_iter=2, max_depth=1, n_strategies=1))
+    assert set(manifests(mmul_dir)) == {"b1-alpha"}
+    # The decide prompt says branching is not available.
+    decide_prompt = next(r for r in scenario_requests(scenario) if r.key.node == "decide")
+    assert "NOT available here: the depth limit of 1 level(s) is reached" in decide_prompt.messages[-1].content
+
+
+def test_up_to_four_sub_strategies(mmul_dir: Path) -> None:
+    def decide(branch: str, iteration: int) -> dict:
+        if branch != "b1-alpha":
+            return {"action": "stop", "reason": "leaf"}
+        subs = [{"name": f"s{k}", "title": f"S{k}", "description": "x"} for k in range(1, 7)]
+        return {"action": "branch", "reason": "many ways", "sub_strategies": subs}
+
+    scenario = Scenario(strategies=["alpha"], decide=decide)
+    run(make_engine(mmul_dir, scenario.provider(), max_iter=2, max_depth=2, n_strategies=1))
+    assert manifests(mmul_dir)["b1-alpha"].children == [f"b1-alpha.{k}-s{k}" for k in range(1, 5)]
+
+
+def scenario_requests(scenario: Scenario) -> list:
+    return scenario.requests
 
 
 def test_child_starts_from_the_parents_kernel(mmul_dir: Path) -> None:
@@ -96,8 +134,8 @@ def test_child_starts_from_the_parents_kernel(mmul_dir: Path) -> None:
         return original(request)
 
     scenario.respond = spy  # type: ignore[method-assign]
-    run(make_engine(mmul_dir, scenario.provider(), max_iter=3, max_depth=1, n_strategies=1))
-    assert seen and "FAKE_TIME_MS: 2.0" in seen[0] and "branch b1-alpha, iteration 1" in seen[0]
+    run(make_engine(mmul_dir, scenario.provider(), max_iter=3, max_depth=2, n_strategies=1))
+    assert seen and "FAKE_TIME_MS: 2.0" in seen[0] and "the parent branch b1-alpha, iteration 1" in seen[0]
 
 
 def test_path_budget_limits_root_to_leaf_iterations(mmul_dir: Path) -> None:
@@ -116,14 +154,26 @@ def test_path_budget_limits_root_to_leaf_iterations(mmul_dir: Path) -> None:
     assert ms["b1-alpha"].iterations_done == 2
     child = ms["b1-alpha.1-c"]
     assert child.path_before == 2 and child.iterations_done == 3  # 2 + 3 = the path budget of 5
+    assert child.path_budget_total == 5
 
 
-def test_retry_then_retry_limit(mmul_dir: Path) -> None:
-    scenario = Scenario(strategies=["alpha"], decide=lambda b, i: {"action": "retry", "reason": "flaky"})
-    run(make_engine(mmul_dir, scenario.provider(), max_iter=10, n_strategies=1))
+def test_path_budget_zero_is_off(mmul_dir: Path) -> None:
+    scenario = Scenario(strategies=["alpha"])
+    run(make_engine(mmul_dir, scenario.provider(), max_iter=3, path_budget=0, n_strategies=1))
     m = manifests(mmul_dir)["b1-alpha"]
-    # iteration_retries = 2 retries are allowed; the third retry decision stops the branch.
-    assert m.status == "stopped" and m.stop_reason == "retry limit reached" and m.iterations_done == 3
+    assert m.iterations_done == 3 and m.path_budget_total is None
+
+
+def test_retries_are_bounded_by_max_iter_only(mmul_dir: Path) -> None:
+    scenario = Scenario(strategies=["alpha"], decide=lambda b, i: {"action": "retry", "reason": "flaky"})
+    run(make_engine(mmul_dir, scenario.provider(), max_iter=5, n_strategies=1))
+    m = manifests(mmul_dir)["b1-alpha"]
+    # No fixed cap on retries: four retry decisions, then the budget stops the branch without a call.
+    assert m.status == "done" and m.stop_reason == "iteration budget reached (5/5)" and m.iterations_done == 5
+    layout = RunLayout(mmul_dir)
+    modes = [read_model(layout.branch("b1-alpha").iteration(i).state, IterState).mode for i in range(1, 6)]
+    assert modes == ["first", "retry", "retry", "retry", "retry"]
+    assert len([c for c in scenario.calls if c[2] == "decide"]) == 4
 
 
 def test_compile_error_is_fixed_inside_the_step(mmul_dir: Path) -> None:
@@ -182,13 +232,25 @@ def test_authoring_that_never_compiles_fails_the_iteration_not_the_run(mmul_dir:
             ]
         }
 
-    scenario = Scenario(strategies=["alpha"], author_script=author)
-    finished = run(make_engine(mmul_dir, scenario.provider(), max_iter=10, n_strategies=1))
+    def decide(branch: str, iteration: int) -> dict:
+        return {
+            "action": "retry",
+            "reason": "it never compiled",
+            "error_analysis": {"error_type": "compilation", "root_cause": "a planted error", "suggested_fix": "x"},
+        }
+
+    scenario = Scenario(strategies=["alpha"], author_script=author, decide=decide)
+    finished = run(make_engine(mmul_dir, scenario.provider(), max_iter=3, n_strategies=1))
     m = manifests(mmul_dir)["b1-alpha"]
-    assert m.status == "stopped" and m.best is None
+    assert m.status == "done" and m.best is None and m.iterations_done == 3
     st1 = read_model(RunLayout(mmul_dir).branch("b1-alpha").iteration(1).state, IterState)
     assert st1.status == "failed" and st1.decision and st1.decision.action == "retry"
+    assert st1.decision.error_analysis and st1.decision.error_analysis.error_type == "compilation"
+    assert st1.run is None and st1.proposal is None  # the failed iteration went straight to decide
     assert "end_step rejected" in (st1.error or "")
+    # The decide prompt saw the failure.
+    prompt = next(r for r in scenario.requests if r.key.node == "decide" and r.key.iteration == 1)
+    assert "FAILED — authoring failed: end_step rejected" in prompt.messages[-1].content
     assert finished.status == "no_result"
 
 
@@ -384,10 +446,19 @@ def test_without_a_timed_best_the_next_iteration_starts_from_the_latest_kernel(m
         return original(request)
 
     scenario.respond = spy  # type: ignore[method-assign]
+    authors: list[str] = []
+    inner = scenario.respond
+
+    def spy_author(request):  # type: ignore[no-untyped-def]
+        if request.key.node == "author" and request.key.index == 0:
+            authors.append(request.messages[0].content)
+        return inner(request)
+
+    scenario.respond = spy_author  # type: ignore[method-assign]
     engine = make_engine(mmul_dir, scenario.provider(), tuner=DryTuner(), max_iter=2, n_strategies=1, dry_run=True)
     run(engine)
-    assert "start from the reference" in plans[0]
-    assert "this branch's latest kernel, iteration 1 (not timed)" in plans[1] and "FAKE_TIME_MS: 2.0" in plans[1]
+    assert "the first one starts from the reference" in plans[0] and len(plans) == 1
+    assert "Current files, from iteration 1 of this branch" in authors[1] and "FAKE_TIME_MS: 2.0" in authors[1]
     st = read_model(RunLayout(mmul_dir).branch("b1-alpha").iteration(2).state, IterState)
     assert isinstance(st.run, TuneOutcome) and not st.run.ran
 

@@ -3,8 +3,21 @@
 This session was WRITTEN BY HAND for demos and tests; no model produced it. Its kernels
 (the *.cu / *.yaml files beside this script) are real, correct CUDA that improve over
 the iterations: naive -> shared-memory tiling -> register blocking -> vectorised and
-double-buffered. Three root branches; the "tiling" branch decides to `branch` into two
-sub-strategies; the "quad" branch shows a compile error fixed inside the authoring step.
+double-buffered. Three root branches:
+
+- "tiling": each decision's feedback says what the next iteration changes; iteration 2's
+  decision asks for a configuration-only iteration (skip_implement: same kernel, a wider
+  tuning space) and iteration 4's decision branches into two sub-strategies;
+- "strip": one iteration, then stops;
+- "quad": a compile error found by check_compilation and fixed inside the authoring step,
+  then a kernel that compiles but stores one output in the wrong place (every configuration
+  fails validation on a GPU): the decision is a retry with an error analysis, and the retry
+  is a one-line fix of the latest files.
+
+Steering (docs/UI.md, "Steering"): the calls below marked "used only when steered" answer
+a branch that the user steered: a plan written again after a user message (any branch,
+from its second iteration), "tiling" reverted to iteration 2 (it then continues as
+iteration 5) and "strip" sent a message and told to continue instead of stopping.
 
 Run it after editing a kernel or a text here:  python problems/mmul/demo/build_session.py
 (tests/engine check that session.jsonl is up to date with this script).
@@ -43,11 +56,12 @@ def structured(branch: str | None, iteration: int | None, node: str, value: dict
 
 
 def authoring(branch: str, iteration: int, kernel: str, spec: str, summary: str,
-              before: list[tuple[str, dict]] | None = None) -> list[dict]:
-    """write both files, check, end_step — the usual two calls of a clean authoring step."""
-    calls = (before or []) + [
-        ("write_file", {"path": "kernels.cu", "content": src(kernel)}),
-        ("write_file", {"path": "tuning.yaml", "content": src(spec)}),
+              before: list[tuple[str, dict]] | None = None, spec_text: str | None = None,
+              kernel_write: bool = True) -> list[dict]:
+    """write the files, check, end_step — the usual two calls of a clean authoring step."""
+    writes = [("write_file", {"path": "kernels.cu", "content": src(kernel)})] if kernel_write else []
+    calls = (before or []) + writes + [
+        ("write_file", {"path": "tuning.yaml", "content": spec_text if spec_text is not None else src(spec)}),
         ("check_compilation", {}),
     ]
     return [
@@ -56,9 +70,31 @@ def authoring(branch: str, iteration: int, kernel: str, spec: str, summary: str,
     ]
 
 
-def decision(branch: str, iteration: int, action: str, reason: str, subs: list[dict] | None = None) -> dict:
-    value = {"action": action, "reason": reason, "sub_strategies": subs or []}
+def decision(branch: str, iteration: int, action: str, reason: str, *, feedback: str = "", summary: str = "",
+             subs: list[dict] | None = None, skip_implement: bool = False,
+             error: dict | None = None) -> dict:
+    value: dict = {"action": action, "reason": reason, "feedback": feedback, "iteration_summary": summary,
+                   "skip_implement": skip_implement, "sub_strategies": subs or []}
+    if error is not None:
+        value["error_analysis"] = error
     return structured(branch, iteration, "decide", value)
+
+
+def replan(branch: str, iteration: int, body: str) -> dict:
+    """A plan written again after the user steered the branch (used only when steered)."""
+    line = text(branch, iteration, "plan", body)
+    line["comment"] = "used only when the user steers this branch"
+    return line
+
+
+# The "quad" kernel with one store sent to the wrong column: it compiles, and every
+# configuration fails validation (a quarter of C is never written, another quarter twice).
+QUAD_STORE = "if (r1 < DIM_M && c1 < DIM_N) C[(size_t)r1 * DIM_N + c1] = acc11;"
+QUAD_BAD_STORE = "if (r1 < DIM_M && c1 < DIM_N) C[(size_t)r1 * DIM_N + c0] = acc11;"
+# The first tiled space is deliberately narrow; the configuration-only iteration widens it.
+NARROW_TILED = src("2_tiled.yaml").replace("TILE: [8, 16, 32]", "TILE: [8, 16]").replace("PAD: [0, 1]", "PAD: [0]")
+# What the user's message to "strip" asks for: a search focused on long strips.
+FOCUSED_STRIP = src("6_strip.yaml").replace("TM: [4, 8, 16]", "TM: [8, 16]").replace("BK: [8, 16, 32]", "BK: [8, 16]")
 
 
 def build() -> list[dict]:
@@ -95,9 +131,12 @@ bounds checks unless the tuning space restricts tiles to divisors of 2048.
 
     b1 = "b1-tiling"
     add(text(b1, 1, "plan", """
-Start with a coalesced one-thread-per-output kernel: threadIdx.x walks along N so B and C accesses are
-contiguous across a warp and A[row, k] is a broadcast. Tune the block shape BLOCK_X in {16..128} and
-BLOCK_Y in {1..16} (64 to 1024 threads). Expect roughly 5-10 ms: every FMA still needs a load from L1/L2.
+Branch plan, in three steps, one per iteration: (1) a coalesced one-thread-per-output kernel, where
+threadIdx.x walks along N so B and C accesses are contiguous across a warp and A[row, k] is a
+broadcast, with the block shape BLOCK_X in {16..128}, BLOCK_Y in {1..16} tuned (expect 5-10 ms: every
+FMA still needs a load from L1/L2); (2) square shared-memory tiles, so each global element is loaded
+once per tile (expect 1-3 ms, bound by shared-memory loads); (3) 2D register blocking, so each value
+read from shared memory feeds several FMAs (expect well under 1 ms). Then vectorised variants.
 """))
     lines += authoring(b1, 1, "1_naive.cu", "1_naive.yaml",
                        "Coalesced naive kernel with a tunable block shape.")
@@ -107,33 +146,52 @@ profile should show the L1/TEX pipe busy and long-scoreboard stalls. Stage TILE 
 B in shared memory so each global element is loaded once per tile; with TILE = 16 or 32 the load
 count drops by that factor. Expect a 2-4x gain.
 """))
-    add(decision(b1, 1, "continue", "Tiling is the obvious next step and should give a large gain."))
+    add(decision(b1, 1, "continue", "Tiling is the obvious next step and should give a large gain.",
+                 feedback="Replace the naive loop with square TILE x TILE shared-memory tiles of A and B "
+                          "(one load per element per tile, __syncthreads() around the inner product). "
+                          "Start with a small space: TILE in {8, 16}, PAD 0.",
+                 summary="coalesced one-thread-per-output kernel -> baseline, bound by L1/L2 loads"))
 
-    add(text(b1, 2, "plan", """
-Square shared-memory tiles: a TILE x TILE block loads one tile of A and one of B per K-step, syncs, and
-accumulates TILE products from shared memory. Tune TILE in {8, 16, 32} and PAD in {0, 1}. Expect
-1-3 ms: now limited by shared-memory loads (two per FMA).
-"""))
     lines += authoring(b1, 2, "2_tiled.cu", "2_tiled.yaml",
-                       "Square shared-memory tiling with TILE and PAD tuned.",
-                       before=[("query_tuning", {"iteration": 1, "top": 5})])
+                       "Square shared-memory tiling, TILE in {8, 16} to start with.",
+                       before=[("tuning_landscape", {"iteration": 1, "mode": "top", "n": 5})],
+                       spec_text=NARROW_TILED)
     add(text(b1, 2, "propose", """
-Each FMA still reads two values from shared memory, so the kernel is bound by shared-memory bandwidth
-(LSU/MIO throttle stalls, high shared-memory pipe utilisation). Register blocking fixes this: a
-thread computing a TM x TN micro-tile reads TM + TN values per k and does TM * TN FMAs. With 4 x 4 or
-8 x 8 the shared traffic per FMA drops 4-8x. Expect another 2-4x.
+Tiling cut global loads as expected. The best configuration sits at TILE = 16, the largest value the
+space allowed, so the space is clipped: TILE = 32 (1024 threads, four times the reuse per tile) and a
+padded layout (PAD = 1, against bank conflicts on the transposed reads) were never tried. Re-tune the
+same kernel over the wider space before changing the code.
 """))
-    add(decision(b1, 2, "continue", "Register blocking addresses the measured bottleneck directly."))
+    add(decision(b1, 2, "continue", "The optimum is at the edge of the declared range; widen it first.",
+                 feedback="Keep kernels.cu as it is. In tuning.yaml widen TILE to {8, 16, 32} and PAD to "
+                          "{0, 1}; nothing else changes.",
+                 summary="square shared-memory tiles, TILE in {8, 16} -> large gain; best at the edge "
+                         "(TILE = 16) of a clipped space",
+                 skip_implement=True))
 
-    add(text(b1, 3, "plan", """
-2D register blocking: a block computes a BM x BN tile with (BM/TM) x (BN/TN) threads; A is stored
-transposed in shared memory so both fragments are read along rows; each thread accumulates TM x TN
-outputs. Tune BM, BN in {32, 64, 128}, BK in {8, 16, 32}, TM, TN in {2, 4, 8}, PAD in {0, 1} with
-64-1024 threads and 48 KB of shared memory. Expect well under 1 ms.
-"""))
-    lines += authoring(b1, 3, "3_regblock.cu", "3_regblock.yaml",
-                       "2D register blocking with block and thread tiles tuned.")
+    add(tools(b1, 3, "author", [
+        ("tuning_landscape", {"iteration": 2, "mode": "sweep", "param": "TILE"}),
+        ("write_file", {"path": "tuning.yaml", "content": src("2_tiled.yaml")}),
+        ("check_compilation", {}),
+    ], "Configuration only: the same kernel over a wider tiling space."))
+    add(tools(b1, 3, "author", [("end_step", {"summary": "TILE widened to {8, 16, 32}, PAD to {0, 1}."})]))
     add(text(b1, 3, "propose", """
+With the wider space the tuner settles the tile size; what remains is the kernel's structure: each
+FMA still reads two values from shared memory, so it is bound by shared-memory bandwidth (LSU/MIO
+throttle stalls). Register blocking fixes this: a thread computing a TM x TN micro-tile reads TM + TN
+values per k and does TM * TN FMAs. With 4 x 4 or 8 x 8 the shared traffic per FMA drops 4-8x.
+"""))
+    add(decision(b1, 3, "continue", "Register blocking addresses the measured bottleneck directly.",
+                 feedback="Write a 2D register-blocked kernel: a block computes a BM x BN tile, each "
+                          "thread a TM x TN micro-tile; store A transposed in shared memory. Tune BM, BN in "
+                          "{32, 64, 128}, BK in {8, 16, 32}, TM, TN in {2, 4, 8}, PAD in {0, 1}.",
+                 summary="same tiled kernel over TILE {8, 16, 32} x PAD {0, 1} -> best tile found; still "
+                         "bound by two shared loads per FMA"))
+
+    lines += authoring(b1, 4, "3_regblock.cu", "3_regblock.yaml",
+                       "2D register blocking with block and thread tiles tuned.",
+                       before=[("list_iterations", {})])
+    add(text(b1, 4, "propose", """
 With register blocking in place, the remaining costs are the scalar global loads (many instructions
 per tile) and the exposed latency of loading each K-slice before computing on it (barrier stalls).
 Two distinct directions: (a) 16-byte global loads with a second shared-memory stage, so the next slice
@@ -141,7 +199,11 @@ is in flight while the current one is consumed; (b) contiguous micro-tiles read 
 float4 and stored to C as float4, cutting shared-memory instructions. They change different parts of
 the kernel and are worth exploring separately.
 """))
-    add(decision(b1, 3, "branch", "Two independent directions remain; explore both from this kernel.", [
+    add(decision(b1, 4, "branch", "Two independent directions remain; explore both from this kernel.",
+                 feedback="Each sub-branch keeps the register blocking and changes one part of it.",
+                 summary="2D register blocking (BM x BN block tile, TM x TN per thread) -> big gain; "
+                         "load latency and shared-memory instructions remain",
+                 subs=[
         {"name": "vec-dbuf", "title": "float4 global loads + double-buffered shared tiles",
          "description": "Keep the register blocking; load the next K-slice with float4 into registers "
                         "while computing, then store it to the second shared stage."},
@@ -149,6 +211,28 @@ the kernel and are worth exploring separately.
          "description": "Make each thread's TM rows and TN columns contiguous so fragments are read as "
                         "float4 from shared memory and results are stored as float4."},
     ]))
+    for i in (2, 3, 4):
+        add(replan(b1, i, """
+Revised after the user's message: the direction stays (shared tiles, then register blocking, then
+vectorised variants), and the user's request is taken into the next kernel and its tuning space;
+the feedback of each decision still says what each iteration changes.
+"""))
+    # Used only when steered: "tiling" reverted to iteration 2 continues as iteration 5.
+    add(replan(b1, 5, """
+Revised after the revert to iteration 2 (the tiled kernel): skip the configuration-only step and go
+straight to 2D register blocking from the tiled kernel, with the full block and thread tile space.
+"""))
+    lines += [dict(line, comment="used only when the user reverts this branch") for line in authoring(
+        b1, 5, "3_regblock.cu", "3_regblock.yaml",
+        "Register blocking written from the tiled kernel (after the revert).",
+        before=[("branch_log", {"name": "b2-strip"})])]
+    add(dict(text(b1, 5, "propose", """
+The register-blocked kernel from the reverted line matches iteration 4's; the sub-branches of
+iteration 4 carry the vectorised work, so this line has nothing new to add.
+"""), comment="used only when the user reverts this branch"))
+    add(dict(decision(b1, 5, "stop", "The sub-branches of iteration 4 already explore what comes next.",
+                      summary="register blocking again, from the reverted tiled kernel -> as iteration 4"),
+             comment="used only when the user reverts this branch"))
 
     c1 = f"{b1}.1-vec-dbuf"
     add(text(c1, 1, "plan", """
@@ -165,7 +249,9 @@ FMA pipe and register pressure (the largest tiles use over 120 registers, which 
 or two blocks per SM). Further gains would need warp-level tiling or tensor cores, which the rules
 exclude for fp32.
 """))
-    add(decision(c1, 1, "stop", "Close to what plain fp32 FMA can reach with this structure."))
+    add(decision(c1, 1, "stop", "Close to what plain fp32 FMA can reach with this structure.",
+                 summary="float4 loads + double-buffered shared tiles -> load latency hidden; FMA- and "
+                         "register-bound now"))
 
     c2 = f"{b1}.2-vec-smem"
     add(text(c2, 1, "plan", """
@@ -181,7 +267,9 @@ B hit more banks per request, which the profile shows as some extra shared wavef
 competes with the double-buffered variant. Combining both ideas is the natural next step, but that is
 the sibling branch's kernel plus this change.
 """))
-    add(decision(c2, 1, "stop", "Comparable to the sibling; combining them is a new strategy, not a tweak."))
+    add(decision(c2, 1, "stop", "Comparable to the sibling; combining them is a new strategy, not a tweak.",
+                 summary="float4 shared-memory fragments and float4 stores -> 4x fewer shared "
+                         "instructions; some extra bank wavefronts"))
 
     b2 = "b2-strip"
     add(text(b2, 1, "plan", """
@@ -195,7 +283,24 @@ The strip kernel removes most shared-memory traffic for B but still reads A once
 broadcast), so it sits between square tiling and 2D blocking. 2D blocking is already being explored in
 the tiling branch; continuing here would duplicate it.
 """))
-    add(decision(b2, 1, "stop", "Its natural continuation is the 2D blocking the tiling branch already has."))
+    add(decision(b2, 1, "stop", "Its natural continuation is the 2D blocking the tiling branch already has.",
+                 summary="column strips (TM rows per thread) -> between square tiles and 2D blocking"))
+    # Used only when steered: a message ("focus on long strips") and --decision continue.
+    add(replan(b2, 2, """
+Revised after the user's message: keep the strip kernel and spend the next iteration on long strips
+only (TM in {8, 16}, BK in {8, 16}), where the A broadcasts are amortised best.
+"""))
+    lines += [dict(line, comment="used only when the user steers this branch") for line in authoring(
+        b2, 2, "6_strip.cu", "6_strip.yaml", "The strip kernel over long strips only, as the user asked.",
+        spec_text=FOCUSED_STRIP, kernel_write=False)]
+    add(dict(text(b2, 2, "propose", """
+Long strips amortise the A broadcasts, as the user expected; the kernel remains between square tiling
+and 2D blocking.
+"""), comment="used only when the user steers this branch"))
+    add(dict(decision(b2, 2, "stop", "The user's focused search is done; 2D blocking lives in the tiling branch.",
+                      summary="the strip kernel over TM {8, 16}, BK {8, 16} (the user's request) -> the "
+                              "long-strip corner of the space"),
+             comment="used only when the user steers this branch"))
 
     b3 = "b3-quad"
     add(text(b3, 1, "plan", """
@@ -203,9 +308,10 @@ Shared tiles with a 2 x 2 group of outputs per thread, TILE apart: a TILE x TILE
 2*TILE square of C; each k reads two A and two B values from shared memory for four FMAs. Tune TILE
 in {8, 16, 32} and PAD in {0, 1}.
 """))
-    broken = src("7_quad.cu").replace("acc00 = fmaf(a0, b0, acc00);", "acc00 = fmaf(a0, b0, acc0);")
+    wrong = src("7_quad.cu").replace(QUAD_STORE, QUAD_BAD_STORE)
+    typo = wrong.replace("acc00 = fmaf(a0, b0, acc00);", "acc00 = fmaf(a0, b0, acc0);")
     add(tools(b3, 1, "author", [
-        ("write_file", {"path": "kernels.cu", "content": broken}),
+        ("write_file", {"path": "kernels.cu", "content": typo}),
         ("write_file", {"path": "tuning.yaml", "content": src("7_quad.yaml")}),
         ("check_compilation", {}),
     ], "First version of the 2x2 kernel."))
@@ -216,10 +322,36 @@ in {8, 16, 32} and PAD in {0, 1}.
     ], "The check found a typo in an accumulator name; fixing it."))
     add(tools(b3, 1, "author", [("end_step", {"summary": "2x2 outputs per thread on square tiles (typo fixed)."})]))
     add(text(b3, 1, "propose", """
-Twice the FMAs per shared-memory load of square tiling; registers stay low. It is a smaller step than
-the register blocking of the tiling branch, which subsumes it.
+Every configuration failed validation with the same pattern: a quarter of C is never written and
+another quarter is wrong. That is a store, not the arithmetic: the fourth accumulator goes to the
+wrong column. Fix the store before measuring anything.
 """))
-    add(decision(b3, 1, "stop", "Subsumed by the tiling branch's register blocking."))
+    add(decision(b3, 1, "retry", "A single wrong store makes every configuration fail; fix it and re-tune.",
+                 feedback="Change only the last store: acc11 belongs at column c1 of row r1.",
+                 summary="2x2 outputs per thread on square tiles -> every configuration failed validation "
+                         "(one store in the wrong column)",
+                 error={"error_type": "validation",
+                        "root_cause": "acc11 is stored at C[r1 * DIM_N + c0], on top of acc10, so the "
+                                      "(r1, c1) outputs are never written",
+                        "suggested_fix": "store acc11 at C[(size_t)r1 * DIM_N + c1]"}))
+    add(tools(b3, 2, "author", [
+        ("grep_tuner_output", {"iteration": 1, "text": "validation_failed"}),
+        ("edit_file", {"path": "kernels.cu", "old_text": QUAD_BAD_STORE, "new_text": QUAD_STORE}),
+        ("check_compilation", {}),
+    ], "The retry: the one-line fix the error analysis names."))
+    add(tools(b3, 2, "author", [("end_step", {"summary": "acc11 stored at (r1, c1)."})]))
+    add(text(b3, 2, "propose", """
+With the store fixed the kernel validates. It doubles the FMAs per shared-memory load of square tiling
+with low register use; it is a smaller step than the register blocking of the tiling branch, which
+subsumes it.
+"""))
+    add(decision(b3, 2, "stop", "Subsumed by the tiling branch's register blocking.",
+                 summary="the same 2x2 kernel with the store fixed -> valid; between square tiles and "
+                         "register blocking"))
+    add(replan(b3, 2, """
+Revised after the user's message: fix the failing store first (the retry), then keep the 2x2 layout
+and take the user's request into the tuning space.
+"""))
     return lines
 
 

@@ -1,0 +1,118 @@
+"""The engine's side of steering: watch the branches' inboxes, start a worker for a finished
+branch that was sent a command, and carry out deletes.
+
+Messages, reverts and changed decisions are applied by the branch's own worker (the only
+writer of its files). A delete is the engine's: it stops the branch's worker and those of
+the branches grown from it, then moves their directories into ``output/trash/`` with one
+rename each (nothing is lost; a name in the trash is never created again, so a --resume
+does not bring a deleted branch back).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from typing import TYPE_CHECKING
+
+from cacao_tui.engine.control import descendants, trash_dir
+from cacao_tui.engine.events import BranchRemoved
+from cacao_tui.store.atomic import StateFileError, read_model
+from cacao_tui.store.inbox import has_pending, inbox_dir, pending_commands
+from cacao_tui.store.state import BranchManifest
+
+if TYPE_CHECKING:
+    from cacao_tui.engine.engine import Engine
+
+WATCH_S = 0.5  # how often the inboxes are looked at while the run is live
+
+
+class Steering:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._started_for: dict[str, frozenset[str]] = {}
+
+    async def watch(self) -> None:
+        """Until cancelled: act on new commands (the CLI writes them from another process)."""
+        while True:
+            await self.tick()
+            await asyncio.sleep(WATCH_S)
+
+    async def tick(self) -> None:
+        layout = self.engine.layout
+        for name in layout.branch_names():
+            branch = layout.branch(name)
+            if not inbox_dir(branch).is_dir():
+                continue
+            try:
+                m = read_model(branch.manifest, BranchManifest)
+            except (StateFileError, OSError):
+                continue
+            if not has_pending(branch, m.applied):
+                continue
+            inbox = pending_commands(branch, m.applied)
+            if any(c.kind == "delete" for c in inbox.commands):
+                await self.delete(name)
+                continue
+            if not inbox.commands and not inbox.unreadable:
+                continue
+            task = self.engine.tasks.get(name)
+            worker = self.engine.workers.get(name)
+            if task is not None and not task.done() and worker is not None:
+                worker.wake.set()  # a paused worker applies it now; a busy one at its next step
+                continue
+            key = frozenset(c.id for c in inbox.commands) | frozenset(inbox.unreadable)
+            if self._started_for.get(name) != key:  # once per set of commands, never a spawn loop
+                self._started_for[name] = key
+                self.engine.spawn(name)
+
+    async def apply_deletes(self) -> None:
+        """Before any branch starts (on --resume): the deletes queued between runs."""
+        layout = self.engine.layout
+        for name in layout.branch_names():
+            branch = layout.branch(name)
+            if not branch.root.is_dir() or not inbox_dir(branch).is_dir():
+                continue
+            try:
+                m = read_model(branch.manifest, BranchManifest)
+            except (StateFileError, OSError):
+                continue
+            if any(c.kind == "delete" for c in pending_commands(branch, m.applied).commands):
+                await self.delete(name)
+
+    async def delete(self, name: str) -> list[str]:
+        """Stop the branch and its descendants, then move their directories to the trash."""
+        engine, layout = self.engine, self.engine.layout
+        if not layout.branch(name).manifest.exists():
+            return []
+        names = [name, *descendants(layout, name)]
+        tasks = []
+        for n in names:
+            worker, task = engine.workers.get(n), engine.tasks.get(n)
+            if worker is not None:
+                worker.request_kill()
+            if task is not None and not task.done():
+                task.cancel()
+                tasks.append(task)
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        trash = trash_dir(layout)
+        trash.mkdir(parents=True, exist_ok=True)
+        moved = []
+        for n in names:
+            source = layout.branch(n).root
+            if not source.is_dir():
+                continue
+            target = trash / n
+            k = 2
+            while target.exists():
+                target = trash / f"{n}.{k}"
+                k += 1
+            os.replace(source, target)  # one rename: the branch is either here or there
+            moved.append(n)
+            engine.bus.emit(BranchRemoved(branch=n, trash=str(target)))
+        engine.recompute_best()
+        if moved:
+            engine.bus.log(f"deleted {', '.join(moved)}: moved to {trash} (nothing is lost)", level="warning")
+        return moved

@@ -1,0 +1,133 @@
+"""An iteration's tuner output, as text: one line per evaluated configuration, then the result.
+
+ktt writes ``tune/results.jsonl`` (one ConfigResult per configuration, as each finishes) and
+``tune/summary.json``. This renders them as the log a person would read, and it is what the
+propose step sees the tail of and what ``grep_tuner_output`` searches. Reading is bounded:
+a results file of any size costs at most MAX_RESULT_BYTES and MAX_RESULT_LINES.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from cacao_tui.store.layout import IterLayout
+from ktt.protocol import ConfigResult, TuneSummary
+
+MAX_RESULT_BYTES = 32 * 1024 * 1024
+MAX_RESULT_LINES = 200_000
+MAX_SUMMARY_BYTES = 4 * 1024 * 1024
+LINE_CHARS = 400  # one rendered line
+
+
+def read_results(path: Path) -> list[ConfigResult]:
+    """The configurations of a results.jsonl, skipping lines that do not parse (bounded)."""
+    out: list[ConfigResult] = []
+    for line in _lines(path):
+        try:
+            out.append(ConfigResult.model_validate_json(line))
+        except (ValidationError, ValueError):
+            continue
+    return out
+
+
+def _lines(path: Path) -> Iterator[str]:
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below; a generator owns it
+    except OSError:
+        return
+    with f:
+        total = 0
+        for n, raw in enumerate(f):
+            total += len(raw)
+            if n >= MAX_RESULT_LINES or total > MAX_RESULT_BYTES:
+                return
+            yield raw.decode("utf-8", errors="replace")
+
+
+def read_summary(path: Path) -> TuneSummary | None:
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_SUMMARY_BYTES:
+            return None
+        return TuneSummary.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError, ValueError):
+        return None
+
+
+def _short(text: str, limit: int = LINE_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def config_text(config: dict[str, object]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in config.items())
+
+
+def result_line(r: ConfigResult) -> str:
+    shape = f" [{r.shape}]" if r.shape != "default" else ""
+    head = f"#{r.index}{shape} {r.status}"
+    if r.time_ms is not None:
+        head += f" {r.time_ms:.4g} ms"
+    head += f" ({config_text(r.config)})"
+    detail = ""
+    if r.diagnostics:
+        d = r.diagnostics[0]
+        where = f"{d.file}:{d.line}: " if d.line is not None else f"{d.file}: "
+        detail = where + d.message
+    elif r.validation is not None and (r.validation.reason or r.validation.max_abs_error is not None):
+        v = r.validation
+        detail = v.reason or ""
+        if v.max_abs_error is not None:
+            detail += f" max abs error {v.max_abs_error:.3g}"
+        if v.buffer:
+            detail += f" in {v.buffer}"
+        if v.first_bad_index is not None:
+            detail += f" first bad index {v.first_bad_index}"
+    elif r.error:
+        detail = r.error
+    return _short(f"{head}: {detail}" if detail else head)
+
+
+def summary_lines(s: TuneSummary) -> list[str]:
+    lines = [
+        f"result: {'ok' if s.ok else 'nothing valid'}; {s.valid}/{s.evaluated} configurations valid "
+        f"of a space of {s.restricted_size or s.space_size} (strategy {s.strategy})"
+    ]
+    if s.by_status:
+        lines.append("by status: " + ", ".join(f"{k} {v}" for k, v in sorted(s.by_status.items())))
+    if s.best is not None and s.best.time_ms is not None:
+        best = f"best: {s.best.time_ms:.4g} ms ({config_text(s.best.config)})"
+        if s.speedup and s.reference_ms:
+            best += f", {s.speedup:.2f}x over the reference ({s.reference_ms:.4g} ms)"
+        lines.append(best + ("" if s.confirmed_on_fresh_input else "; not confirmed on fresh inputs"))
+    for c in s.cases:
+        t = f"{c.time_ms:.4g} ms" if c.time_ms is not None else "-"
+        lines.append(f"case {c.name}: {c.status} {t}" + (f" ({c.error})" if c.error else ""))
+    if s.floor is not None and s.floor.fraction_of_floor is not None:
+        lines.append(f"physical floor: {s.floor.floor_ms:.4g} ms; best is at {s.floor.fraction_of_floor:.0%} of it")
+    if s.worker_restarts:
+        lines.append(f"GPU worker restarts: {s.worker_restarts}")
+    lines += [f"warning: {w}" for w in s.warnings]
+    if s.message:
+        lines.append(f"message: {s.message}")
+    return [_short(line) for line in lines]
+
+
+def tuner_output(it: IterLayout) -> list[str]:
+    """The whole rendered output of an iteration's tuning (empty when it never tuned)."""
+    lines = [result_line(r) for r in read_results(it.tune_results)]
+    summary = read_summary(it.tune_summary)
+    if summary is not None:
+        lines += summary_lines(summary)
+    return lines
+
+
+def tuner_tail(it: IterLayout, n: int) -> str:
+    lines = tuner_output(it)
+    if not lines:
+        return "(no tuner output: the kernel was not tuned in this iteration)"
+    shown = lines[-n:] if n > 0 else []
+    skipped = len(lines) - len(shown)
+    return (f"... ({skipped} earlier lines)\n" if skipped else "") + "\n".join(shown)
