@@ -22,6 +22,8 @@ from cacao_tui.llm.timeouts import LLM_TIMEOUT_ENV
 from cacao_tui.problem import Problem, ProblemError, load_problem
 from cacao_tui.problem.summary import human_bytes, render_check
 from cacao_tui.settings import DEFAULTS
+from cacao_tui.steer_flags import EPILOG_LINES as EPILOG_STEERING
+from cacao_tui.steer_flags import add_steering_flags, steer, steering_mode
 from cacao_tui.store.archive import ArchiveError, archived_runs
 from cacao_tui.store.clone import CloneError, clone_problem
 from cacao_tui.store.layout import RunLayout
@@ -112,6 +114,7 @@ modes (one at a time; without one, cacao runs the optimisation):
   --clone NAME       copy the problem definition to a sibling directory NAME
   --prune-archives   remove regenerable files (caches, binaries, dumps) under archive/
 
+""" + EPILOG_STEERING + """
 exit status: 0 success; 1 the run found nothing valid or an operation failed;
 2 a mistake in the flags or the problem files; 130 interrupted.
 
@@ -119,6 +122,7 @@ examples:
   cacao --dir problems/mmul --check
   cacao --dir problems/mmul
   cacao --dir problems/mmul --no-ui --max-iter 3 --max-depth 1
+  cacao --dir problems/mmul --branch b2-strip --message "try 8 rows per thread"
   cacao --dir problems/mmul --provider replay --no-ui --dry-run
   cacao --dir problems/mmul --best
 """
@@ -154,15 +158,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--max-depth",
-        type=_whole("max-depth", 0),
+        type=_whole("max-depth", 1),
         metavar="N",
-        help=f"how deep branches may spawn sub-branches (default {DEFAULTS.max_depth})",
+        help=f"levels of branches: 1 = no sub-branches (default {DEFAULTS.max_depth}: roots and their children)",
     )
     run.add_argument(
         "--path-budget",
-        type=_whole("path-budget", 1),
+        type=_whole("path-budget", 0),
         metavar="N",
-        help="iterations per root-to-leaf path (default off)",
+        help="iterations per root-to-leaf path (default 0: off)",
     )
     run.add_argument(
         "--strategies",
@@ -203,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
 
+    add_steering_flags(p)  # --branch NAME --message/--revert/--delete/--decision (cacao_tui/steer_flags.py)
     p.add_argument("-v", "--verbose", action="store_true", help="show warnings (unknown keys, ...) and more detail")
     return p
 
@@ -211,6 +216,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse and validate flags; ``args.dir`` becomes an absolute Path of an existing directory."""
     args = build_parser().parse_args(argv)
     args.mode = next((m for m in MODES if getattr(args, m)), "run")
+    if steering_mode(args, UsageError):
+        args.mode = "steer"
     if args.from_path is not None:
         if args.provider != "replay":
             raise UsageError("--from names a recorded session; it needs --provider replay")
@@ -339,6 +346,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "best": _best,
     "clone": _clone,
     "prune_archives": _prune,
+    "steer": steer,
 }
 
 

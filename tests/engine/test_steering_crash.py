@@ -1,0 +1,135 @@
+"""Steering through the command line, then SIGKILL at many points of the run that applies it,
+then --resume: a message is recorded once and reaches the next prompts, the revert continues
+from iteration 2 with the later iterations kept (superseded), the changed decision reopens
+the branch, the delete moves the branch to the trash — each exactly once. The replay session
+of problems/mmul answers the steered branches (its "used only when steered" calls); the
+tuner is the FAKE one (tests/engine/harness.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cacao_tui.store.atomic import read_model
+from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.state import BranchManifest, IterState
+from tests.engine.conftest import ROOT
+
+MESSAGE = "Look at the long strips: TM = 16 only."
+
+
+def _env() -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(ROOT))
+
+
+def harness(problem: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tests.engine.harness", str(problem), *extra],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=_env(),
+        timeout=240,
+    )
+
+
+def cacao(problem: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cacao_tui", "--dir", str(problem), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=_env(),
+        timeout=60,
+    )
+
+
+def manifest(layout: RunLayout, name: str) -> BranchManifest:
+    return read_model(layout.branch(name).manifest, BranchManifest)
+
+
+def state(layout: RunLayout, name: str, i: int) -> IterState:
+    return read_model(layout.branch(name).iteration(i).state, IterState)
+
+
+def test_cli_steering_refusals_are_one_line_and_write_nothing(mmul_dir: Path) -> None:
+    nothing = cacao(mmul_dir, "--branch", "b1-tiling", "--message", "hi")
+    assert nothing.returncode == 2 and "no run to steer here" in nothing.stderr
+    assert harness(mmul_dir).returncode == 0
+    cases = [
+        (["--branch", "nope", "--delete"], "no branch named 'nope' (branches: b1-tiling, "),
+        (["--branch", "b1-tiling/../b2-strip", "--delete"], "no branch named 'b1-tiling/../b2-strip'"),
+        (["--branch", "b1-tiling", "--revert", "9"], "iteration 9 has no decided kernel"),
+        (["--branch", "b1-tiling", "--revert", "0"], "iterations are numbered from 1"),
+        (["--branch", "b1-tiling", "--decision", "jump"], "unknown decision 'jump'"),
+        (["--branch", "b2-strip", "--decision", "branch"], "named no sub-strategies"),
+        (["--branch", "b1-tiling"], "--branch needs what to do"),
+        (["--message", "hi"], "--message steers a branch: add --branch NAME"),
+        (["--branch", "b1-tiling", "--delete", "--message", "x"], "not allowed with argument"),
+        (["--branch", "b1-tiling", "--delete", "--resume"], "only queues a command"),
+        (["--branch", "b1-tiling", "--delete", "--check"], "does not go with --check"),
+    ]
+    for args, needle in cases:
+        done = cacao(mmul_dir, *args)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert needle in done.stderr, (args, done.stderr)
+        assert "Traceback" not in done.stderr
+    assert not list((mmul_dir / "output" / "branches").glob("*/inbox"))
+
+
+@pytest.mark.parametrize("kill_after", [4, 15, 30, 55, 90])
+def test_steering_between_runs_survives_sigkill_and_resume(mmul_dir: Path, kill_after: int) -> None:
+    layout = RunLayout(mmul_dir)
+    assert "FINISHED ok" in harness(mmul_dir).stdout
+    assert manifest(layout, "b1-tiling").status == "done" and manifest(layout, "b2-strip").status == "stopped"
+
+    for args in (
+        ["--branch", "b2-strip", "--message", MESSAGE],
+        ["--branch", "b2-strip", "--decision", "continue"],
+        ["--branch", "b1-tiling", "--revert", "2"],
+        ["--branch", "b3-quad", "--delete"],
+    ):
+        done = cacao(mmul_dir, *args)
+        assert done.returncode == 0, done.stderr
+        assert "queued" in done.stdout and "--resume" in done.stdout
+    commands = [json.loads(p.read_text()) for p in (layout.output / "branches").glob("*/inbox/*.json")]
+    assert sorted(c["kind"] for c in commands) == ["decision", "delete", "message", "revert"]
+
+    killed = harness(mmul_dir, "--resume", "--kill-after", str(kill_after))
+    assert killed.returncode in (-9, 0), killed.stderr[-2000:]
+    for path in layout.output.rglob("*.json"):
+        json.loads(path.read_text())  # nothing torn
+    done = harness(mmul_dir, "--resume")
+    assert done.returncode == 0 and "FINISHED ok" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+
+    # delete: moved, not recreated, nothing lost
+    assert "b3-quad" not in layout.branch_names()
+    assert (layout.output / "trash" / "b3-quad" / "iter2" / "state.json").exists()
+    # revert: iterations 3 and 4 kept but superseded; iteration 5 continued from iteration 2's kernel
+    tiling = manifest(layout, "b1-tiling")
+    assert tiling.superseded == [3, 4] and tiling.status == "stopped"
+    assert state(layout, "b1-tiling", 3).decision is not None
+    st5 = state(layout, "b1-tiling", 5)
+    assert st5.base_iteration == 2 and st5.decision is not None and st5.plan
+    author5 = json.loads((layout.branch("b1-tiling").iteration(5).llm / "author_000.json").read_text())
+    assert "Current files, from iteration 2 of this branch (the iteration the user reverted to)" in (
+        author5["messages"][0]["content"]
+    )
+    assert tiling.children == ["b1-tiling.1-vec-dbuf", "b1-tiling.2-vec-smem"]  # its sub-branches stay
+    # message and decision: the strip branch continued, planned again with the message, once
+    strip = manifest(layout, "b2-strip")
+    assert [m.text for m in strip.messages] == [MESSAGE]
+    d1 = state(layout, "b2-strip", 1).decision
+    assert d1 is not None and d1.action == "continue" and d1.overridden_from == "stop"
+    st2 = state(layout, "b2-strip", 2)
+    assert st2.decision is not None and st2.plan and MESSAGE in json.loads(
+        (layout.branch("b2-strip").iteration(2).llm / "plan_000.json").read_text()
+    )["messages"][0]["content"]
+    # every command applied exactly once (the delete's went to the trash with its branch)
+    applied = [c for name in ("b1-tiling", "b2-strip") for c in manifest(layout, name).applied]
+    assert sorted(applied) == sorted(c["id"] for c in commands if c["kind"] != "delete")
