@@ -34,7 +34,7 @@ STATUS_STYLES: dict[str, str] = {
     "killed": "red",
     "failed": "bold red",
 }
-ITER_STYLES: dict[str, str] = {"decided": "cyan", "failed": "red"}
+ITER_STYLES: dict[str, str] = {"decided": "cyan", "failed": "red", "superseded": "dim strike"}
 LEVEL_LETTERS: dict[str, str] = {"debug": "D", "info": "I", "warning": "W", "error": "E"}
 NONE = "—"
 

@@ -94,6 +94,38 @@ MAIN: tuple[Key, ...] = (
         section="Branch control",
     ),
     Key(
+        "m",
+        "message",
+        "",
+        "Send the branch a message; it reaches the branch's next prompts",
+        palette="Message branch…",
+        section="Steering",
+    ),
+    Key(
+        "u",
+        "revert",
+        "",
+        "Revert the branch to an iteration and continue from its kernel",
+        palette="Revert branch to iteration…",
+        section="Steering",
+    ),
+    Key(
+        "c",
+        "change_decision",
+        "",
+        "Choose the branch's next decision instead of the model",
+        palette="Change decision…",
+        section="Steering",
+    ),
+    Key(
+        "D",
+        "delete",
+        "",
+        "Delete the branch (asks first): it moves to output/trash/",
+        palette="Delete branch…",
+        section="Steering",
+    ),
+    Key(
         "slash",
         "filter",
         "filter",
@@ -200,6 +232,13 @@ QUIT: tuple[Key, ...] = (
     Key("escape,n", "choose(None)", "cancel", "Back to the run", display="esc"),
 )
 FORM: tuple[Key, ...] = (Key("escape", "close", "cancel", "Cancel the dialog", display="esc"),)
+DECISION: tuple[Key, ...] = (
+    Key("c", "choose('continue')", "continue", "Continue: iterate again"),
+    Key("r", "choose('retry')", "retry", "Retry: the smallest fix of what failed"),
+    Key("b", "choose('branch')", "branch", "Branch into the sub-strategies the model names"),
+    Key("s", "choose('stop')", "stop", "Stop the branch"),
+    Key("escape,n", "choose(None)", "cancel", "Back", display="esc"),
+)
 CLOSE: tuple[Key, ...] = (Key("escape,q,question_mark", "close", "close", "Close", display="esc"),)
 RESULTS: tuple[Key, ...] = (
     Key("escape,q", "close", "back", "Back (or quit when opened with --best)", display="esc"),
@@ -208,7 +247,13 @@ RESULTS: tuple[Key, ...] = (
 
 
 def help_sections() -> list[tuple[str, list[Key]]]:
-    sections: dict[str, list[Key]] = {"Branch control": [], "Views": [], "Moving around": [], "App": []}
+    sections: dict[str, list[Key]] = {
+        "Branch control": [],
+        "Steering": [],
+        "Views": [],
+        "Moving around": [],
+        "App": [],
+    }
     for key in MAIN:
         sections.setdefault(key.section, []).append(key)
     sections["Moving around"] += [*NAVIGATION, *BUILTIN]

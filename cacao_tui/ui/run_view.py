@@ -39,6 +39,8 @@ class IterationView:
     best_ms: float | None = None
     speedup: float | None = None
     message: str | None = None
+    action: str | None = None  # the decision's action
+    summary: str | None = None  # the decision's one-line iteration summary
 
 
 @dataclass
@@ -104,6 +106,9 @@ class RunView:
 
     def _run_started(self, e: ev.RunStarted) -> set[str]:
         self.info = e
+        if e.llm_calls and not self.llm_calls:  # a resumed run: the totals so far
+            self.llm_calls = e.llm_calls
+            self.input_tokens, self.output_tokens, self.cost_usd = e.input_tokens, e.output_tokens, e.cost_usd
         return {RUN}
 
     def _phase(self, e: ev.MasterPhase) -> set[str]:
@@ -131,6 +136,19 @@ class RunView:
         it.status, it.message = e.status, e.message
         b.current = e.iteration
         return {e.branch}
+
+    def _decision(self, e: ev.DecisionMade) -> set[str]:
+        it = self.branch(e.branch).iteration(e.iteration)
+        it.action = e.action
+        if e.decision is not None and e.decision.iteration_summary:
+            it.summary = e.decision.iteration_summary
+        return {e.branch}
+
+    def _branch_removed(self, e: ev.BranchRemoved) -> set[str]:
+        self.branches.pop(e.branch, None)
+        if self.best_branch == e.branch:
+            self.best_branch = self.best_ms = self.best_speedup = None
+        return {e.branch, RUN}
 
     def _llm_call(self, e: ev.LLMCallEvent) -> set[str]:
         self.llm_calls += 1
@@ -185,9 +203,12 @@ class RunView:
             b.best_ms, b.speedup = manifest.best.time_ms, manifest.best.speedup
         for state in iterations:
             it = b.iteration(state.index)
-            it.status = state.status
+            it.status = "superseded" if state.index in manifest.superseded else state.status
             if state.run is not None:
                 it.best_ms, it.speedup = state.run.best_ms, state.run.speedup
+            if state.decision is not None:
+                it.action = state.decision.action
+                it.summary = state.decision.iteration_summary or None
 
 
 _HANDLERS = {
@@ -199,6 +220,8 @@ _HANDLERS = {
     ev.LLMCallEvent: RunView._llm_call,
     ev.TuningFinished: RunView._tuning_finished,
     ev.NewBest: RunView._new_best,
+    ev.DecisionMade: RunView._decision,
+    ev.BranchRemoved: RunView._branch_removed,
     ev.RunFinished: RunView._run_finished,
 }
 

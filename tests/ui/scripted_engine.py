@@ -590,6 +590,34 @@ class FakeScriptedEngine:
             raise ValueError(f"{name} is {self.status[name]}; only failed or stopped branches retry")
         self._set(name, "running", "retry")
 
+    # ---- steering: the real engine writes the branch's inbox; this fake only answers --------
+    def send_message(self, name: str, text: str) -> str:
+        self.calls.append(("send_message", name, text))
+        self._known(name)
+        self.bus.emit(ev.LogLine(ts=T0 + 900, message=f"message from the user: {text}", branch=name))
+        return f"{name}: message queued; it reaches its next prompts"
+
+    def revert_branch(self, name: str, iteration: int) -> str:
+        self.calls.append(("revert_branch", name, iteration))
+        self._known(name)
+        if iteration < 1 or iteration > self.done[name]:
+            from cacao_tui.engine.control import SteeringError
+
+            raise SteeringError(f"{name}: cannot revert: iteration {iteration} has no decided kernel")
+        return f"{name}: revert to iteration {iteration} queued"
+
+    def change_decision(self, name: str, action: str) -> str:
+        self.calls.append(("change_decision", name, action))
+        self._known(name)
+        return f"{name}: decision '{action}' queued"
+
+    def delete_branch(self, name: str) -> str:
+        self.calls.append(("delete_branch", name))
+        self._known(name)
+        self.status.pop(name, None)
+        self.bus.emit(ev.BranchRemoved(ts=T0 + 900, branch=name, trash=str(self.layout.output / "trash" / name)))
+        return f"{name}: delete queued"
+
     def is_running(self) -> bool:
         return self.running
 

@@ -301,3 +301,112 @@ def test_palette_and_footer_come_from_the_one_keymap() -> None:
     assert len(keys) == len(set(keys)), "a key is bound twice"
     for key in keys:  # only keys every terminal sends over SSH
         assert (not key.startswith(("f1", "alt+", "meta+", "super+")) and "ctrl+" not in key) or key in ("ctrl+q",)
+
+
+async def test_m_sends_a_message_to_the_selected_branch(run: Run) -> None:
+    from cacao_tui.ui.screens.steering import MessageScreen
+
+    async with run.app().run_test() as pilot:
+        app = await start(pilot, run)
+        await select(pilot, "tiled")
+        await pilot.press("m")
+        await settle(pilot)
+        assert isinstance(app.screen, MessageScreen)
+        await pilot.press("enter")  # empty: refused in the form, nothing sent
+        await settle(pilot)
+        assert isinstance(app.screen, MessageScreen) and run.engine.calls == []
+        await pilot.press(*"try tm 16")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert not isinstance(app.screen, MessageScreen)
+        assert run.engine.calls == [("send_message", "tiled", "try tm 16")]
+        assert any("message queued" in n for n in notifications(app))
+
+
+async def test_u_reverts_to_the_selected_iteration_and_shows_refusals(run: Run) -> None:
+    from cacao_tui.ui.screens.steering import RevertScreen
+
+    async with run.app().run_test() as pilot:
+        app = await start(pilot, run)
+        await select(pilot, "tiled", 1)
+        await pilot.press("u")
+        await settle(pilot)
+        assert isinstance(app.screen, RevertScreen)
+        assert app.screen.query_one("#revert-iteration", Input).value == "1"  # the selected iteration
+        await pilot.press("enter")
+        await settle(pilot)
+        assert run.engine.calls[-1] == ("revert_branch", "tiled", 1)
+        await pilot.press("u")
+        await settle(pilot)
+        app.screen.query_one("#revert-iteration", Input).value = "9"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert run.engine.calls[-1] == ("revert_branch", "tiled", 9)
+        assert any("revert: tiled: cannot revert" in n for n in notifications(app))
+
+
+async def test_c_chooses_the_next_decision(run: Run) -> None:
+    from cacao_tui.ui.screens.steering import DecisionScreen
+
+    async with run.app().run_test() as pilot:
+        app = await start(pilot, run)
+        await select(pilot, "tiled")
+        await pilot.press("c")
+        await settle(pilot)
+        assert isinstance(app.screen, DecisionScreen)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert run.engine.calls == []
+        await pilot.press("c", "b")
+        await settle(pilot)
+        assert run.engine.calls == [("change_decision", "tiled", "branch")]
+
+
+async def test_shift_d_asks_then_deletes_and_the_tree_drops_the_branch(run: Run) -> None:
+    async with run.app().run_test() as pilot:
+        app = await start(pilot, run)
+        await select(pilot, "tiled-db")
+        await pilot.press("D")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+        await settle(pilot)
+        assert run.engine.calls == []
+        await pilot.press("D", "y")
+        await settle(pilot)
+        assert run.engine.calls == [("delete_branch", "tiled-db")]
+        assert "tiled-db" not in app.view.branches
+        assert "tiled-db" not in app.main_screen.branch_tree._branches
+        assert "tiled" in app.main_screen.branch_tree._branches
+
+
+async def test_steering_keys_without_a_branch_say_so(run: Run) -> None:
+    async with run.app().run_test() as pilot:
+        app = await start(pilot, run)
+        await select(pilot, None)
+        for key in ("m", "u", "c", "D"):
+            await pilot.press(key)
+        await settle(pilot)
+        assert run.engine.calls == []
+        assert sum("Select a branch" in m for m in notifications(app)) == 4
+
+
+async def test_decisions_and_superseded_iterations_in_the_tree(run: Run) -> None:
+    from cacao_tui.store.state import Decision
+
+    async with run.app().run_test() as pilot:
+        app = await start(pilot, run)
+        run.bus.emit(
+            ev.DecisionMade(
+                branch="tiled",
+                iteration=2,
+                action="continue",
+                reason="r",
+                decision=Decision(action="continue", reason="r", iteration_summary="tiles -> 1.2 ms"),
+            )
+        )
+        run.bus.emit(ev.IterationStatusChanged(branch="tiled", iteration=1, status="superseded"))
+        await settle(pilot)
+        tree = app.main_screen.branch_tree
+        assert "→ continue · tiles -> 1.2 ms" in str(tree._iterations[("tiled", 2)].label)
+        assert "superseded" in str(tree._iterations[("tiled", 1)].label)

@@ -143,3 +143,40 @@ def test_scripted_app_pause_and_detach_in_tmux(tmux: Tmux, tmp_path: Path) -> No
     while not result.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert json.loads(result.read_text()) == {"result": "detach"}, tmux.screen()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not (REPO / "cacao_tui" / "engine" / "launch.py").exists() or not (MMUL / "session.jsonl").exists(),
+    reason="needs the engine (cacao_tui/engine/launch.py) and the mmul replay session (problems/mmul/session.jsonl)",
+)
+def test_a_message_sent_with_m_mid_run_reaches_the_branchs_next_prompt(tmux: Tmux, tmp_path: Path) -> None:
+    """The real app on the mmul replay: m on a running branch, type, Enter; every prompt of the
+    branch's later steps carries the message, and the branch plans again."""
+    problem = tmp_path / "mmul"
+    shutil.copytree(MMUL, problem, ignore=shutil.ignore_patterns("output", "archive"))
+    cli = f"{_python()} -c 'import sys; from cacao_tui.cli import main; sys.exit(main())'"
+    tmux.start(f"{cli} --dir {shlex.quote(str(problem))} --provider replay --dry-run", tmp_path)
+    tmux.wait_text("b1-tiling", timeout=60)
+    tmux.keys("j")  # the first branch: b1-tiling, in its first iteration
+    tmux.wait_for(lambda s: "b1-tiling" in s.splitlines()[1], what="the branch header")
+    tmux.keys("m")
+    tmux.wait_text("Message to b1-tiling")
+    message = "keep PAD in every tuning space"
+    tmux.keys(message, "Enter")
+    tmux.wait_text("message queued")
+    tmux.wait_text("mmul · finished", timeout=180)
+
+    branch = problem / "output" / "branches" / "b1-tiling"
+    manifest = json.loads((branch / "branch.json").read_text())
+    assert [m["text"] for m in manifest["messages"]] == [message]
+    sent_at = manifest["messages"][0]["at"]
+    records = sorted(
+        (json.loads(p.read_text()) for p in branch.glob("iter*/llm/*.json")), key=lambda r: r["started_at"]
+    )
+    # A step in flight when the message came finishes as it began; every later step sees it.
+    in_flight = {(r["iteration"], r["node"]) for r in records if r["started_at"] <= sent_at}
+    after = [r for r in records if r["started_at"] > sent_at and (r["iteration"], r["node"]) not in in_flight]
+    assert after, "no prompt of the branch after the message"
+    assert all(message in r["messages"][0]["content"] for r in after)
+    assert any(r["node"] == "plan" and r["iteration"] > 1 for r in after)  # it planned again

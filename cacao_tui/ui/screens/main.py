@@ -25,6 +25,7 @@ from cacao_tui.ui.screens.dialogs import ConfirmScreen
 from cacao_tui.ui.screens.help import HelpScreen
 from cacao_tui.ui.screens.new_problem import NewProblemScreen
 from cacao_tui.ui.screens.results import ResultsScreen
+from cacao_tui.ui.screens.steering import DecisionScreen, MessageScreen, RevertScreen
 from cacao_tui.ui.widgets.best_sparkline import BestSparkline
 from cacao_tui.ui.widgets.branch_tree import BranchTree
 from cacao_tui.ui.widgets.details import DetailsPane
@@ -234,6 +235,76 @@ class MainScreen(Screen[None]):
             return
         if self._control("retry", lambda: self.engine.retry_branch(name)) is not FAILED:
             self.notify(f"{name}: retry requested")
+
+    # ---- steering: each answer goes to the engine, which writes the branch's inbox ----------
+    def _steer(self, what: str, call: Callable[[], object]) -> None:
+        line = self._control(what, call)
+        if isinstance(line, str):
+            self.notify(line, timeout=6)
+
+    def action_message(self) -> None:
+        if (name := self._branch()) is None:
+            return
+
+        def answered(text: str | None) -> None:
+            if text:
+                self._steer("message", lambda: self.engine.send_message(name, text))
+
+        self.app.push_screen(MessageScreen(name), answered)
+
+    def action_revert(self) -> None:
+        if (name := self._branch()) is None:
+            return
+        b = self.view.branches.get(name)
+        choices = sorted(i for i, it in (b.iterations.items() if b else []) if it.status == "decided")
+        suggested = self.selection.iteration if self.selection.iteration in choices else None
+
+        def answered(iteration: int | None) -> None:
+            if iteration is not None:
+                self._steer("revert", lambda: self.engine.revert_branch(name, iteration))
+
+        self.app.push_screen(RevertScreen(name, suggested, choices), answered)
+
+    def action_change_decision(self) -> None:
+        if (name := self._branch()) is None:
+            return
+        b = self.view.branches.get(name)
+        finished = b is not None and not b.active
+
+        def answered(action: str | None) -> None:
+            if action:
+                self._steer("decision", lambda: self.engine.change_decision(name, action))
+
+        self.app.push_screen(DecisionScreen(name, finished), answered)
+
+    def action_delete(self) -> None:
+        if (name := self._branch()) is None:
+            return
+        below = [b.name for b in self.view.branches.values() if self._descends(b.name, name)]
+        also = f" and its sub-branches {', '.join(below)}" if below else ""
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._steer("delete", lambda: self.engine.delete_branch(name))
+
+        self.app.push_screen(
+            ConfirmScreen(
+                f"Delete branch {name}{also}?",
+                "Running steps are stopped; the directories move to output/trash/ (nothing is lost).",
+                yes="Delete",
+            ),
+            answered,
+        )
+
+    def _descends(self, name: str, ancestor: str) -> bool:
+        seen: set[str] = set()
+        b = self.view.branches.get(name)
+        while b is not None and b.parent is not None and b.parent not in seen:
+            if b.parent == ancestor:
+                return True
+            seen.add(b.parent)
+            b = self.view.branches.get(b.parent)
+        return False
 
     def action_filter(self) -> None:
         self.details.show_tab("log")

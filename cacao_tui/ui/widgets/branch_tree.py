@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from rich.text import Text
 from textual.message import Message
 from textual.widgets import Tree
@@ -30,6 +32,10 @@ def iteration_label(it: IterationView) -> Text:
     text.append(it.status, style=ITER_STYLES.get(it.status, "yellow"))
     if it.best_ms is not None:
         text.append(f" {fmt_ms(it.best_ms)}", style="green")
+    if it.action is not None and it.status != "superseded":
+        text.append(f" → {it.action}", style="dim")
+    if it.summary:
+        text.append(f" · {it.summary}", style="dim italic")
     return text
 
 
@@ -85,6 +91,9 @@ class BranchTree(Tree[Selection]):
         """Create missing nodes and relabel the changed ones."""
         if RUN in changed:
             self._relabel(RUN, self.root, run_label(view))
+        for name in changed - {RUN}:
+            if name not in view.branches:
+                self._remove_branch(name)
         for name, b in view.branches.items():  # in the order the run created them
             if name not in changed:
                 continue
@@ -97,6 +106,17 @@ class BranchTree(Tree[Selection]):
                     it_node = node.add_leaf(f"iter{index}", data=Selection(name, index))
                     self._iterations[key] = it_node
                 self._relabel(key, it_node, iteration_label(it))
+
+    def _remove_branch(self, name: str) -> None:
+        """A deleted branch: its node goes (a sub-branch's node went with its parent's)."""
+        node = self._branches.pop(name, None)
+        for key in [k for k in self._iterations if k[0] == name]:
+            self._labels.pop(key, None)
+            del self._iterations[key]
+        self._labels.pop(name, None)
+        if node is not None:
+            with contextlib.suppress(Exception):
+                node.remove()
 
     def select_branch(self, name: str) -> None:
         node = self._branches.get(name)
