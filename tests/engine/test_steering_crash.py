@@ -133,3 +133,52 @@ def test_steering_between_runs_survives_sigkill_and_resume(mmul_dir: Path, kill_
     # every command applied exactly once (the delete's went to the trash with its branch)
     applied = [c for name in ("b1-tiling", "b2-strip") for c in manifest(layout, name).applied]
     assert sorted(applied) == sorted(c["id"] for c in commands if c["kind"] != "delete")
+
+
+def test_live_cli_steering_then_sigkill_then_resume(mmul_dir: Path) -> None:
+    """The real command on the replay (--dry-run: NVRTC compile checks), steered from another
+    process while it runs, SIGKILLed while it acts on the commands, then --resume."""
+    import signal
+    import time
+
+    layout = RunLayout(mmul_dir)
+    argv = [sys.executable, "-m", "cacao_tui", "--dir", str(mmul_dir), "--provider", "replay", "--no-ui", "--dry-run"]
+    proc = subprocess.Popen(
+        argv, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+    assert proc.stdout is not None
+    seen: list[str] = []
+    deadline = time.time() + 300
+    steered = False
+    for line in proc.stdout:
+        seen.append(line)
+        if not steered and "b1-tiling: done" in line:  # the tiling branch has branched; its children run
+            steered = True
+            for args in (
+                ["--branch", "b2-strip", "--message", MESSAGE],
+                ["--branch", "b2-strip", "--decision", "continue"],
+                ["--branch", "b1-tiling", "--revert", "2"],
+                ["--branch", "b3-quad", "--delete"],
+            ):
+                assert cacao(mmul_dir, *args).returncode == 0
+        joined = "".join(seen[-400:])
+        if ("b2-strip #2: implementing" in joined and "- b3-quad: deleted" in joined) or time.time() > deadline:
+            break
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    out = "".join(seen)
+    # Applied by the live run, not by the resume.
+    assert "b2-strip: message from the user" in out and "b2-strip #2: implementing" in out, out[-3000:]
+    assert "- b3-quad: deleted" in out
+    assert not layout.final_results.exists()
+
+    resumed = subprocess.run([*argv, "--resume"], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert "b3-quad" not in layout.branch_names() and (layout.output / "trash" / "b3-quad").is_dir()
+    tiling = manifest(layout, "b1-tiling")
+    assert tiling.superseded == [3, 4] and state(layout, "b1-tiling", 5).base_iteration == 2
+    assert state(layout, "b1-tiling", 5).decision is not None
+    strip = manifest(layout, "b2-strip")
+    assert [m.text for m in strip.messages] == [MESSAGE]
+    assert state(layout, "b2-strip", 2).decision is not None and strip.pending_decision is None
+    assert len(strip.applied) == len(set(strip.applied)) == 2
