@@ -49,11 +49,11 @@ def test_defaults_leave_room_for_the_engine() -> None:
 
 def test_values_are_parsed() -> None:
     args = parse_args(
-        ["--dir", str(MMUL), "--max-iter", "3", "--max-depth", "0", "--path-budget", "7", "--strategies", "2",
+        ["--dir", str(MMUL), "--max-iter", "3", "--max-depth", "1", "--path-budget", "7", "--strategies", "2",
          "--timeout", "12.5", "--gpus", "0, 1", "--provider", "Anthropic", "--model", "m", "--budget-usd", "0.5",
          "--no-ui", "--dry-run", "--json", "--single-shot", "-v", "--resume", "--no-clean"]
     )  # fmt: skip
-    assert (args.max_iter, args.max_depth, args.path_budget, args.strategies) == (3, 0, 7, 2)
+    assert (args.max_iter, args.max_depth, args.path_budget, args.strategies) == (3, 1, 7, 2)
     assert (args.timeout, args.gpus, args.provider, args.budget_usd) == (12.5, [0, 1], "anthropic", 0.5)
 
 
@@ -63,8 +63,8 @@ def test_values_are_parsed() -> None:
         (["--max-iter", "-3"], "argument --max-iter: must be at least 1, got -3"),
         (["--max-iter", "0"], "must be at least 1"),
         (["--max-iter", "two"], "expected a whole number, got 'two'"),
-        (["--max-depth", "-1"], "argument --max-depth: must be at least 0"),
-        (["--path-budget", "0"], "argument --path-budget"),
+        (["--max-depth", "0"], "argument --max-depth: must be at least 1"),  # N levels; 1: no sub-branches
+        (["--path-budget", "-1"], "argument --path-budget"),  # 0 is valid: off
         (["--strategies", "0"], "argument --strategies"),
         (["--timeout", "0"], "argument --timeout: must be a positive number"),
         (["--timeout", "nan"], "must be a positive number"),

@@ -495,3 +495,43 @@ def test_ktt_command_lines(monkeypatch, tmp_path: Path) -> None:  # type: ignore
     assert argv[argv.index("--device") + 1] == "1" and argv[argv.index("--duration") + 1] == "6"
     assert argv[argv.index("--compile-workers") + 1] == "7"
     assert compile_workers(1) is None and compile_workers(2) >= 1
+
+
+def _branch_once(branch: str, iteration: int) -> dict:
+    if branch == "b1-alpha" and iteration == 1:
+        return {"action": "branch", "reason": "x", "sub_strategies": [{"name": "c", "title": "C", "description": "c"}]}
+    return {"action": "continue", "reason": "more"}
+
+
+def test_children_inherit_the_parents_raised_max_iter(mmul_dir: Path) -> None:
+    scenario = Scenario(strategies=["alpha"], decide=_branch_once)
+    bus = EventBus()
+    engine = make_engine(mmul_dir, scenario.provider(), bus=bus, max_iter=3, max_depth=2, n_strategies=1)
+    raised: list[int] = []
+    bus.subscribe(
+        lambda e: raised.append(engine.change_max_iter("b1-alpha", 4))
+        if isinstance(e, BranchAdded) and e.branch == "b1-alpha" and not raised
+        else None
+    )
+    run(engine)
+    assert raised == [7]
+    layout = RunLayout(mmul_dir)
+    assert read_model(layout.branch("b1-alpha.1-c").config, BranchConfig).max_iter == 7
+    assert manifests(mmul_dir)["b1-alpha.1-c"].iterations_done == 7
+
+
+def test_a_grant_extends_the_path_budget_of_the_children(mmul_dir: Path) -> None:
+    scenario = Scenario(strategies=["alpha"], decide=_branch_once)
+    bus = EventBus()
+    engine = make_engine(mmul_dir, scenario.provider(), bus=bus, max_iter=3, max_depth=2, path_budget=6, n_strategies=1)
+    raised: list[int] = []
+    bus.subscribe(  # the root's share is the path budget (6); the user grants 2 more
+        lambda e: raised.append(engine.change_max_iter("b1-alpha", 2))
+        if isinstance(e, BranchAdded) and e.branch == "b1-alpha" and not raised
+        else None
+    )
+    run(engine)
+    child = manifests(mmul_dir)["b1-alpha.1-c"]
+    # The path is 6 + 2 = 8 iterations; the parent used 1, so the child gets 7.
+    assert raised == [8] and child.path_budget_total == 8 and child.path_before == 1
+    assert read_model(RunLayout(mmul_dir).branch("b1-alpha.1-c").config, BranchConfig).max_iter == 7
