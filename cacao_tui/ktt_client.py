@@ -29,7 +29,49 @@ from ktt.protocol import (
 )
 
 CHECK_TIMEOUT_S = 300.0
-GPU_WAIT = "waiting for GPU"
+
+
+class _GpuWait:
+    """Follows ktt's lines about the machine-wide GPU lock (ktt.gpu_lock): tells the engine's
+    log, and pauses the watchdog while another process holds the GPU."""
+
+    WAIT = "waiting for GPU"
+    FREE = "is free after"
+
+    def __init__(self, on_log: Callable[[str], None] | None) -> None:
+        self.on_log = on_log
+        self.waiting = False
+
+    def message(self, text: str) -> None:
+        if text.startswith(self.WAIT):
+            self.waiting = True
+        elif text.startswith("GPU ") and self.FREE in text:
+            self.waiting = False
+        else:
+            return
+        if self.on_log is not None:
+            self.on_log(text[:300])
+
+    def stdout_line(self, line: str) -> None:
+        """ktt tune reports it as a protocol log line."""
+        if "GPU" not in line or '"log"' not in line:
+            return
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            return
+        if data.get("type") == "log":
+            self.message(str(data.get("message", "")))
+
+    def stderr_line(self, line: str) -> None:
+        """ktt profile (and anything ktt runs without a protocol stream) on stderr."""
+        if line.startswith("ktt: "):
+            self.message(line[len("ktt: ") :])
+
+    def paused(self) -> bool:
+        return self.waiting
+
+
 PROFILE_TIMEOUT_S = 600.0
 
 
@@ -114,23 +156,7 @@ class KttTuner:
 
     def __init__(self, python: str | None = None, on_log: Callable[[str], None] | None = None) -> None:
         self.python = python or sys.executable
-        self.on_log = on_log  # hears ktt's "waiting for GPU N (held by ...)" lines (ktt.gpu_lock)
-
-    def _gpu_wait_stdout(self, line: str) -> None:
-        """ktt tune reports a busy GPU as a protocol log line."""
-        if GPU_WAIT not in line or self.on_log is None:
-            return
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError:
-            return
-        if data.get("type") == "log" and str(data.get("message", "")).startswith(GPU_WAIT):
-            self.on_log(str(data["message"])[:300])
-
-    def _gpu_wait_stderr(self, line: str) -> None:
-        """ktt profile (and anything ktt runs without a protocol stream) reports it on stderr."""
-        if self.on_log is not None and line.startswith("ktt: " + GPU_WAIT):
-            self.on_log(line[len("ktt: ") :][:300])
+        self.on_log = on_log  # hears ktt's "waiting for GPU N (held by ...)" / "GPU N is free" lines
 
     def _argv(self, command: str, problem_dir: Path, kernel: Path, spec: Path, *extra: str) -> list[str]:
         return [self.python, "-m", "ktt", command, "--problem", str(problem_dir), "--kernel", str(kernel),
@@ -156,9 +182,11 @@ class KttTuner:
             *(["--compile-workers", str(request.compile_workers)] if request.compile_workers else []),
         )  # fmt: skip
 
+        gpu = _GpuWait(self.on_log)
+
         def on_line(line: str) -> None:
             if '"progress"' not in line:
-                self._gpu_wait_stdout(line)
+                gpu.stdout_line(line)
                 return
             try:
                 data = json.loads(line)
@@ -169,7 +197,7 @@ class KttTuner:
 
         result = await run_streaming(
             argv, env=_python_env(), timeout_s=request.watchdog_s, on_stdout_line=on_line,
-            on_stderr_line=self._gpu_wait_stderr,
+            on_stderr_line=gpu.stderr_line, paused=gpu.paused,
         )  # fmt: skip
         data = _last_json(result.stdout_lines, "result")
         if data is None:
@@ -186,8 +214,9 @@ class KttTuner:
             "profile", problem_dir, kernel, spec,
             "--from-summary", str(summary), "--output", str(out_dir), "--device", str(device),
         )  # fmt: skip
+        gpu = _GpuWait(self.on_log)
         result = await run_streaming(
-            argv, env=_python_env(), timeout_s=PROFILE_TIMEOUT_S, on_stderr_line=self._gpu_wait_stderr
+            argv, env=_python_env(), timeout_s=PROFILE_TIMEOUT_S, on_stderr_line=gpu.stderr_line, paused=gpu.paused
         )
         data = _last_json(result.stdout_lines, "profile")
         if data is not None:

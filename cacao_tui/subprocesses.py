@@ -62,6 +62,27 @@ async def _terminate(proc: asyncio.subprocess.Process) -> None:
         await proc.wait()
 
 
+async def _wait_unpaused(readers: asyncio.Future, timeout_s: float | None, paused: Callable[[], bool] | None) -> None:
+    """Wait for ``readers``; TimeoutError once ``timeout_s`` of unpaused time has passed."""
+    if timeout_s is None or paused is None:
+        await asyncio.wait_for(asyncio.shield(readers), timeout_s)
+        return
+    loop = asyncio.get_running_loop()
+    used = 0.0
+    last = loop.time()
+    while True:
+        done, _ = await asyncio.wait({readers}, timeout=min(1.0, max(0.01, timeout_s - used)))
+        now = loop.time()
+        if not paused():
+            used += now - last
+        last = now
+        if done:
+            readers.result()
+            return
+        if used >= timeout_s:
+            raise TimeoutError
+
+
 async def run_streaming(
     argv: list[str],
     *,
@@ -71,10 +92,13 @@ async def run_streaming(
     on_stdout_line: Callable[[str], None] | None = None,
     on_stderr_line: Callable[[str], None] | None = None,
     keep_stderr_chars: int = 200_000,
+    paused: Callable[[], bool] | None = None,
 ) -> ProcessResult:
     """Run ``argv``; call ``on_stdout_line`` for each stdout line as it arrives.
 
     ``env`` (default: ours) is reduced to the allow-list before the child sees it.
+    ``timeout_s`` counts only the time ``paused()`` is false (a tuner waiting for a GPU
+    that another process holds is not late).
     """
     loop = asyncio.get_running_loop()
     start = loop.time()
@@ -98,7 +122,7 @@ async def run_streaming(
     )
     timed_out = False
     try:
-        await asyncio.wait_for(asyncio.shield(readers), timeout_s)
+        await _wait_unpaused(readers, timeout_s, paused)
         await proc.wait()
     except TimeoutError:
         timed_out = True

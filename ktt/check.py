@@ -10,10 +10,12 @@ a kernel the source does not define are listed in ``missing_kernels``.
 from __future__ import annotations
 
 import random
+import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from ktt import sandbox
 from ktt.candidates import CompileContext, KernelSource, geometry_problems, launch_plan, protocol_diagnostics
 from ktt.capped_read import MAX_SOURCE_BYTES, describe_read_error, read_text_capped
 from ktt.compile_cache import compile_cached, default_cache_dir
@@ -183,6 +185,8 @@ def check_files(
         return base.model_copy(update={"message": f"{kernel}: {describe_read_error(exc)}"}), 2
     if not spec.exists():
         return base.model_copy(update={"message": f"{spec}: file not found"}), 2
+    if not sandbox.landlock_abi():
+        print(f"ktt: warning: {sandbox.status()}", file=sys.stderr)  # docs/SECURITY.md
     report = check_kernel(
         problem,
         text,

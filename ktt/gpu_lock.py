@@ -128,8 +128,9 @@ def acquire(
 ) -> GpuLock:
     """Wait for and take GPU ``ordinal``'s lock; ``what`` says who holds it ("ktt tune of problem X").
 
-    ``on_wait`` hears one line when the GPU is busy (default: stderr, which the engine
-    shows in its log). Raises TimeoutError after ``timeout_s`` (default: wait as long as needed).
+    ``on_wait`` hears one line when the GPU is busy and one when it is free again
+    (default: stderr; the engine shows both in its log, and does not count the wait against
+    the tuning's watchdog). Raises TimeoutError after ``timeout_s`` (default: wait as long as needed).
     """
     path = lock_file(ordinal, uuid)
     fd, writable = _open(path)
@@ -154,6 +155,9 @@ def acquire(
     except BaseException:
         os.close(fd)
         raise
+    waited = time.monotonic() - start
+    if announced is not None:
+        (on_wait or _say)(f"GPU {ordinal} is free after {waited:.0f} s of waiting")
     if writable:
         note = {
             "pid": os.getpid(),
@@ -164,7 +168,7 @@ def acquire(
         with contextlib.suppress(OSError):
             os.ftruncate(fd, 0)
             os.pwrite(fd, (json.dumps(note) + "\n").encode(), 0)
-    return GpuLock(path, fd, writable, time.monotonic() - start)
+    return GpuLock(path, fd, writable, waited)
 
 
 @contextlib.contextmanager

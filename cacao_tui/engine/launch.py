@@ -33,6 +33,8 @@ from cacao_tui.store.state import GpuInfo, RunSettings
 from ktt.problem import Problem, ProblemError, load_problem
 from ktt.problem.inputs_hpp import write_inputs_hpp
 from ktt.reference_times import ReferenceTimeError, read_reference_times
+from ktt.sandbox import landlock_abi
+from ktt.sandbox import status as sandbox_status
 
 EXIT_OK = 0
 EXIT_NO_RESULT = 1
@@ -165,6 +167,8 @@ def build_engine(args: argparse.Namespace) -> tuple[Engine, EventBus]:
             prepare_output(problem.directory, resume=False, no_clean=args.no_clean)
         except ArchiveError as exc:
             raise LaunchError(str(exc)) from None
+    if not landlock_abi():  # docs/SECURITY.md: what degrades without Landlock
+        print(f"cacao: warning: {sandbox_status()}", file=sys.stderr)
     try:  # kernels and C references may include it; rewritten only when inputs.yaml changed
         write_inputs_hpp(problem)
     except OSError as exc:

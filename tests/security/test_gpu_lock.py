@@ -152,3 +152,28 @@ def test_the_engine_hears_what_a_tuning_waits_for(tmp_path: Path) -> None:
                                  device=0))  # fmt: skip
     assert heard == [message]
     assert json.loads(line)["type"] == "log"
+
+
+def test_waiting_for_the_gpu_does_not_count_against_the_watchdog(tmp_path: Path) -> None:
+    """A tuning that waits 3 s for another process's GPU, under a 1.5 s watchdog, is not killed."""
+    script = (
+        "import sys, time\n"
+        "print('ktt: waiting for GPU 0 (held by pid 1, ktt tune of problem x since 10:00:00)', file=sys.stderr,"
+        " flush=True)\n"
+        "time.sleep(3)\n"
+        "print('ktt: GPU 0 is free after 3 s of waiting', file=sys.stderr, flush=True)\n"
+        "time.sleep(0.5)\n"
+        "print('done', flush=True)\n"
+    )
+    heard: list[str] = []
+    from cacao_tui.ktt_client import _GpuWait
+    from cacao_tui.subprocesses import run_streaming
+
+    gpu = _GpuWait(heard.append)
+    result = asyncio.run(
+        run_streaming([sys.executable, "-c", script], timeout_s=1.5, on_stderr_line=gpu.stderr_line, paused=gpu.paused)
+    )
+    assert not result.timed_out and result.stdout_lines == ["done"]
+    assert [h.split(" (")[0] for h in heard] == ["waiting for GPU 0", "GPU 0 is free after 3 s of waiting"]
+    unpaused = asyncio.run(run_streaming([sys.executable, "-c", script], timeout_s=1.5))
+    assert unpaused.timed_out  # the same child without the pause is killed at 1.5 s
