@@ -81,7 +81,7 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
-def exit_when_parent_dies(poll_s: float = 0.5) -> None:
+def exit_when_parent_dies(poll_s: float = 0.5, *, only_when_asked: bool = False) -> None:
     """Make this process end with the process that started it (call it first in a child program).
 
     Two mechanisms, because neither covers every case alone. PR_SET_PDEATHSIG has the kernel
@@ -91,12 +91,16 @@ def exit_when_parent_dies(poll_s: float = 0.5) -> None:
     thread that waits for us (``run``). The tuner restarts its GPU worker from a thread that
     ends before the run does, so the worker relies on the second: a thread that polls the
     parent pid (and the pid in ``KTT_PARENT_PID``, which reaches through ncu to the runner
-    it launches) and exits once either is gone.
+    it launches) and exits once either is gone. ``only_when_asked``: do nothing unless a
+    spawner set ``KTT_PARENT_PID`` (the ``python -m ktt`` command line, which a person may
+    start under nohup).
     """
     parent = os.getppid()
     watched: int | None = None
     with contextlib.suppress(ValueError):
         watched = int(os.environ.get(PARENT_ENV, ""))
+    if only_when_asked and watched is None:
+        return  # started by a person (a shell, nohup): it may outlive its shell
     if watched is not None and watched == parent:
         arm_parent_death_signal()
         if os.getppid() != parent:  # it died before the signal was armed
