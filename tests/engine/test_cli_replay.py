@@ -15,7 +15,7 @@ from pathlib import Path
 from cacao_tui.store.atomic import read_model
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import BranchManifest, FinalResults, IterState
-from tests.engine.conftest import ROOT
+from tests.pathenv import child_pythonpath
 
 BRANCHES = {"b1-tiling", "b1-tiling.1-vec-dbuf", "b1-tiling.2-vec-smem", "b2-strip", "b3-quad"}
 DECIDED_ITERATIONS = 9  # tiling 4 + its two children 1 + 1 + strip 1 + quad 2 (a retry)
@@ -26,7 +26,7 @@ def cacao(*args: str, cwd: Path) -> list[str]:
 
 
 def env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+    return {**os.environ, "PYTHONPATH": child_pythonpath(), "PYTHONUNBUFFERED": "1"}
 
 
 def check_complete(problem: Path) -> FinalResults:

@@ -18,6 +18,7 @@ from cacao_tui.store.atomic import read_model
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import FinalResults, IterState
 from tests.engine.conftest import ROOT
+from tests.pathenv import child_pythonpath
 
 pytestmark = pytest.mark.gpu
 
@@ -29,7 +30,7 @@ def test_the_demo_session_tunes_real_kernels(tmp_path: Path) -> None:
     done = subprocess.run(
         [*argv, "--timeout", "4"],
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": child_pythonpath()},
         capture_output=True,
         text=True,
         timeout=900,

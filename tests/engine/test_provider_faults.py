@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.conftest import ROOT
 from tests.llm.wire_servers import DIALECTS, WireServer
+from tests.pathenv import child_pythonpath
 
 ENV_PREFIXES = ("ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "CERIT_", "LLM_")
 
 
 def provider_env(name: str, server: WireServer, tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIXES)}
-    env.update({"XDG_CONFIG_HOME": str(tmp / "config"), "PYTHONPATH": str(ROOT)})
+    env.update({"XDG_CONFIG_HOME": str(tmp / "config"), "PYTHONPATH": child_pythonpath()})
     if name == "anthropic":
         env.update(ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=server.url)
     elif name == "openai":

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.engine.conftest import ROOT
+from tests.pathenv import child_pythonpath
 
 
 def test_an_unreadable_reference_time_file_is_one_line_and_exit_2(mmul_dir: Path) -> None:
@@ -15,7 +15,7 @@ def test_an_unreadable_reference_time_file_is_one_line_and_exit_2(mmul_dir: Path
     ref.parent.mkdir(parents=True, exist_ok=True)
     ref.write_text('{"reference_time_us": "fast"}')
     argv = [sys.executable, "-m", "cacao_tui", "--dir", str(mmul_dir), "--provider", "replay", "--no-ui", "--dry-run"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONPATH": child_pythonpath(), "PYTHONUNBUFFERED": "1"}
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
     lines = [line for line in proc.stderr.splitlines() if line.strip()]

@@ -25,6 +25,7 @@ from cacao_tui.ktt_client import KttTuner, TuneRequest, TunerError
 from ktt import gpu_lock
 from ktt.protocol import LogLine, TuneSummary
 from ktt.tune import TuneOptions, tune
+from tests.pathenv import child_pythonpath
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "tests" / "ktt" / "data" / "tiny"
@@ -103,7 +104,7 @@ def test_a_lock_left_by_a_killed_job_is_released(tmp_path: Path) -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c", "import time; from ktt import gpu_lock; gpu_lock.acquire(3, 'ktt tune of problem x');"
          "print('held', flush=True); time.sleep(600)"],
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": child_pythonpath()}, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
     heard: list[str] = []

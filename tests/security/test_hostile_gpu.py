@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 from test_orphans import processes_with, spinning_kernel
 
+from tests.pathenv import child_pythonpath
+
 pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +50,7 @@ def ktt_tune(problem: Path, out: Path, *extra: str, env: dict[str, str] | None =
     argv = [sys.executable, "-m", "ktt", "tune", "--problem", str(problem), "--kernel", str(problem / "kernels.cu"),
             "--spec", str(problem / "tuning.yaml"), "--output", str(out), "--cache-dir", str(out.parent / "cache"),
             "--device", "0", "--json", *extra]  # fmt: skip
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    full_env = {**os.environ, "PYTHONPATH": child_pythonpath(), **(env or {})}
     return subprocess.Popen(argv, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -21,6 +21,7 @@ from ktt.compile_pool import CompilePool
 from ktt.nvrtc import CompileRequest, compile_cubin
 from ktt.procs import pid_alive
 from ktt.toolkit import cuda_include_dirs
+from tests.pathenv import child_pythonpath
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "tests" / "ktt" / "data" / "tiny"
@@ -80,7 +81,7 @@ def test_a_ktt_check_dies_with_the_engine_that_started_it(tmp_path: Path) -> Non
                                      Path({str(problem / "tuning.yaml")!r}), sample=1, arch="sm_90"))
         """
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "KTT_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "PYTHONPATH": child_pythonpath(), "KTT_CACHE_DIR": str(tmp_path / "cache")}
     parent = subprocess.Popen([sys.executable, "-c", engine], env=env, start_new_session=True)
     try:
         assert wait_until(lambda: processes_with(str(kernel)), 30), "ktt check did not start"
@@ -121,7 +122,7 @@ def test_compile_workers_die_with_the_tuner(tmp_path: Path) -> None:
         time.sleep(600)
         """
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": child_pythonpath()}
     parent = subprocess.Popen(
         [sys.executable, "-c", tuner], env=env, stdout=subprocess.PIPE, text=True, start_new_session=True
     )
@@ -169,7 +170,7 @@ def test_a_child_learns_its_parent_and_dies_with_it(tmp_path: Path, spawner: str
     else:
         code = f"import sys\nfrom ktt import procs\nprocs.run([sys.executable, '-c', {child!r}], timeout_s=600)"
     marker = f"# {tmp_path}"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": child_pythonpath()}
     parent = subprocess.Popen([sys.executable, "-c", code.replace("time.sleep(600)", f"time.sleep(600)  {marker}")],
                               env=env, start_new_session=True)  # fmt: skip
     try:

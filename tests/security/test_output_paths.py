@@ -21,6 +21,7 @@ import pytest
 from cacao_tui.store import atomic
 from cacao_tui.store.archive import ArchiveError, prepare_output
 from cacao_tui.store.atomic import DiskFull, write_json_atomic
+from tests.pathenv import child_pythonpath
 
 ROOT = Path(__file__).resolve().parents[2]
 FULL_AFTER = textwrap.dedent(
@@ -42,7 +43,7 @@ FULL_AFTER = textwrap.dedent(
 
 
 def env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+    return {**os.environ, "PYTHONPATH": child_pythonpath(), "PYTHONUNBUFFERED": "1"}
 
 
 @pytest.fixture

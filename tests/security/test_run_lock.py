@@ -21,6 +21,7 @@ import pytest
 
 from cacao_tui.store.archive import ArchiveError, prepare_output
 from cacao_tui.store.run_lock import RunLocked, acquire_run_lock, lock_path, read_holder
+from tests.pathenv import child_pythonpath
 
 ROOT = Path(__file__).resolve().parents[2]
 HOLD = textwrap.dedent(
@@ -36,7 +37,7 @@ HOLD = textwrap.dedent(
 
 
 def env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+    return {**os.environ, "PYTHONPATH": child_pythonpath(), "PYTHONUNBUFFERED": "1"}
 
 
 @pytest.fixture
