@@ -1,6 +1,7 @@
 """The ``cacao`` command: flags -> one mode.
 
 Modes: a run (the full-screen app, or ``--no-ui``; handed to ``cacao_tui.engine.launch``),
+the home screen (no ``--dir``: the problems under ``--problems``, default ./problems),
 ``--check``, ``--best``, ``--clone NAME`` and ``--prune-archives``. Every user mistake is
 one line on stderr (``FILE: FIELD: what is wrong`` for problem files, ``cacao: error: ...``
 for flags), maybe a hint line, exit status 2, no traceback, and nothing written.
@@ -40,6 +41,7 @@ EXIT_INTERRUPTED = 130
 PROVIDERS = PROVIDER_NAMES
 ENGINE_MODULE = "cacao_tui.engine.launch"
 MODES = ("check", "clone", "best", "prune_archives")
+DEFAULT_PROBLEMS = "problems"  # the home screen's folder when --problems is not given
 
 
 class UsageError(Exception):
@@ -109,6 +111,7 @@ def _non_empty(text: str) -> str:
 
 EPILOG = """\
 modes (one at a time; without one, cacao runs the optimisation):
+  (no --dir)         the home screen: the problems under --problems DIR (default ./problems)
   --check            validate the problem and print what was understood
   --best             print the best result and a per-branch table
   --clone NAME       copy the problem definition to a sibling directory NAME
@@ -119,6 +122,8 @@ exit status: 0 success; 1 the run found nothing valid or an operation failed;
 2 a mistake in the flags or the problem files; 130 interrupted.
 
 examples:
+  cacao
+  cacao --problems ~/kernels
   cacao --dir problems/mmul --check
   cacao --dir problems/mmul
   cacao --dir problems/mmul --no-ui --max-iter 3 --max-depth 1
@@ -137,7 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     p.add_argument("--version", action="version", version=f"cacao {__version__}")
-    p.add_argument("--dir", required=True, metavar="DIR", help="the problem directory (relative or absolute)")
+    p.add_argument("--dir", metavar="DIR", help="the problem directory (without it: the home screen)")
+    p.add_argument(
+        "--problems",
+        metavar="DIR",
+        help=f"the home screen's folder of problems (default ./{DEFAULT_PROBLEMS})",
+    )
 
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="validate the problem, print a summary and exit")
@@ -225,6 +235,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         if not source.exists():
             raise UsageError(f"--from: {args.from_path}: no such file or directory")
         args.from_path = source.resolve()
+    if args.dir is None:
+        return _home_args(args)
+    if args.problems is not None:
+        raise UsageError("--problems is the home screen's folder; it does not go with --dir")
     raw = Path(args.dir).expanduser()
     if not raw.exists():
         raise ProblemError(raw, "", "no such directory", hint="--dir takes a problem directory, e.g. problems/mmul")
@@ -232,6 +246,36 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         raise ProblemError(raw, "", "not a directory (--dir takes a problem directory)")
     args.dir = raw.resolve()
     return args
+
+
+def _home_args(args: argparse.Namespace) -> argparse.Namespace:
+    """No --dir: the home screen, which takes no other flag than --problems (and -v)."""
+    if args.mode != "run":
+        flag = "branch" if args.mode == "steer" else args.mode.replace("_", "-")
+        raise UsageError(f"--{flag} needs --dir (the problem directory)")
+    defaults = vars(build_parser().parse_args([]))
+    given = vars(args).items()
+    extra = [k for k, v in given if k in defaults and k not in ("problems", "verbose") and v != defaults[k]]
+    if extra:
+        raise UsageError(f"--{extra[0].replace('_', '-')} needs --dir (the home screen takes only --problems)")
+    explicit = args.problems is not None
+    folder = Path(args.problems if explicit else DEFAULT_PROBLEMS).expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"--problems: {folder}: not a directory")
+    if explicit and not folder.exists():
+        raise UsageError(f"--problems: {folder}: no such directory")
+    args.problems = folder.resolve()
+    args.mode = "home"
+    return args
+
+
+def _home(args: argparse.Namespace) -> int:
+    """The home screen: a terminal app, so a pipe or a script gets one line instead."""
+    if not (sys.stdout.isatty() and sys.stdin.isatty()):
+        raise UsageError("the home screen needs a terminal; give --dir DIR to work on one problem")
+    from cacao_tui.ui.home.loop import run_home  # textual only when the app is used
+
+    return run_home(args.problems)
 
 
 def _require_problem_yaml(directory: Path) -> None:
@@ -347,6 +391,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "clone": _clone,
     "prune_archives": _prune,
     "steer": steer,
+    "home": _home,
 }
 
 

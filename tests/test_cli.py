@@ -93,8 +93,13 @@ def test_bad_flags_are_one_line_exit_2(argv: list[str], words: str, capsys: pyte
 
 
 def test_missing_dir(capsys: pytest.CaptureFixture[str]) -> None:
+    """No --dir is the home screen, an app: without a terminal it is one line and exit 2."""
     assert main([]) == 2
-    assert capsys.readouterr().err.splitlines()[0] == "cacao: error: the following arguments are required: --dir"
+    assert capsys.readouterr().err.splitlines()[0].startswith("cacao: error: the home screen needs a terminal")
+    assert main(["--check"]) == 2
+    assert capsys.readouterr().err.splitlines()[0] == "cacao: error: --check needs --dir (the problem directory)"
+    assert main(["--max-iter", "3"]) == 2
+    assert "--max-iter needs --dir" in capsys.readouterr().err
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
