@@ -188,7 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout",
         type=_positive_number,
         metavar="SECONDS",
-        help="tuner budget per iteration (default: tuning.duration_s)",
+        help="tuning budget of every case in every iteration, replacing each case's duration_s and "
+        "tuning.duration_s (default: a case's duration_s, else tuning.duration_s, else 20)",
     )
     run.add_argument(
         "--gpus", type=_gpu_list, metavar="LIST", help="CUDA devices to use, e.g. 0,1 (default: gpu.index)"
