@@ -30,6 +30,7 @@ from cacao_tui.store.clone import CloneError, clone_problem
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.prune import prune_archives
 from cacao_tui.store.results import load_results, render_results
+from cacao_tui.ui.formatting import safe_json_line, safe_text, safe_value
 from ktt.problem.errors import display_path
 
 EXIT_OK = 0
@@ -290,7 +291,7 @@ def _check(args: argparse.Namespace) -> int:
 
     problem = load_problem(args.dir)
     steps = preflight(problem)
-    print(render_check(problem, steps))
+    print(safe_text(render_check(problem, steps), keep_newlines=True))  # names, descriptions: problem files
     n = len(problem.warnings)
     note = f" ({n} warning{'s' if n != 1 else ''})" if n else ""
     print(f"\nOK: {display_path(problem.directory)} is a valid problem{note}")
@@ -312,14 +313,15 @@ def _best(args: argparse.Namespace) -> int:
         print(f"{args.dir.name} has not been run yet: no results in output/{more}")
         return EXIT_OK
     if args.json:
-        print(loaded.results.model_dump_json(indent=2))
+        print("\n".join(safe_json_line(line) for line in loaded.results.model_dump_json(indent=2).splitlines()))
         return EXIT_OK
     if not args.no_ui and sys.stdout.isatty() and sys.stdin.isatty():
         from cacao_tui.ui.app import ResultsApp  # textual only when the app is used
 
         ResultsApp(layout).run()
         return EXIT_OK
-    print(render_results(loaded, layout))
+    # Names, reasons and notes come from the run's files: shown terminal-safe.
+    print(safe_text(render_results(safe_value(loaded), layout), keep_newlines=True))
     return EXIT_OK
 
 
@@ -397,7 +399,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 def _error(line: str, hint: str | None = None) -> None:
-    print(line, file=sys.stderr)
+    print(safe_text(line, keep_newlines=True), file=sys.stderr)  # may quote a file's text (a lock's holder)
     if hint:
         print(f"hint: {hint}", file=sys.stderr)
 

@@ -2,7 +2,10 @@
 
 Everything here runs in a worker thread (``asyncio.to_thread``) and never raises for a
 missing, half-written or unexpected file: a pane shows what it can and says what is absent.
-The app never writes a file; changes go through EngineControl.
+The app never writes a file; changes go through EngineControl. What the loaders return is
+terminal-safe (``safe_value``): names, states, kernels, replies and metrics come from files
+that the model and the problem wrote, and an escape sequence in them must not reach the
+terminal raw.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from cacao_tui.engine import events as ev
 from cacao_tui.store.atomic import StateFileError, read_model
 from cacao_tui.store.layout import BranchLayout, IterLayout, RunLayout
 from cacao_tui.store.state import BranchConfig, BranchManifest, Context, IterState
+from cacao_tui.ui.formatting import safe_block, safe_event, safe_value
 from cacao_tui.ui.run_view import Selection
 from ktt.protocol import ConfigResult, ProfileReport, TuneSummary
 
@@ -40,7 +44,7 @@ def read_text_quietly(path: Path, limit: int = MAX_SOURCE_BYTES) -> str | None:
             data = f.read(limit + 1)
     except OSError:
         return None
-    text = data[:limit].decode("utf-8", errors="replace")
+    text = safe_block(data[:limit].decode("utf-8", errors="replace"))
     return text + "\n/* … cut at 512 KiB … */\n" if len(data) > limit else text
 
 
@@ -60,7 +64,7 @@ def read_branch_files(layout: RunLayout, name: str) -> BranchFiles:
         state = read_quietly(branch.iteration(index).state, IterState)
         if state is not None:
             files.states.append(state)
-    return files
+    return safe_value(files)
 
 
 def read_run_started(layout: RunLayout) -> ev.RunStarted | None:
@@ -69,11 +73,11 @@ def read_run_started(layout: RunLayout) -> ev.RunStarted | None:
     if ctx is None:
         return None
     s = ctx.settings
-    return ev.RunStarted(
+    return safe_event(ev.RunStarted(
         ts=ctx.created_at, problem=ctx.problem_name, problem_dir=ctx.problem_dir, provider=s.provider,
         model=s.model, gpus=ctx.gpu.indices, gpu_name=ctx.gpu.name, arch=ctx.gpu.arch, dry_run=s.dry_run,
         max_iter=s.max_iter, max_depth=s.max_depth, n_strategies=s.n_strategies,
-    )  # fmt: skip
+    ))  # fmt: skip
 
 
 def read_all_branches(layout: RunLayout) -> list[BranchFiles]:
@@ -320,6 +324,10 @@ class SelectionDetails:
 
 
 def load_selection(layout: RunLayout, selection: Selection) -> SelectionDetails:
+    return safe_value(_load_selection(layout, selection))
+
+
+def _load_selection(layout: RunLayout, selection: Selection) -> SelectionDetails:
     details = SelectionDetails(selection)
     if selection.branch is None:
         details.llm_calls = read_llm_calls(layout.master_llm)
@@ -345,4 +353,4 @@ def read_llm_call(path: Path) -> LLMCallView | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return parse_llm_record(path, data) if isinstance(data, dict) else None
+    return safe_value(parse_llm_record(path, data)) if isinstance(data, dict) else None

@@ -10,6 +10,7 @@ both the app and the headless renderer take events in.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any, TypeVar
 
@@ -139,12 +140,29 @@ def safe_text(text: str, *, keep_newlines: bool = False) -> str:
     """``text`` with every control, format (bidi) and separator character shown as an escape.
 
     Printable text is returned unchanged (the same object). With ``keep_newlines`` a line
-    break and a tab stay as they are (a multi-line message), everything else is escaped.
+    break and a tab stay as they are (a multi-line message, a kernel's source), a CR before a
+    line break is dropped (CRLF files), everything else is escaped.
     """
     if text.isprintable():
         return text
-    kept = "\n\t" if keep_newlines else ""
-    return "".join(c if c.isprintable() or c in kept else _escape(c) for c in text)
+    if not keep_newlines:
+        return "".join(c if c.isprintable() else _escape(c) for c in text)
+    # Line by line: a kernel of 512 KiB is mostly printable lines, checked at C speed.
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.isprintable():
+            continue
+        if line.endswith("\r") and i < len(lines) - 1:
+            line = line[:-1]
+        if not line.replace("\t", "").isprintable():
+            line = "".join(c if c.isprintable() or c == "\t" else _escape(c) for c in line)
+        lines[i] = line
+    return "\n".join(lines)
+
+
+def safe_block(text: str | None) -> str | None:
+    """A multi-line text read from a file (a kernel, a log, a reply) made terminal-safe."""
+    return None if text is None else safe_text(text, keep_newlines=True)
 
 
 def safe_json_line(line: str) -> str:
@@ -174,6 +192,8 @@ def _safe_value(value: Any, keep_newlines: bool) -> Any:
         return safe_text(value, keep_newlines=keep_newlines)
     if isinstance(value, BaseModel):
         return safe_event(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _safe_dataclass(value)
     if isinstance(value, list | tuple):
         items = [_safe_value(v, keep_newlines) for v in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else type(value)(items)
@@ -182,7 +202,19 @@ def _safe_value(value: Any, keep_newlines: bool) -> Any:
         if all(a is k and b is v for (a, b), (k, v) in zip(pairs, value.items(), strict=True)):
             return value
         return dict(pairs)
-    return value
+    return value  # numbers, None, paths (shown through safe_text where a pane prints one)
+
+
+def _safe_dataclass(value: Any) -> Any:
+    updates: dict[str, Any] = {}
+    for f in dataclasses.fields(value):
+        if not f.init:
+            continue
+        old = getattr(value, f.name)
+        new = _safe_value(old, keep_newlines=f.name not in NAME_FIELDS)
+        if new is not old:
+            updates[f.name] = new
+    return dataclasses.replace(value, **updates) if updates else value
 
 
 def safe_event(event: E) -> E:
@@ -196,3 +228,13 @@ def safe_event(event: E) -> E:
         if new is not value:
             updates[field] = new
     return event.model_copy(update=updates) if updates else event  # type: ignore[return-value]
+
+
+def safe_value(value: E) -> E:
+    """Anything read back from a run's files (a pydantic model, a dataclass of them, a list, a
+    dict, a string) with every text in it made terminal-safe; the same object when it was.
+
+    Fields named like names (``NAME_FIELDS``) get line breaks escaped too; other texts keep
+    theirs. The app's file-backed panes, the results view and ``--best`` take their data here.
+    """
+    return _safe_value(value, keep_newlines=True)  # type: ignore[no-any-return]

@@ -28,6 +28,8 @@ from cacao_tui.ui.formatting import (
     fmt_count,
     fmt_ms,
     fmt_speedup,
+    safe_text,
+    safe_value,
     status_icon,
 )
 from cacao_tui.ui.widgets.scroll_pane import ScrollPane
@@ -74,7 +76,7 @@ def results_header(loaded: LoadedResults, layout: RunLayout) -> Text:
     text = Text()
     if r is None:
         text.append("No results yet", style="bold")
-        text.append(f"\n{layout.output} has no final_results.json and no branches.", style="dim")
+        text.append(f"\n{safe_text(str(layout.output))} has no final_results.json and no branches.", style="dim")
         return text
     text.append(f"Results · {r.problem_name}", style="bold")
     text.append(f"  (from {loaded.source})", style="dim")
@@ -90,7 +92,7 @@ def results_header(loaded: LoadedResults, layout: RunLayout) -> Text:
         if b.score is not None:
             text.append(f" score {b.score:.3g}")
         text.append(f" · {b.branch}/iter{b.iteration} · {fmt_config(b.config)}")
-        text.append(f"\n{b.kernel_path}", style="dim")
+        text.append(f"\n{safe_text(b.kernel_path)}", style="dim")
     else:
         text.append("no valid kernel was timed", style="dim")
     ref = f"reference {fmt_ms(r.reference_ms)}" + (f" ({r.reference_source})" if r.reference_source else "")
@@ -124,7 +126,8 @@ class ResultsScreen(Screen[None]):
 
     @work(exclusive=True, group="results")
     async def load(self) -> None:
-        loaded = await asyncio.to_thread(load_results, self._layout)
+        # Names, reasons and notes come from the run's files: terminal-safe before they are shown.
+        loaded = safe_value(await asyncio.to_thread(load_results, self._layout))
         self.query_one("#results-header", Static).update(results_header(loaded, self._layout))
         best = loaded.results.best if loaded.results else None
         if best is not None and best.cases and loaded.results and loaded.results.cases:
@@ -158,12 +161,12 @@ class ResultsScreen(Screen[None]):
         header = self.query_one("#results-kernel-header", Static)
         body = self.query_one("#results-kernel", Static)
         if b is None or b.best_iteration is None:
-            header.update(f"{name}: no timed kernel")
+            header.update(Text(f"{name}: no timed kernel"))
             body.update("")
             return
         path = self._layout.branch(name).iteration(b.best_iteration).kernel
         source = read_text_quietly(path)
-        header.update(f"best kernel of {name}: {path}")
+        header.update(Text(f"best kernel of {name}: {safe_text(str(path))}"))
         body.update(
             Syntax(source, "cuda", theme="ansi_dark", line_numbers=True)
             if source is not None
