@@ -3,6 +3,13 @@
 ``rebuild_final_results`` reads only what the workers wrote (branch.json and each
 iterN/state.json), so it works for a run that finished, crashed or is still going; the
 engine's merge step and ``cacao --best`` both use it. Nothing here writes a file.
+
+Iterations a revert left behind (``BranchManifest.superseded``) stay in the results, marked,
+and stay eligible as the branch's and the run's best, as they do in the engine (a revert
+leaves ``BranchManifest.best`` as it is, and a later iteration becomes the best only by
+beating it): a revert changes where the branch goes on from, not what was measured. A
+branch's ``iterations`` counts the decided iterations of its current line, as ``max_iter``
+does; the superseded ones are listed beside it.
 """
 
 from __future__ import annotations
@@ -112,8 +119,9 @@ def _reference_time_file(layout: RunLayout, primary: str, notes: list[str]) -> t
     return ref.ms, ref.source if ref.ms is not None else None
 
 
-def _timeline(states: list[IterState], require_score: bool) -> list[IterationPoint]:
-    """Each iteration's tuned result and the decision after it; ``new_best`` where the branch improved."""
+def _timeline(states: list[IterState], require_score: bool, superseded: set[int]) -> list[IterationPoint]:
+    """Each iteration's tuned result and the decision after it; ``new_best`` where the branch improved
+    (superseded iterations included, as they are for the best)."""
     points: list[IterationPoint] = []
     best: BestResult | None = None
     for st in states:
@@ -131,6 +139,7 @@ def _timeline(states: list[IterState], require_score: bool) -> list[IterationPoi
                 score=r.score if ran and r is not None else None,
                 action=st.decision.action if st.decision else None,
                 new_best=improved,
+                superseded=st.index in superseded,
             )
         )
     return points
@@ -189,7 +198,8 @@ def collect_final_results(layout: RunLayout) -> tuple[FinalResults, list[str]]:
         branch = layout.branch(m.name)
         branch_best: BestResult | None = None
         states = [st for i in branch.iteration_indices() if (st := _read(branch.iteration(i).state, IterState, notes))]
-        decided = sum(st.status == "decided" for st in states)
+        superseded = set(m.superseded)
+        decided = sum(st.status == "decided" and st.index not in superseded for st in states)
         for state in states:
             if state.run is not None and state.run.reference_ms is not None and reference_ms is None:
                 reference_ms = state.run.reference_ms
@@ -197,6 +207,8 @@ def collect_final_results(layout: RunLayout) -> tuple[FinalResults, list[str]]:
             branch_best = _better(branch_best, best_candidate(state, require_score))
         if m.best is not None and (not require_score or m.best.score is not None):
             branch_best = _better(branch_best, m.best)  # the worker's own record, if a state file is gone
+        if branch_best is not None:
+            branch_best = branch_best.model_copy(update={"superseded": branch_best.iteration in superseded})
         best = _better(best, branch_best)
         summaries.append(
             BranchSummary(
@@ -211,7 +223,8 @@ def collect_final_results(layout: RunLayout) -> tuple[FinalResults, list[str]]:
                 score=branch_best.score if branch_best else None,
                 best_iteration=branch_best.iteration if branch_best else None,
                 stop_reason=m.stop_reason or m.error,
-                timeline=_timeline(states, require_score),
+                timeline=_timeline(states, require_score, superseded),
+                superseded=sorted(superseded),
             )
         )
     primary = context.cases[0] if context and context.cases else "default"
@@ -292,11 +305,15 @@ def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
         over = f", {b.speedup:.3g}x over the reference" if b.speedup is not None else ""
         score = f", score {b.score:.3g} (geometric mean over shapes)" if b.score is not None and r.cases else ""
         lines.append(f"best       {b.branch} iteration {b.iteration}: {_ms(b.time_ms)}{over}{score}")
+        if b.superseded:
+            lines.append(f"           (iteration {b.iteration} was superseded by a revert; still the fastest measured)")
         lines.append(f"kernel     {_kernel_display(layout, b.kernel_path)}")
         if b.config:
             lines.append("config     " + ", ".join(f"{k}={v}" for k, v in b.config.items()))
         if r.cases and b.cases:
             lines += case_table(b.cases)
+    elif r.cases:
+        lines.append("best       none: no kernel has a valid result on every case (the score needs them all)")
     else:
         lines.append("best       none: no kernel was validated and timed")
     lines.append(f"reference  {ref}")
@@ -319,7 +336,7 @@ def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
                     _x(s.speedup),
                     "-" if s.score is None else f"{s.score:.3g}",
                     "-" if s.best_iteration is None else f"iter{s.best_iteration}",
-                    (s.stop_reason or "").replace("\n", " ")[:60],
+                    _branch_note(s),
                 )
             )
         if not r.cases:  # without cases the score is the speedup: one column says it
@@ -331,6 +348,14 @@ def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
         lines.append("no branches yet")
     lines += [f"note: {n}" for n in loaded.notes]
     return "\n".join(lines)
+
+
+def _branch_note(s: BranchSummary) -> str:
+    note = (s.stop_reason or "").replace("\n", " ")[:60]
+    if s.superseded:
+        gone = f"superseded {','.join(map(str, s.superseded))}"
+        note = f"{gone}; {note}" if note else gone
+    return note
 
 
 def case_table(cases: list[CaseOutcome]) -> list[str]:
@@ -373,7 +398,11 @@ def iteration_timeline(r: FinalResults) -> list[str]:
                 bar = "#" * filled + "." * (TIMELINE_BAR - filled)
                 extra = f"  score {p.score:.3g}" if r.cases and p.score is not None else ""
                 star = "  *" if p.new_best else ""
-                lines.append(f"    iter{p.iteration:>2}: {p.time_ms:9.4g} ms  [{bar}]  {action:8s}{extra}{star}")
+                gone = "  (superseded)" if p.superseded else ""
+                lines.append(f"    iter{p.iteration:>2}: {p.time_ms:9.4g} ms  [{bar}]  {action:8s}{extra}{star}{gone}")
             else:
-                lines.append(f"    iter{p.iteration:>2}: {'-':>9}     [{' ' * TIMELINE_BAR}]  {action:8s}  (no result)")
+                gone = " (superseded)" if p.superseded else ""
+                lines.append(
+                    f"    iter{p.iteration:>2}: {'-':>9}     [{' ' * TIMELINE_BAR}]  {action:8s}  (no result){gone}"
+                )
     return lines

@@ -149,6 +149,9 @@ class BestResult(BaseModel):
     kernel_path: str
     spec_path: str | None = None
     cases: list[CaseOutcome] = Field(default_factory=list)  # per shape, with ``cases:``; score is their geomean
+    # Set where results are read (store/results.py): the iteration was left behind by a revert.
+    # It stays eligible: a revert changes where the branch goes on from, not what was measured.
+    superseded: bool = False
 
     def rank(self) -> tuple[bool, float, float]:
         """Sort key, larger is better: the case score when there is one, else the shortest time."""
@@ -355,6 +358,7 @@ class IterationPoint(BaseModel):
     score: float | None = None
     action: str | None = None  # the decision taken after it
     new_best: bool = False  # the branch's best so far improved here
+    superseded: bool = False  # left behind by a revert (kept on disk; still counts for the best)
 
 
 class BranchSummary(BaseModel):
@@ -370,6 +374,7 @@ class BranchSummary(BaseModel):
     best_iteration: int | None = None
     stop_reason: str | None = None
     timeline: list[IterationPoint] = Field(default_factory=list)
+    superseded: list[int] = Field(default_factory=list)  # iterations a revert left behind
 
 
 class OriginalBranchEntry(BaseModel):
