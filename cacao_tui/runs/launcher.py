@@ -154,6 +154,9 @@ def start_detached(problem_dir: Path, options: RunOptions, *, python: str = sys.
         os.write(fd, f"== {stamp} started from the app: cacao {shlex.join(argv)}\n".encode())
         env = dict(os.environ)
         env.pop("KTT_PARENT_PID", None)  # nothing should die with the app
+        # The child imports cacao_tui from where this process did (a checkout not pip-installed).
+        here = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH", "")) if p)
         process = subprocess.Popen(
             [python, "-m", "cacao_tui", *argv],
             stdin=subprocess.DEVNULL,

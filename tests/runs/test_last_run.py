@@ -1,0 +1,77 @@
+"""The home screen's view of a problem's last run, read from its files without a lock."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from cacao_tui.engine import events as ev
+from cacao_tui.runs.catalog import scan_problems
+from cacao_tui.runs.last_run import KILLED, NOT_RUN, RUNNING, last_run
+from tests.runs.run_files import copy_problem, hold_note, started, write_log
+
+
+def test_never_run(tmp_path: Path) -> None:
+    problem = copy_problem(tmp_path)
+    last = last_run(problem)
+    assert (last.status, last.when, last.live) == (NOT_RUN, None, None)
+
+
+def test_finished_run_status_and_best(tmp_path: Path) -> None:
+    problem = copy_problem(tmp_path)
+    write_log(problem, [
+        started(),
+        ev.NewBest(branch="b1", iteration=1, time_ms=2.0, speedup=1.5, run_best=True),
+        ev.RunFinished(status="no_result", best_ms=None, message="nothing valid"),
+    ], mtime=1_767_300_100.0)  # fmt: skip
+    last = last_run(problem)
+    assert last.status == "no result" and last.message == "nothing valid"
+    assert last.when == 1_767_300_100.0 and last.dry_run and last.provider == "replay" and last.gpus == [0]
+    assert (last.best_ms, last.speedup) == (2.0, 1.5)  # the log's best, no final_results.json
+
+
+def test_a_run_whose_process_died_is_killed_not_running(tmp_path: Path) -> None:
+    problem = copy_problem(tmp_path)
+    write_log(problem, [started(), ev.MasterPhase(phase="dispatched")])
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    hold_note(problem, int(dead.stdout))  # a killed run leaves its note; its pid is gone
+    assert last_run(problem).status == KILLED
+
+
+def test_a_held_lock_is_running_with_its_holder(tmp_path: Path) -> None:
+    problem = copy_problem(tmp_path)
+    write_log(problem, [started(gpus=[1]), ev.RunFinished(status="ok")])
+    write_log(problem, [started(resumed=True, gpus=[1])])  # --resume appends a new part
+    hold_note(problem, os.getpid())
+    last = last_run(problem)
+    assert last.status == RUNNING and last.live is not None and last.live.holder.pid == os.getpid()
+    assert last.gpus == [1]
+
+
+def test_the_resumed_part_decides(tmp_path: Path) -> None:
+    problem = copy_problem(tmp_path)
+    write_log(problem, [started(), ev.RunFinished(status="interrupted")])
+    assert last_run(problem).status == "interrupted"
+    write_log(problem, [started(resumed=True), ev.RunFinished(status="ok")])
+    assert last_run(problem).status == "ok"
+
+
+def test_another_hosts_note_counts_as_live(tmp_path: Path) -> None:
+    problem = copy_problem(tmp_path)
+    hold_note(problem, 1, host="some-other-host")
+    live = last_run(problem).live
+    assert live is not None and not live.here
+
+
+def test_catalog_lists_problems_with_errors_and_skips_the_trash(tmp_path: Path) -> None:
+    copy_problem(tmp_path, "b_ok")
+    broken = copy_problem(tmp_path, "a_broken")
+    (broken / "problem.yaml").write_text("name: a_broken\nreference: {type: nonsense}\n")
+    copy_problem(tmp_path / ".trash", "gone")
+    (tmp_path / "not_a_problem").mkdir()
+    entries = scan_problems(tmp_path)
+    assert [e.key for e in entries] == ["a_broken", "b_ok"]
+    assert entries[0].error and "problem.yaml" in entries[0].error and entries[0].reference is None
+    assert entries[1].error is None and entries[1].reference == "cuda" and entries[1].cases == 1

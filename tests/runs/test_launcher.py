@@ -1,0 +1,106 @@
+"""Runs started as processes of their own: they outlive whoever started them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cacao_tui.runs.last_run import last_run
+from cacao_tui.runs.launcher import LAUNCH_LOG, LaunchRefused, RunOptions, run_argv, start_detached, validate
+from cacao_tui.store.layout import RunLayout
+from tests.pathenv import child_pythonpath
+from tests.runs.run_files import copy_problem, started, write_log
+
+
+def test_options_become_the_command_lines_flags(tmp_path: Path) -> None:
+    options = RunOptions(provider="replay", strategies=2, max_iter=3, max_depth=1, path_budget=0, timeout_s=2.5,
+                         gpus=[0, 1], budget_usd=1.0, dry_run=True, single_shot=True)  # fmt: skip
+    assert run_argv(tmp_path, options) == [
+        "--dir", str(tmp_path), "--no-ui", "--provider", "replay", "--strategies", "2", "--max-iter", "3",
+        "--max-depth", "1", "--path-budget", "0", "--timeout", "2.5", "--gpus", "0,1", "--budget-usd", "1",
+        "--dry-run", "--single-shot", "--no-clean",
+    ]  # fmt: skip
+    assert run_argv(tmp_path, RunOptions(resume=True))[-1] == "--resume"
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        (RunOptions(provider="replay", max_depth=0), "--max-depth: must be at least 1"),
+        (RunOptions(provider="nonsense"), "unknown provider 'nonsense'"),
+        (RunOptions(provider="openai"), "needs OPENAI_API_KEY"),
+    ],
+)
+def test_refused_before_anything_is_archived(
+    tmp_path: Path, options: RunOptions, words: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    problem = copy_problem(tmp_path)
+    write_log(problem, [started()])
+    with pytest.raises(LaunchRefused, match=words):
+        start_detached(problem, options)
+    assert (problem / "output" / "run.jsonl").is_file() and not (problem / "archive").exists()
+
+
+def test_replay_needs_a_recorded_session(tmp_path: Path) -> None:
+    problem = copy_problem(tmp_path)
+    (problem / "session.jsonl").unlink()
+    with pytest.raises(LaunchRefused, match="no recorded session"):
+        validate(problem, RunOptions(provider="replay", dry_run=True))
+
+
+def test_a_live_run_is_not_archived_under_it(tmp_path: Path) -> None:
+    problem = copy_problem(tmp_path)
+    write_log(problem, [started()])
+    # A real holder: the flock, as a run takes it.
+    code = ("import time; from pathlib import Path; from cacao_tui.store.run_lock import acquire_run_lock;"
+            f"acquire_run_lock(Path({str(problem)!r})); print('held', flush=True); time.sleep(30)")  # fmt: skip
+    locker = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": child_pythonpath()})  # fmt: skip
+    try:
+        assert locker.stdout is not None and locker.stdout.readline().strip() == "held"
+        with pytest.raises(LaunchRefused, match="another run is using this problem directory"):
+            start_detached(problem, RunOptions(provider="replay", dry_run=True))
+        assert not (problem / "archive").exists() and not (problem / "output" / LAUNCH_LOG).exists()
+    finally:
+        locker.kill()
+        locker.wait()
+
+
+@pytest.mark.slow
+def test_the_run_outlives_the_process_that_started_it(tmp_path: Path) -> None:
+    """An 'app' process starts a replay dry run and exits at once; the run goes on to its end
+    in a session of its own, writing output/launch.log and its run log; the earlier run is archived."""
+    problem = copy_problem(tmp_path)
+    write_log(problem, [started()])  # an earlier run: archived, not mixed in
+    code = (
+        "import sys; from pathlib import Path; from cacao_tui.runs.launcher import RunOptions, start_detached;"
+        f"s = start_detached(Path({str(problem)!r}), RunOptions(provider='replay', dry_run=True, max_iter=2));"
+        "print(s.pid, flush=True)"
+    )
+    app = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": child_pythonpath()}, cwd=tmp_path)  # fmt: skip
+    assert app.returncode == 0, app.stderr
+    pid = int(app.stdout.split()[0])
+    assert os.getsid(pid) == pid != os.getsid(0)  # its own session: no terminal's hangup reaches it
+    layout = RunLayout(problem)
+    assert (problem / "archive" / "output_1" / "run.jsonl").is_file()
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and not last_run(problem).finished:
+        time.sleep(0.5)
+    last = last_run(problem)
+    assert last.status == "ok", (layout.output / LAUNCH_LOG).read_text()
+    assert last.live is None and last.dry_run and last.provider == "replay"
+    log = (layout.output / LAUNCH_LOG).read_text()
+    assert log.startswith("== ") and "started from the app: cacao --dir" in log and "--no-clean" in log
+    events = [json.loads(line) for line in layout.run_log.read_text().splitlines()]
+    assert events[0]["type"] == "run_started" and events[-1]["type"] == "run_finished"
+    assert (layout.final_results).is_file()
