@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ktt.capped_read import MAX_KERNEL_BYTES, ReadRefused, describe_read_error, read_text_capped
 from ktt.expressions import ExpressionError
 from ktt.includes import header_texts
 from ktt.nvrtc import CompileOutput, CompileRequest, define_pairs
@@ -24,8 +25,13 @@ class KernelSource:
 
     @classmethod
     def read(cls, path: Path | str) -> KernelSource:
+        """The kernel file: regular, at most MAX_KERNEL_BYTES, UTF-8; an OSError (one line) otherwise."""
         p = Path(path)
-        return cls(p.read_text(encoding="utf-8"), p.resolve(), p.name)
+        try:
+            text = read_text_capped(p, MAX_KERNEL_BYTES)
+        except UnicodeDecodeError as exc:
+            raise ReadRefused(p, describe_read_error(exc)) from None
+        return cls(text, p.resolve(), p.name)
 
     @classmethod
     def from_text(cls, text: str, name: str = "kernels.cu") -> KernelSource:

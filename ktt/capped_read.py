@@ -9,16 +9,24 @@ a swap between check and read changes nothing), and read no further than its cap
 from __future__ import annotations
 
 import errno
+import importlib.machinery
+import importlib.util
 import os
 import stat
 from pathlib import Path
+from types import ModuleType
 
 KIB = 1024
 MIB = 1024 * KIB
 
 # The caps in force (docs/SECURITY.md, "Bounds", lists them).
 MAX_YAML_BYTES = 1 * MIB  # problem.yaml, inputs.yaml, tuning.yaml
-MAX_SOURCE_BYTES = 4 * MIB  # a reference, a kernel, a header of the problem directory
+MAX_SOURCE_BYTES = 4 * MIB  # a reference, a header of the problem directory
+# A kernel to compile (``ktt check``, ``ktt tune``, ``ktt profile``) and what the model may write
+# as kernels.cu. NVRTC's own time grows with the source: 616 KB of plain kernels kept one
+# compile busy for minutes, so a kernel is refused above this, before any compile.
+MAX_KERNEL_BYTES = 256 * KIB
+MAX_SPEC_BYTES = 64 * KIB  # what the model may write as tuning.yaml (ktt reads any YAML up to MAX_YAML_BYTES)
 
 
 class ReadRefused(OSError):
@@ -85,3 +93,25 @@ def describe_read_error(exc: OSError | UnicodeDecodeError) -> str:
     if isinstance(exc, FileNotFoundError):
         return "file not found"
     return f"cannot read: {exc.strerror or exc}"
+
+
+class CappedSourceLoader(importlib.machinery.SourceFileLoader):
+    """Python's source loader, reading the module's own file through ``read_bytes_capped``.
+
+    ``importlib`` would open ref.py with a plain ``open``: a FIFO blocks it, /dev/zero fills
+    memory. Anything else it reads (a cached .pyc) goes the usual way.
+    """
+
+    def get_data(self, path: str) -> bytes:
+        if os.path.abspath(path) == os.path.abspath(self.path):
+            return read_bytes_capped(path, MAX_SOURCE_BYTES)
+        return super().get_data(path)
+
+
+def module_from_file(name: str, path: Path | str) -> ModuleType:
+    """A module object for ``path`` whose source is read capped; ``exec_module`` is the caller's."""
+    loader = CappedSourceLoader(name, str(path))
+    spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
+    if spec is None:  # pragma: no cover - only for names importlib rejects
+        raise ReadRefused(path, "cannot be loaded as a Python module")
+    return importlib.util.module_from_spec(spec)

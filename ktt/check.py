@@ -5,22 +5,31 @@ checked against the problem), the restrictions (how many configurations are left
 NVRTC on a seeded sample of them for the base shape, plus the first sampled configuration
 for each case. Compiler messages are mapped to lines of the kernel file. Launches that name
 a kernel the source does not define are listed in ``missing_kernels``.
+
+Bounds (docs/SECURITY.md): a kernel above ``MAX_KERNEL_BYTES`` is refused before anything
+runs; each compile is cut off at ``KTT_COMPILE_TIMEOUT_S`` (ktt.nvrtc), and once one compile
+of the kernel was cut off the remaining ones are not started (the same source would spin
+again), so a check lasts about one compile timeout at worst. A compile that was cut off
+still runs in its thread (a thread cannot be killed): ``exit_code`` ends the process
+without the interpreter's shutdown, which NVRTC running under it would crash.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ktt import sandbox
 from ktt.candidates import CompileContext, KernelSource, geometry_problems, launch_plan, protocol_diagnostics
-from ktt.capped_read import MAX_SOURCE_BYTES, describe_read_error, read_text_capped
+from ktt.capped_read import MAX_KERNEL_BYTES, describe_read_error, read_text_capped
 from ktt.compile_cache import compile_cached, default_cache_dir
 from ktt.expressions import ExpressionError
-from ktt.nvrtc import CompileOutput, kernel_definition_lines
+from ktt.nvrtc import CompileOutput, compile_timeout_s, kernel_definition_lines
 from ktt.problem import ProblemError
 from ktt.problem.model import Problem, Shape, strip_c_comments
 from ktt.protocol import CheckedConfig, CheckReport
@@ -30,6 +39,29 @@ from ktt.toolkit import resolve_arch
 from ktt.workdir import WorkDir
 
 ENUMERATION_LIMIT = 200_000
+COMPILE_THREAD = "ktt-sandboxed-compile"  # the name ktt.sandbox gives a compile's thread
+
+
+def oversize_kernel(source: str, name: str) -> str | None:
+    """One line when the kernel is larger than ktt compiles, else None."""
+    size = len(source.encode("utf-8", errors="replace"))
+    if size <= MAX_KERNEL_BYTES:
+        return None
+    return f"{name}: {size:,} bytes, larger than the limit of {MAX_KERNEL_BYTES:,} for a kernel; nothing was compiled"
+
+
+def compiles_still_running() -> bool:
+    """True while a compile thread runs on, such as one cut off at its time limit."""
+    return any(t.name == COMPILE_THREAD and t.is_alive() for t in threading.enumerate())
+
+
+def exit_code(code: int) -> int:
+    """``code``, or the process ends here with it when a cut-off compile still runs (see above)."""
+    if compiles_still_running():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def defined_kernels(source: str) -> set[str]:
@@ -74,6 +106,10 @@ def check_kernel(
         space_size=0,
         sampled=0,
     )
+    too_big = oversize_kernel(kernel_source, kernel_name)
+    if too_big is not None:
+        report.message = too_big
+        return report
     hits = problem.forbid_hits(kernel_source)
     if hits:
         report.forbid = [str(h) for h in hits]
@@ -114,9 +150,14 @@ def check_kernel(
         jobs: list[tuple[Config, Shape]] = [(space.config(k), problem.primary) for k in chosen]
         jobs += [(space.config(chosen[0]), case) for case in problem.shapes[1:]]
         cache = str(cache_dir or default_cache_dir())
+        limit_s = compile_timeout_s()
+        cut_off = threading.Event()  # a compile of this kernel did not finish in time
 
         def run(job: tuple[Config, Shape]) -> tuple[CheckedConfig, CompileOutput | None, list[dict] | None]:
             config, shape = job
+            if cut_off.is_set():
+                skipped = f"not compiled: a compile of this kernel did not finish within {limit_s:g} s"
+                return CheckedConfig(config=config, ok=False, error=skipped, shape=shape.name), None, None
             try:
                 launches, _ = launch_plan(tspec, config, shape)
             except ExpressionError as exc:
@@ -127,6 +168,8 @@ def check_kernel(
                 )
             problem_text = geometry_problems(launches)
             out, _ = compile_cached(ctx.request(config, shape), cache)
+            if not out.ok and out.seconds >= limit_s:
+                cut_off.set()
             checked = CheckedConfig(
                 config=config,
                 ok=out.ok and problem_text is None,
@@ -144,7 +187,7 @@ def check_kernel(
 
     report.configs = [c for c, _, _ in outcomes]
     report.sampled = len(chosen)
-    wanted = [launch.kernel for launch in tspec.launches]
+    wanted = [launch.kernel for launch in tspec.kernel_launches()]
     compiled = next((out for _, out, _ in outcomes if out is not None and out.ok), None)
     available = set(compiled.kernels) if compiled is not None else defined_kernels(kernel_source)
     report.missing_kernels = sorted({k for k in wanted if k not in available})
@@ -180,9 +223,12 @@ def check_files(
     except ProblemError as exc:
         return base.model_copy(update={"message": str(exc)}), 2
     try:
-        text = read_text_capped(kernel, MAX_SOURCE_BYTES)  # a regular file, size-capped
+        text = read_text_capped(kernel, MAX_KERNEL_BYTES)  # a regular file, size-capped
     except (OSError, UnicodeDecodeError) as exc:
-        return base.model_copy(update={"message": f"{kernel}: {describe_read_error(exc)}"}), 2
+        why = describe_read_error(exc)
+        if why.endswith(f"larger than the limit of {MAX_KERNEL_BYTES:,}"):
+            why += " for a kernel; nothing was compiled"
+        return base.model_copy(update={"message": f"{kernel}: {why}"}), 2
     if not spec.exists():
         return base.model_copy(update={"message": f"{spec}: file not found"}), 2
     if not sandbox.landlock_abi():

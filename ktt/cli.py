@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     emit = _emitter(args.json)
     try:
         if args.command == "check":
-            from ktt.check import check_files
+            from ktt.check import check_files, exit_code
 
             report, code = check_files(
                 args.problem,
@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
                 cache_dir=args.cache_dir,
             )
             emit(report)
-            return code
+            return exit_code(code)  # ends the process at once when a cut-off compile still runs
         if args.command == "tune":
             from ktt.tune import TuneOptions, tune
 

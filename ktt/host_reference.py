@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import importlib.util
 import inspect
 import json
 import statistics
@@ -41,6 +40,13 @@ from typing import Any
 
 import numpy as np
 
+from ktt.capped_read import (
+    MAX_SOURCE_BYTES,
+    ReadRefused,
+    describe_read_error,
+    module_from_file,
+    read_text_capped,
+)
 from ktt.host_compiler import build_shared_library
 from ktt.inputs import make_inputs
 from ktt.problem import load_problem
@@ -69,10 +75,19 @@ class Timing:
     warning: str | None = None
 
 
+def _reference_source(problem: Problem) -> str:
+    """The reference's text: a regular file within MAX_SOURCE_BYTES (ktt.capped_read), else one line."""
+    ref = problem.reference
+    try:
+        return read_text_capped(ref.file, MAX_SOURCE_BYTES)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReferenceFailure(f"{ref.file}: {describe_read_error(exc)}") from None
+
+
 def _cpu_function(problem: Problem, shape: Shape, work: WorkDir) -> Any:
     ref = problem.reference
     lib_path = build_shared_library(
-        ref.file.read_text(encoding="utf-8"),
+        _reference_source(problem),
         work.host_dir,
         cxx=False,
         defines=dict(shape.scalars),
@@ -112,12 +127,13 @@ class PythonReference:
         self.problem = problem
         ref = problem.reference
         sys.path.insert(0, str(problem.directory))
-        spec = importlib.util.spec_from_file_location(MODULE_NAME, ref.file)
-        if spec is None or spec.loader is None:
-            raise ReferenceFailure(f"{ref.file}: cannot be loaded as a Python module")
-        module = importlib.util.module_from_spec(spec)
+        module = module_from_file(MODULE_NAME, ref.file)  # ref.py is read capped, a regular file only
         sys.modules[MODULE_NAME] = module
-        spec.loader.exec_module(module)
+        assert module.__spec__ is not None and module.__spec__.loader is not None
+        try:
+            module.__spec__.loader.exec_module(module)
+        except ReadRefused as exc:
+            raise ReferenceFailure(f"{ref.file}: {describe_read_error(exc)}") from None
         self.module = module
         self.fn = self._function(ref.function)
         prepare = getattr(module, "prepare_input", None)

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ktt import procs
+from ktt.capped_read import MAX_YAML_BYTES, read_text_capped
 from ktt.host_compiler import HostCompileError, build_executable, default_host_cache_dir
 from ktt.problem.errors import ProblemError
 from ktt.problem.model import Buffer, Problem, Shape
@@ -106,7 +107,7 @@ def _block_start(problem: Problem, key_path: tuple[object, ...], lines: dict[tup
     if start is None:
         return None
     try:
-        text = problem.inputs_yaml.read_text(encoding="utf-8").splitlines()
+        text = read_text_capped(problem.inputs_yaml, MAX_YAML_BYTES).splitlines()
     except (OSError, UnicodeDecodeError):
         return None
     if start > len(text):

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ktt.buffers import ShapeBuffers, canary_slots
+from ktt.capped_read import MAX_SOURCE_BYTES, read_text_capped
 from ktt.compile_cache import compile_cached
 from ktt.device import CudaError, Gpu, KernelParams
 from ktt.gpu_checks import SOURCE as CHECKS_SOURCE
@@ -161,7 +162,7 @@ class Session:
         problem, gpu = self.problem, self.gpu
         ref = problem.reference
         req = CompileRequest(
-            source=ref.file.read_text(encoding="utf-8"),
+            source=read_text_capped(ref.file, MAX_SOURCE_BYTES),  # a regular file, capped
             program_path=str(self.work.program_path(shape.name, ref.file.name)),
             display_name=ref.file.name,
             arch=gpu.props.arch,

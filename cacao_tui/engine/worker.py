@@ -45,6 +45,7 @@ from cacao_tui.nodes.profile import profile_best
 from cacao_tui.nodes.propose import propose
 from cacao_tui.nodes.run import EnvironmentFailure, run_tuning
 from cacao_tui.nodes.single_shot import implement_and_configure
+from cacao_tui.nodes.workspace import read_model_file
 from cacao_tui.store.atomic import StateFileError, read_model, read_model_or_none, write_model
 from cacao_tui.store.inbox import inbox_dir, pending_commands
 from cacao_tui.store.layout import BranchLayout
@@ -434,9 +435,9 @@ class BranchWorker:
     # -- what an iteration starts from ------------------------------------------------------------
     def _files(self, root: Path) -> tuple[str | None, str | None]:
         k, s = root / "kernels.cu", root / "tuning.yaml"
-        return (
-            k.read_text(encoding="utf-8", errors="replace") if k.is_file() else None,
-            s.read_text(encoding="utf-8", errors="replace") if s.is_file() else None,
+        return (  # capped, regular files only (read_model_file)
+            read_model_file(k) if k.is_file() else None,
+            read_model_file(s) if s.is_file() else None,
         )
 
     def start_files(self, m: BranchManifest, idx: int) -> SourceFiles | None:

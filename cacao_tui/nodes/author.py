@@ -27,7 +27,7 @@ from cacao_tui.nodes.briefing import (
 )
 from cacao_tui.nodes.compile_check import check_compilation
 from cacao_tui.nodes.context import BranchView, RunDeps
-from cacao_tui.nodes.workspace import Workspace, seed_workspace
+from cacao_tui.nodes.workspace import Workspace, read_model_file, seed_workspace
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import AuthorOutcome
 
@@ -47,7 +47,10 @@ class AuthorFailed(Exception):
 def _files_digest(branch: BranchView) -> str:
     h = hashlib.sha256()
     for p in (branch.it.kernel, branch.it.spec):
-        h.update(p.read_bytes() if p.exists() else b"<missing>")
+        try:
+            h.update(read_model_file(p).encode() if p.exists() else b"<missing>")
+        except OSError as exc:  # not a file the model could have written: it changed, and says how
+            h.update(str(exc).encode())
         h.update(b"\0")
     return h.hexdigest()
 

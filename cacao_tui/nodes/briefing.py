@@ -7,6 +7,7 @@ from cacao_tui.nodes.branch_queries import branch_index_lines, summary_line
 from cacao_tui.nodes.context import BranchView, RunDeps, SourceFiles
 from cacao_tui.store.atomic import StateFileError, read_model_or_none
 from cacao_tui.store.state import IterState, TuneOutcome
+from ktt.capped_read import MAX_SOURCE_BYTES, describe_read_error, read_text_capped
 from ktt.problem import Buffer, Problem
 
 MAX_REFERENCE_CHARS = 12_000
@@ -45,7 +46,10 @@ def problem_brief(deps: RunDeps) -> str:
         return deps._brief
     p = deps.problem
     ref = p.reference
-    source = ref.file.read_text(encoding="utf-8", errors="replace")
+    try:
+        source = read_text_capped(ref.file, MAX_SOURCE_BYTES, errors="replace")  # checked at load; read again
+    except OSError as exc:
+        source = f"(the reference could not be read: {describe_read_error(exc)})"
     if len(source) > MAX_REFERENCE_CHARS:
         source = source[:MAX_REFERENCE_CHARS] + "\n... (truncated)"
     defines = ", ".join(f"{k}={v}" for k, v in p.defines().items()) or "none"

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from cacao_tui.ktt_client import TunerError
 from cacao_tui.nodes.context import BranchView, RunDeps
+from cacao_tui.nodes.workspace import read_model_file
+from ktt.capped_read import describe_read_error
 from ktt.protocol import CheckReport
 
 MAX_REPORTED = 12
@@ -66,7 +68,10 @@ async def check_compilation(deps: RunDeps, branch: BranchView) -> CheckOutcome:
     if not it.kernel.exists() or not it.spec.exists():
         missing = [n for n, p in (("kernels.cu", it.kernel), ("tuning.yaml", it.spec)) if not p.exists()]
         return CheckOutcome(False, f"compile check FAILED: {' and '.join(missing)} not written yet")
-    source = it.kernel.read_text(encoding="utf-8", errors="replace")
+    try:
+        source = read_model_file(it.kernel)  # a regular file within the kernel cap
+    except OSError as exc:
+        return CheckOutcome(False, f"compile check FAILED: kernels.cu: {describe_read_error(exc)}")
     hits = deps.problem.forbid_hits(source)
     if hits:
         return CheckOutcome(

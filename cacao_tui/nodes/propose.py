@@ -27,6 +27,7 @@ from cacao_tui.nodes.context import BranchView, RunDeps, SourceFiles
 from cacao_tui.nodes.profile import profile_text
 from cacao_tui.nodes.replies import require_text
 from cacao_tui.nodes.tuner_output import tuner_tail
+from cacao_tui.nodes.workspace import read_model_file
 from cacao_tui.store.state import MAX_SUB_STRATEGIES, IterState
 
 MODE_TEXT = {
@@ -39,7 +40,7 @@ MODE_TEXT = {
 
 def _read(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+        return read_model_file(path) if path.is_file() else None
     except OSError:
         return None
 

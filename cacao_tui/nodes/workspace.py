@@ -11,18 +11,28 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from cacao_tui.nodes.context import BranchView, RunDeps
-from ktt.capped_read import MAX_SOURCE_BYTES, read_text_capped
+from ktt.capped_read import MAX_KERNEL_BYTES, MAX_SOURCE_BYTES, MAX_SPEC_BYTES, describe_read_error, read_text_capped
 from ktt.problem.inputs_hpp import render_inputs_hpp
 
 WRITABLE = ("kernels.cu", "tuning.yaml")
-# What the model may write, in UTF-8 bytes (docs/SECURITY.md, "Bounds"). Every later step
-# reads these files again (compile checks, ktt, prompts), so they are kept well under ktt's
-# own caps on a kernel (4 MiB) and a YAML file (1 MiB).
-MAX_WRITE_BYTES = {"kernels.cu": 256 * 1024, "tuning.yaml": 64 * 1024}
+# What the model may write, in UTF-8 bytes (docs/SECURITY.md, "Bounds"): ktt's own cap on a
+# kernel it compiles (NVRTC's time grows with the source) and a spec well under its YAML cap.
+# Every later step reads these files again through ``read_model_file``, capped the same.
+MAX_WRITE_BYTES = {"kernels.cu": MAX_KERNEL_BYTES, "tuning.yaml": MAX_SPEC_BYTES}
 CONFIG_ONLY = "this is a configuration-only iteration: kernels.cu stays as it is; change tuning.yaml"
 _ITER = re.compile(r"^iter(\d+)/(kernels\.cu|tuning\.yaml)$")
+
+
+def read_model_file(path: Path) -> str:
+    """An iteration's kernels.cu or tuning.yaml: a regular file within the model's write cap.
+
+    Raises ReadRefused (an OSError whose ``str()`` is one line) for a FIFO, a device, a
+    directory or a file over the cap.
+    """
+    return read_text_capped(path, MAX_WRITE_BYTES.get(path.name, MAX_SOURCE_BYTES), errors="replace")
 
 
 class WorkspaceError(Exception):
@@ -60,7 +70,7 @@ class Workspace:
             path = it.root / name
             if not path.exists():
                 raise WorkspaceError(f"{name} does not exist yet; write it with write_file")
-            return path.read_text(encoding="utf-8", errors="replace")
+            return self._read_file(name, path)
         if name == "base/kernels.cu" and self.branch.base_kernel:
             return self.branch.base_kernel
         if name == "base/tuning.yaml" and self.branch.base_spec:
@@ -81,8 +91,15 @@ class Workspace:
         if m and int(m.group(1)) < self.branch.iteration:
             path = self.branch.layout.iteration(int(m.group(1))).root / m.group(2)
             if path.exists():
-                return path.read_text(encoding="utf-8", errors="replace")
+                return self._read_file(name, path)
         raise WorkspaceError(f"cannot read {name[:120]!r}; readable files: {', '.join(self.readable())}")
+
+    @staticmethod
+    def _read_file(name: str, path: Path) -> str:
+        try:
+            return read_model_file(path)
+        except OSError as exc:
+            raise WorkspaceError(f"cannot read {name}: {describe_read_error(exc)}") from None
 
     def write(self, name: str, content: str) -> str:
         name = name.strip().lstrip("./")

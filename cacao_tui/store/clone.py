@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from cacao_tui.problem.names import directory_name_error
+from ktt.capped_read import MAX_YAML_BYTES, read_text_capped
 
 NOT_COPIED = ("output", "archive", "output.lock", "__pycache__", "*.pyc")
 _NAME_LINE = re.compile(r"^name:[ \t]*(?P<value>[^\n#>|]*?)[ \t]*(?P<comment>#[^\n]*)?$", re.MULTILINE)
@@ -38,12 +39,13 @@ class ClonedProblem:
 
 def _rename_in_problem_yaml(path: Path, name: str) -> bool:
     """Point a top-level ``name:`` line at the clone, keeping the rest of the file (and its comments)."""
-    text = path.read_text(encoding="utf-8")
+    text = read_text_capped(path, MAX_YAML_BYTES)  # a regular file within the YAML cap (ReadRefused otherwise)
     m = _NAME_LINE.search(text)
     if m is None or not m.group("value"):
         return False  # no name: the loader uses the directory name, which is already right
     comment = f"  {m.group('comment')}" if m.group("comment") else ""
     value = name if yaml.safe_load(name) == name else f"'{name}'"  # "2024" or "true" must stay text
+    path.unlink()  # a link copied as a link: the clone gets its own file, the link's target is untouched
     path.write_text(text[: m.start()] + f"name: {value}{comment}" + text[m.end() :], encoding="utf-8")
     return True
 
@@ -67,10 +69,12 @@ def clone_problem(source: Path, name: str) -> ClonedProblem:
         for entry in sorted(source.iterdir()):
             if entry.name in skipped:
                 continue
-            if entry.is_dir():
-                shutil.copytree(entry, staging / entry.name, ignore=ignore)
+            # Links are copied as links, never followed: a header linked to /dev/zero or a
+            # directory linked to / would otherwise be copied byte by byte without end.
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.copytree(entry, staging / entry.name, ignore=ignore, symlinks=True)
             else:
-                shutil.copy2(entry, staging / entry.name)
+                shutil.copy2(entry, staging / entry.name, follow_symlinks=False)
         renamed = _rename_in_problem_yaml(staging / "problem.yaml", name)
         files = sum(len(f) for _, _, f in os.walk(staging))
         if target.exists():

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktt import procs
+from ktt.capped_read import MAX_SOURCE_BYTES, describe_read_error, read_text_capped
 from ktt.host_compiler import HostCompileError, build_shared_library, default_host_cache_dir, find_compiler
 from ktt.inputs import build_generators, custom_buffers
 from ktt.problem.errors import ProblemError
@@ -105,7 +106,7 @@ def _cuda_step(problem: Problem, arch: str | None, cache_dir: Path | None) -> St
         for shape in shapes:
             d = work.prepare_shape(problem, shape)
             req = CompileRequest(
-                source=ref.file.read_text(encoding="utf-8", errors="replace"),
+                source=_source(ref.file),
                 program_path=str(work.program_path(shape.name, ref.file.name)),
                 display_name=ref.file.name,
                 arch=arch,
@@ -132,6 +133,14 @@ def _cuda_step(problem: Problem, arch: str | None, cache_dir: Path | None) -> St
         f"cuda {ref.file.name}: compiled with NVRTC for {arch} ({timing}{n}; arch from {arch_from}); "
         f"kernel {ref.function} found",
     )
+
+
+def _source(file: Path) -> str:
+    """A reference's text, read again for the compile: regular, capped (ktt.capped_read), else one line."""
+    try:
+        return read_text_capped(file, MAX_SOURCE_BYTES, errors="replace")
+    except OSError as exc:
+        raise ProblemError(file, "", describe_read_error(exc)) from None
 
 
 def _nvrtc_error(file: Path, out: CompileOutput, how: str) -> ProblemError:
@@ -169,7 +178,7 @@ def _cpu_step(problem: Problem, cache_dir: Path | None) -> Step:
             d = work.prepare_shape(problem, shape)
             try:
                 lib = build_shared_library(
-                    ref.file.read_text(encoding="utf-8", errors="replace"),
+                    _source(ref.file),
                     out_dir,
                     cxx=cxx,
                     defines=dict(shape.scalars),

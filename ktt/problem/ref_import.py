@@ -15,7 +15,6 @@ The child prints one line starting with ``MARKER`` and a JSON object: ``{"ok": t
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ktt import procs
+from ktt.capped_read import ReadRefused, describe_read_error, module_from_file
 
 MARKER = "KTT-REF-IMPORT "
 MODULE_NAME = "ref"
@@ -103,12 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     function = args[1] if len(args) > 1 else None
     sys.path.insert(0, str(file.parent))
     try:
-        spec = importlib.util.spec_from_file_location(MODULE_NAME, file)
-        if spec is None or spec.loader is None:
+        module = module_from_file(MODULE_NAME, file)  # ref.py read capped, a regular file only
+        if module.__spec__ is None or module.__spec__.loader is None:
             return _report(ok=False, kind="error", message="cannot be loaded as a Python module")
-        module = importlib.util.module_from_spec(spec)
         sys.modules[MODULE_NAME] = module
-        spec.loader.exec_module(module)
+        module.__spec__.loader.exec_module(module)
+    except ReadRefused as exc:
+        return _report(ok=False, kind="error", message=describe_read_error(exc))
     except ModuleNotFoundError as exc:
         tb = traceback.extract_tb(exc.__traceback__)
         return _report(ok=False, kind="missing_module", module=exc.name, message=str(exc), line=_line_in(file, tb))
