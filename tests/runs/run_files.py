@@ -50,3 +50,44 @@ def hold_note(problem_dir: Path, pid: int, host: str | None = None) -> None:
     note = {"pid": pid, "host": host or socket.gethostname(), "started": "2026-01-02T03:04:05+00:00",
             "command": f"cacao --dir {problem_dir} --no-ui"}  # fmt: skip
     (problem_dir / "output.lock").write_text(json.dumps(note) + "\n")
+
+
+T0 = 1_767_300_000.0  # 2026-01-01 20:40 UTC: fixed times for snapshots
+
+
+def finished_run_events(problem: str = "mmul", t0: float = T0) -> list[ev._Event]:
+    """A small finished run, as its run log would hold it (two branches, one best)."""
+    return [
+        started(ts=t0, problem=problem),
+        ev.MasterPhase(ts=t0 + 1, phase="analyzing"),
+        ev.MasterPhase(ts=t0 + 2, phase="dispatched", message="2 branches"),
+        ev.BranchAdded(ts=t0 + 2, branch="b1-tiling", title="Shared-memory tiling", description="tiles", max_iter=3),
+        ev.BranchAdded(ts=t0 + 2, branch="b2-strip", title="Row strips", description="strips", max_iter=3),
+        ev.BranchStatusChanged(ts=t0 + 3, branch="b1-tiling", status="running", iteration=1, max_iter=3),
+        ev.IterationStatusChanged(ts=t0 + 3, branch="b1-tiling", iteration=1, status="planning"),
+        ev.LogLine(ts=t0 + 4, message="plan: 16x16 tiles in shared memory", branch="b1-tiling", iteration=1),
+        ev.TuningFinished(ts=t0 + 9, branch="b1-tiling", iteration=1, ran=True, best_ms=1.2, speedup=3.25,
+                          evaluated=12, valid=10, best_config={"TILE": 16}),
+        ev.NewBest(ts=t0 + 9, branch="b1-tiling", iteration=1, time_ms=1.2, speedup=3.25, run_best=True),
+        ev.IterationStatusChanged(ts=t0 + 10, branch="b1-tiling", iteration=1, status="decided"),
+        ev.BranchStatusChanged(ts=t0 + 11, branch="b1-tiling", status="done", iterations_done=1, max_iter=3,
+                               reason="close to the roof"),
+        ev.BranchStatusChanged(ts=t0 + 11, branch="b2-strip", status="failed", iterations_done=1, max_iter=3,
+                               reason="no kernel compiled"),
+        ev.MasterPhase(ts=t0 + 12, phase="finished"),
+        ev.RunFinished(ts=t0 + 12, status="ok", best_ms=1.2, speedup=3.25, best_branch="b1-tiling"),
+    ]
+
+
+def problems_folder(folder: Path) -> Path:
+    """mmul (finished ok), stencil (never run), softmax (killed), transpose (live, on another host)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    mmul = copy_problem(folder, "mmul")
+    write_log(mmul, finished_run_events(), mtime=T0 + 12)
+    copy_problem(folder, "stencil", REPO / "problems" / "stencil")
+    softmax = copy_problem(folder, "softmax", REPO / "problems" / "softmax")
+    write_log(softmax, [started(ts=T0, problem="softmax", dry_run=False)], mtime=T0 + 5)
+    transpose = copy_problem(folder, "transpose", REPO / "problems" / "transpose")
+    write_log(transpose, [started(ts=T0, problem="transpose", dry_run=False, gpus=[1])], mtime=T0 + 7)
+    hold_note(transpose, 4242, host="gpu-box-2")
+    return folder
