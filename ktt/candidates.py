@@ -9,6 +9,7 @@ from typing import Any
 from ktt.capped_read import MAX_KERNEL_BYTES, ReadRefused, describe_read_error, read_text_capped
 from ktt.expressions import ExpressionError
 from ktt.includes import header_texts
+from ktt.launch_program import evaluate_program, iter_launches
 from ktt.nvrtc import CompileOutput, CompileRequest, define_pairs
 from ktt.problem.model import Problem, Shape
 from ktt.protocol import Diagnostic
@@ -80,25 +81,8 @@ class CompileContext:
 
 
 def launch_plan(spec: TuningSpec, config: Config, shape: Shape) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(launches, scratch) as the worker reads them. Raises ExpressionError on a bad value."""
-    launches = []
-    for g in spec.geometry(config, shape):
-        args = []
-        for a, value in g.args:
-            if a.kind == "value":
-                args.append({"kind": "value", "dtype": a.dtype, "value": value})
-            else:
-                args.append({"kind": a.kind, "name": a.name})
-        launches.append(
-            {
-                "kernel": g.kernel,
-                "grid": list(g.grid.as_tuple()),
-                "block": list(g.block.as_tuple()),
-                "smem": g.shared_mem,
-                "stream": g.stream,
-                "args": args,
-            }
-        )
+    """(program, scratch) as the worker reads them (ktt.launch_program). Raises ExpressionError on a bad value."""
+    launches = evaluate_program(spec, config, shape)
     scratch = []
     sizes = spec.scratch_sizes(config, shape)
     for s in spec.scratch:
@@ -111,17 +95,18 @@ def launch_plan(spec: TuningSpec, config: Config, shape: Shape) -> tuple[list[di
 
 def geometry_problems(launches: list[dict[str, Any]]) -> str | None:
     """Limits every CUDA device shares (no device needed): at most 1024 threads, every axis >= 1."""
-    for i, launch in enumerate(launches):
+    for i, launch in enumerate(iter_launches(launches)):
         grid, block = launch["grid"], launch["block"]
+        where = f"{launch.get('label') or f'launches[{i}]'} ({launch['kernel']})"
         if min(grid) < 1 or min(block) < 1:
-            return f"launches[{i}] ({launch['kernel']}): grid {tuple(grid)} / block {tuple(block)} has an axis below 1"
+            return f"{where}: grid {tuple(grid)} / block {tuple(block)} has an axis below 1"
         threads = block[0] * block[1] * block[2]
         if threads > 1024:
-            return f"launches[{i}] ({launch['kernel']}): {threads} threads per block (CUDA allows at most 1024)"
+            return f"{where}: {threads} threads per block (CUDA allows at most 1024)"
         if block[2] > 64:
-            return f"launches[{i}] ({launch['kernel']}): block.z = {block[2]} (CUDA allows at most 64)"
+            return f"{where}: block.z = {block[2]} (CUDA allows at most 64)"
         if grid[1] > 65535 or grid[2] > 65535:
-            return f"launches[{i}] ({launch['kernel']}): grid {tuple(grid)}: y and z are limited to 65535"
+            return f"{where}: grid {tuple(grid)}: y and z are limited to 65535"
     return None
 
 

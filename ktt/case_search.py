@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ktt.candidates import geometry_problems, launch_plan, protocol_diagnostics
 from ktt.compile_cache import CompileCache, compile_cached
 from ktt.expressions import ExpressionError
+from ktt.launch_program import program_kernels
 from ktt.nvrtc import CompileOutput
 from ktt.problem.model import Shape
 from ktt.protocol import EXIT_ENVIRONMENT, ConfigResult, Progress, ValidationReport
@@ -171,7 +172,7 @@ class CaseSearch:
             self.tuner.compile_s_total += out.seconds
         if not out.ok:
             return out.first_error() or "compilation failed"
-        missing = [launch["kernel"] for launch in cand.launches or [] if launch["kernel"] not in out.kernels]
+        missing = [k for k in program_kernels(cand.launches or []) if k not in out.kernels]
         if missing:
             return f'no kernel {missing[0]!r} in the compiled source (declare it extern "C" __global__)'
         path = CompileCache(self.tuner.cache_dir).cubin_path(key)

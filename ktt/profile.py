@@ -19,6 +19,7 @@ from ktt import gpu_lock, procs
 from ktt.candidates import CompileContext, KernelSource, geometry_problems, launch_plan
 from ktt.compile_cache import compile_cached, default_cache_dir
 from ktt.expressions import ExpressionError
+from ktt.launch_program import launches_per_run, program_kernels
 from ktt.ncu import (
     CATALOGUE,
     DURATION,
@@ -201,14 +202,14 @@ def profile(opts: ProfileOptions) -> tuple[ProfileReport, int]:
         )
         write_json_atomic(opts.output / "profile.json", report)
         return report, EXIT_ENVIRONMENT
-    kernels = [launch["kernel"] for launch in launches]
+    kernels = program_kernels(launches)
     metrics = opts.metrics or [m.name for m in CATALOGUE]
     ordinal = opts.device if opts.device is not None else problem.gpu_indices[0]
     info = query_device(ordinal)
     # One GPU job per device across processes (ktt.gpu_lock): a tuning elsewhere would skew the counters.
     with gpu_lock.hold(ordinal, f"ktt profile of problem {problem.name}", uuid=info.uuid if info else None):
         text, failure, cmd = run_ncu(
-            opts, config, kernels, metrics, warmup=1, runs=1, launches_per_run=len(launches),
+            opts, config, kernels, metrics, warmup=1, runs=1, launches_per_run=launches_per_run(launches),
             export=opts.output / "profile",
         )  # fmt: skip
     if failure is not None:
@@ -238,11 +239,11 @@ def profile(opts: ProfileOptions) -> tuple[ProfileReport, int]:
 def ncu_durations(opts: ProfileOptions, config: Config, runs: int = 5, warmup: int = 2) -> list[float]:
     """ncu's gpu__time_duration of the whole launch sequence, one value (ms) per run."""
     launches = _setup(ProfileOptions(**{**opts.__dict__, "config": config}))[4]
-    n = len(launches)
+    n = launches_per_run(launches)
     text, failure, _ = run_ncu(
         opts,
         config,
-        [launch["kernel"] for launch in launches],
+        program_kernels(launches),
         [DURATION],
         warmup,
         runs,

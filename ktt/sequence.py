@@ -1,10 +1,17 @@
-"""One configuration on the GPU: its module, its launches with packed arguments, its scratch buffers."""
+"""One configuration on the GPU: its module, its launch program with packed arguments, its scratch buffers.
+
+The program comes evaluated from ktt.launch_program: launches, and loops whose passes run
+in order on the main stream, exchanging buffer bindings after each pass (``swap``) and,
+for an ``until`` loop, reading a flag back after each pass.
+"""
 
 from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from ktt.buffers import Guarded, ShapeBuffers, alloc_guarded
 from ktt.device import CudaError, F, Gpu, KernelParams
@@ -17,6 +24,10 @@ class LaunchRejected(Exception):
     """The launch does not fit the device; the status is launch_failed."""
 
 
+class PassLimit(Exception):
+    """An ``until`` loop ran max_passes passes and its flag stayed zero: the configuration fails."""
+
+
 @dataclass
 class PreparedLaunch:
     kernel: str
@@ -25,15 +36,45 @@ class PreparedLaunch:
     block: tuple[int, int, int]
     smem: int
     stream: int
-    params: KernelParams
+    args: list[tuple[str, Any]]  # ("bind", buffer or scratch name) or (scalar kind, value)
+    label: str = ""
+    _packed: dict[tuple[int, ...], KernelParams] = field(default_factory=dict)
+
+    def params(self, bindings: dict[str, int]) -> KernelParams:
+        """The packed arguments for the current buffer bindings (packed once per binding, then reused)."""
+        key = tuple(bindings[v] for k, v in self.args if k == "bind")
+        packed = self._packed.get(key)
+        if packed is None:
+            ptrs = iter(key)
+            packed = KernelParams([("ptr", next(ptrs)) if k == "bind" else (k, v) for k, v in self.args])
+            self._packed[key] = packed
+        return packed
+
+
+@dataclass
+class PreparedRepeat:
+    label: str
+    passes: int  # count, or max_passes of an until loop
+    until: str | None
+    swaps: list[tuple[str, str]]
+    bodies: list[list[Step]]  # one body for every pass, or one per pass
+
+
+Step = PreparedLaunch | PreparedRepeat
 
 
 @dataclass
 class Sequence:
     gpu: Gpu
     module: Any
-    launches: list[PreparedLaunch]
+    launches: list[PreparedLaunch]  # every prepared launch (each pass's, for per-pass bodies)
     scratch: list[tuple[Guarded, bool]] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)  # the program: launches and loops, in order
+    home: dict[str, int] = field(default_factory=dict)  # buffer and scratch name -> its own memory
+    nbytes: dict[str, int] = field(default_factory=dict)
+    copy_back: list[str] = field(default_factory=list)  # swapped boundary buffers
+    passes: dict[str, int] = field(default_factory=dict)  # loop label -> passes in the last run (last entry)
+    _flag_host: Any = None
     _fork: Any = None
     _joins: dict[int, Any] = field(default_factory=dict)
 
@@ -41,12 +82,27 @@ class Sequence:
     def streams(self) -> list[int]:
         return sorted({launch.stream for launch in self.launches} - {0})
 
+    @property
+    def flat(self) -> bool:
+        return all(isinstance(step, PreparedLaunch) for step in self.steps)
+
+    def launch_events(self) -> int:
+        """Launches to time one by one: a flat, single-stream program only (0 otherwise)."""
+        return len(self.steps) if self.flat and not self.streams else 0
+
     def reset_scratch(self) -> None:
         for g, zero in self.scratch:
             self.gpu.memset32(g.ptr, 0 if zero else POISON32, g.words)
 
     def run(self, events: list | None = None) -> None:
-        """Queue the whole sequence on the main stream (side streams fork and join around it)."""
+        """Queue the whole program on the main stream (side streams fork and join around it).
+
+        Every run starts from the declared bindings (a swap of an earlier run is undone), and a
+        boundary buffer that a swap left pointing at other memory gets that memory copied back
+        into its own at the end, inside the timed span. An ``until`` loop reads its flag back
+        after every pass (a 4-byte copy and a device synchronisation): that round trip is part
+        of the algorithm and is timed with it. Raises PassLimit when a flag stays zero.
+        """
         gpu = self.gpu
         for g, zero in self.scratch:
             if zero:
@@ -60,29 +116,82 @@ class Sequence:
             gpu.record(self._fork)
             for s in side:
                 gpu.wait_event(gpu.side_stream(s), self._fork)
-        for i, launch in enumerate(self.launches):
-            if events is not None:
+        bindings = dict(self.home)
+        self.passes = {}
+        if events is not None and self.launch_events():
+            for i, step in enumerate(self.steps):
+                assert isinstance(step, PreparedLaunch)
                 gpu.record(events[i])
-            gpu.launch(
-                launch.func, launch.grid, launch.block, launch.smem, gpu.side_stream(launch.stream), launch.params
-            )
-        if events is not None:
-            gpu.record(events[len(self.launches)])
+                self._launch(step, bindings)
+            gpu.record(events[len(self.steps)])
+        else:
+            self._steps(self.steps, bindings)
         for s in side:
             gpu.record(self._joins[s], gpu.side_stream(s))
             gpu.wait_event(gpu.stream, self._joins[s])
+        for name in self.copy_back:
+            if bindings[name] != self.home[name]:
+                gpu.d2d(self.home[name], bindings[name], self.nbytes[name])
+
+    def _launch(self, launch: PreparedLaunch, bindings: dict[str, int]) -> None:
+        self.gpu.launch(
+            launch.func,
+            launch.grid,
+            launch.block,
+            launch.smem,
+            self.gpu.side_stream(launch.stream),
+            launch.params(bindings),
+        )
+
+    def _steps(self, steps: list[Step], bindings: dict[str, int]) -> None:
+        for step in steps:
+            if isinstance(step, PreparedLaunch):
+                self._launch(step, bindings)
+            else:
+                self._loop(step, bindings)
+
+    def _loop(self, rep: PreparedRepeat, bindings: dict[str, int]) -> None:
+        gpu = self.gpu
+        for p in range(rep.passes):
+            self._steps(rep.bodies[p] if len(rep.bodies) > 1 else rep.bodies[0], bindings)
+            for a, b in rep.swaps:  # after every pass, the last one included
+                bindings[a], bindings[b] = bindings[b], bindings[a]
+            if rep.until is not None:
+                gpu.d2h(self._flag_host, bindings[rep.until])
+                gpu.sync()
+                if int(self._flag_host[0]) != 0:
+                    self.passes[rep.label] = p + 1
+                    return
+        self.passes[rep.label] = rep.passes
+        if rep.until is not None:
+            raise PassLimit(
+                f"{rep.label}: until flag {rep.until!r} was still 0 after max_passes = {rep.passes} passes "
+                "(the loop did not finish)"
+            )
 
     def free(self) -> None:
         for g, _ in self.scratch:
             self.gpu.free(g.base)
         self.scratch.clear()
+        if self._flag_host is not None:
+            self.gpu.free_pinned(self._flag_host)
+            self._flag_host = None
         if self.module is not None:
             self.gpu.unload_module(self.module)
             self.module = None
 
 
+@dataclass
+class _KernelInfo:
+    func: Any
+    max_threads: int
+    regs: int
+    static_smem: int
+    dynamic_smem: int = 0  # the largest dynamic shared memory already allowed (attribute raised)
+
+
 def prepare(gpu: Gpu, bufs: ShapeBuffers, cubin: bytes, launches: list[dict], scratch: list[dict]) -> Sequence:
-    """Load the cubin, check each launch against the device's limits, pack the arguments."""
+    """Load the cubin, check each launch of the program against the device's limits, pack the arguments."""
     try:
         module = gpu.load_module(cubin)
     except CudaError as exc:
@@ -91,69 +200,141 @@ def prepare(gpu: Gpu, bufs: ShapeBuffers, cubin: bytes, launches: list[dict], sc
         raise LaunchRejected(f"the module does not load on this device: {exc.name}") from None
     seq = Sequence(gpu, module, [])
     try:
-        scratch_ptrs: dict[str, int] = {}
+        for name, g in bufs.dev.items():
+            seq.home[name] = g.ptr
+            seq.nbytes[name] = g.nbytes
         for s in scratch:
             g = alloc_guarded(gpu, int(s["bytes"]), f"scratch {s['name']}")
             seq.scratch.append((g, bool(s.get("zero", True))))
-            scratch_ptrs[s["name"]] = g.ptr
-        props = gpu.props
-        for i, launch in enumerate(launches):
-            name = launch["kernel"]
-            try:
-                func = gpu.function(module, name)
-            except CudaError:
-                raise LaunchRejected(
-                    f'launches[{i}]: no kernel {name!r} in the compiled source (declare it extern "C" __global__)'
-                ) from None
-            grid = tuple(int(v) for v in launch["grid"])
-            block = tuple(int(v) for v in launch["block"])
-            smem = int(launch.get("smem", 0))
-            threads = block[0] * block[1] * block[2]
-            if min(grid) < 1 or min(block) < 1:
-                raise LaunchRejected(f"launches[{i}] ({name}): grid {grid} / block {block} has an axis below 1")
-            if any(g > m for g, m in zip(grid, props.max_grid, strict=True)):
-                raise LaunchRejected(f"launches[{i}] ({name}): grid {grid} exceeds the device limit {props.max_grid}")
-            if any(b > m for b, m in zip(block, props.max_block, strict=True)):
-                raise LaunchRejected(
-                    f"launches[{i}] ({name}): block {block} exceeds the device limit {props.max_block}"
-                )
-            max_threads = gpu.func_attr(func, F.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
-            if threads > max_threads:
-                regs = gpu.func_attr(func, F.CU_FUNC_ATTRIBUTE_NUM_REGS)
-                raise LaunchRejected(
-                    f"launches[{i}] ({name}): {threads} threads per block, but this kernel allows at most "
-                    f"{max_threads} ({regs} registers per thread)"
-                )
-            static = gpu.func_attr(func, F.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
-            if static + smem > props.max_smem_optin:
-                raise LaunchRejected(
-                    f"launches[{i}] ({name}): {static} B static + {smem} B dynamic shared memory exceeds the "
-                    f"device's {props.max_smem_optin} B per block"
-                )
-            if smem + static > props.max_smem_per_block:
-                try:
-                    gpu.set_max_dynamic_smem(func, smem)
-                except CudaError as exc:
-                    if exc.sticky:
-                        raise
-                    raise LaunchRejected(
-                        f"launches[{i}] ({name}): {smem} B dynamic shared memory refused: {exc.name}"
-                    ) from None
-            values: list[tuple[str, Any]] = []
-            for arg in launch["args"]:
-                if arg["kind"] == "buffer":
-                    values.append(("ptr", bufs.argument(arg["name"])))
-                elif arg["kind"] == "scratch":
-                    values.append(("ptr", scratch_ptrs[arg["name"]]))
-                else:
-                    kind = ARG_KINDS[arg["dtype"]]
-                    value = arg["value"]
-                    values.append((kind, int(value) if kind == "int" else float(value)))
-            seq.launches.append(
-                PreparedLaunch(name, func, grid, block, smem, int(launch.get("stream", 0)), KernelParams(values))  # type: ignore[arg-type]
-            )
+            seq.home[s["name"]] = g.ptr
+            seq.nbytes[s["name"]] = g.nbytes
+        builder = _Builder(gpu, bufs, module, seq)
+        seq.steps = builder.steps(launches)
+        boundary = set(bufs.dev)
+        seq.copy_back = sorted(builder.swapped & boundary)
+        if builder.has_until:
+            seq._flag_host = gpu.pinned(4, np.int32)
     except BaseException:
         with contextlib.suppress(CudaError):
             seq.free()
         raise
     return seq
+
+
+class _Builder:
+    """Program nodes (ktt.launch_program) -> prepared steps, checking each launch once."""
+
+    def __init__(self, gpu: Gpu, bufs: ShapeBuffers, module: Any, seq: Sequence) -> None:
+        self.gpu = gpu
+        self.bufs = bufs
+        self.module = module
+        self.seq = seq
+        self.kernels: dict[str, _KernelInfo] = {}
+        self.swapped: set[str] = set()
+        self.has_until = False
+        self.count = 0
+
+    def steps(self, nodes: list[dict]) -> list[Step]:
+        out: list[Step] = []
+        for node in nodes:
+            rep = node.get("repeat")
+            if rep is None:
+                out.append(self.launch(node))
+                continue
+            label = rep.get("label", "repeat")
+            for pair in rep.get("swap", []):
+                a, b = pair
+                for n in (a, b):
+                    if n not in self.seq.home:
+                        raise LaunchRejected(f"{label}.swap: no buffer or scratch {n!r}")
+                if self.seq.nbytes[a] != self.seq.nbytes[b]:
+                    raise LaunchRejected(
+                        f"{label}.swap: {a!r} has {self.seq.nbytes[a]} bytes but {b!r} has {self.seq.nbytes[b]}"
+                    )
+                self.swapped |= {a, b}
+            until = rep.get("until")
+            if until is not None:
+                if until not in {s for s in self.seq.home if s not in self.bufs.dev}:
+                    raise LaunchRejected(f"{label}.until: no scratch {until!r}")
+                self.has_until = True
+            raw = rep["bodies"] if "bodies" in rep else [rep["body"]]
+            out.append(
+                PreparedRepeat(
+                    label,
+                    int(rep["passes"]),
+                    until,
+                    [(str(a), str(b)) for a, b in rep.get("swap", [])],
+                    [self.steps(body) for body in raw],
+                )
+            )
+        return out
+
+    def kernel(self, name: str, label: str) -> _KernelInfo:
+        info = self.kernels.get(name)
+        if info is None:
+            gpu = self.gpu
+            try:
+                func = gpu.function(self.module, name)
+            except CudaError:
+                raise LaunchRejected(
+                    f'{label}: no kernel {name!r} in the compiled source (declare it extern "C" __global__)'
+                ) from None
+            info = _KernelInfo(
+                func,
+                gpu.func_attr(func, F.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
+                gpu.func_attr(func, F.CU_FUNC_ATTRIBUTE_NUM_REGS),
+                gpu.func_attr(func, F.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES),
+            )
+            self.kernels[name] = info
+        return info
+
+    def launch(self, launch: dict) -> PreparedLaunch:
+        gpu, props = self.gpu, self.gpu.props
+        i = self.count
+        self.count += 1
+        name = launch["kernel"]
+        label = launch.get("label") or f"launches[{i}]"
+        where = f"{label} ({name})"
+        info = self.kernel(name, label)
+        grid = tuple(int(v) for v in launch["grid"])
+        block = tuple(int(v) for v in launch["block"])
+        smem = int(launch.get("smem", 0))
+        threads = block[0] * block[1] * block[2]
+        if min(grid) < 1 or min(block) < 1:
+            raise LaunchRejected(f"{where}: grid {grid} / block {block} has an axis below 1")
+        if any(g > m for g, m in zip(grid, props.max_grid, strict=True)):
+            raise LaunchRejected(f"{where}: grid {grid} exceeds the device limit {props.max_grid}")
+        if any(b > m for b, m in zip(block, props.max_block, strict=True)):
+            raise LaunchRejected(f"{where}: block {block} exceeds the device limit {props.max_block}")
+        if threads > info.max_threads:
+            raise LaunchRejected(
+                f"{where}: {threads} threads per block, but this kernel allows at most "
+                f"{info.max_threads} ({info.regs} registers per thread)"
+            )
+        static = info.static_smem
+        if static + smem > props.max_smem_optin:
+            raise LaunchRejected(
+                f"{where}: {static} B static + {smem} B dynamic shared memory exceeds the "
+                f"device's {props.max_smem_optin} B per block"
+            )
+        if smem + static > props.max_smem_per_block and smem > info.dynamic_smem:
+            try:
+                gpu.set_max_dynamic_smem(info.func, smem)
+            except CudaError as exc:
+                if exc.sticky:
+                    raise
+                raise LaunchRejected(f"{where}: {smem} B dynamic shared memory refused: {exc.name}") from None
+            info.dynamic_smem = smem
+        values: list[tuple[str, Any]] = []
+        for arg in launch["args"]:
+            if arg["kind"] in ("buffer", "scratch"):
+                if arg["name"] not in self.seq.home:
+                    raise LaunchRejected(f"{where}: no buffer or scratch {arg['name']!r}")
+                values.append(("bind", arg["name"]))
+            else:
+                kind = ARG_KINDS[arg["dtype"]]
+                value = arg["value"]
+                values.append((kind, int(value) if kind == "int" else float(value)))
+        prepared = PreparedLaunch(name, info.func, grid, block, smem, int(launch.get("stream", 0)), values, label)  # type: ignore[arg-type]
+        self.seq.launches.append(prepared)
+        return prepared

@@ -3,7 +3,9 @@
 Vocabulary follows Kernel Tuner where the idea is the same: ``tune_params`` (name -> list
 of values), ``restrictions`` (expressions that a configuration must satisfy). Each
 parameter reaches the kernel source as a ``-D`` macro. ``launches`` lists the kernels
-of one configuration in order, so a multi-kernel pipeline is timed as one unit.
+of one configuration in order, so a multi-kernel pipeline is timed as one unit; a
+``repeat`` item loops over a body of launches (a pass count or a device flag, a loop
+variable, buffer swaps between passes), as the original's C++ launchers did.
 
 Expressions (restrictions, grid, block, shared memory, scratch sizes) are evaluated by
 ``ktt.expressions`` over the tune parameters and the problem's scalars.
@@ -11,12 +13,13 @@ Expressions (restrictions, grid, block, shared memory, scratch sizes) are evalua
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from ktt.compiler_options import option_problem
 from ktt.expressions import Expression, ExpressionError, Number
@@ -37,6 +40,12 @@ DEFAULT_STATIC_SHARED_LIMIT = 48 * 1024
 MAX_TUNE_PARAMS = 64
 MAX_PARAM_VALUES = 10_000
 MAX_RESTRICTIONS = 256
+# Bounds on launch programs (docs/TUNING_SPEC.md, "Launch programs"): the worker runs every
+# pass, and an ``until`` loop reads a flag back after each one.
+MAX_LAUNCH_ITEMS = 256  # launch and repeat items written in tuning.yaml, all levels together
+MAX_REPEAT_DEPTH = 3  # repeat blocks nested in one another
+MAX_PASSES = 10_000  # the largest count or max_passes of one repeat block
+MAX_LAUNCHES_PER_RUN = 20_000  # kernel launches of one run of a configuration (until loops at max_passes)
 
 
 _MAIN_STREAM = Expression(0)
@@ -50,12 +59,29 @@ class _SpecModel(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+def _unquoted_comma(data: Any, keys: tuple[str, ...]) -> Any:
+    """``{x: ceil_div(N, B)}`` reaches us as keys ``x`` and ``B)``: say what went wrong."""
+    if isinstance(data, dict):
+        for key in data:
+            if key not in keys and isinstance(key, str) and (")" in key or "(" in key):
+                raise ValueError(
+                    f"{key!r} is part of an expression cut at a comma: in a {{...}} mapping, quote "
+                    'expressions that hold commas, e.g. {x: "ceil_div(N, B)"}'
+                )
+    return data
+
+
 class Dim3Spec(_SpecModel):
     x: int | str = 1
     y: int | str = 1
     z: int | str = 1
 
     _nb = field_validator("x", "y", "z", mode="before")(reject_bool)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _commas(cls, data: Any) -> Any:
+        return _unquoted_comma(data, ("x", "y", "z"))
 
 
 class ValueArg(_SpecModel):
@@ -65,6 +91,11 @@ class ValueArg(_SpecModel):
     dtype: str = "int"
 
     _dtype = field_validator("dtype")(check_dtype)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _commas(cls, data: Any) -> Any:
+        return _unquoted_comma(data, ("value", "dtype"))
 
 
 LaunchArg = Annotated[str | ValueArg, Field(union_mode="left_to_right")]
@@ -79,6 +110,44 @@ class LaunchSpec(_SpecModel):
     stream: int | str = 0  # 0: the main stream; N > 0: a side stream, forked from and joined to the main one
 
     _nb = field_validator("shared_mem", "stream", mode="before")(reject_bool)
+
+
+def _unwrap_repeat(value: Any) -> Any:
+    """``{repeat: {...}}`` -> ``{...}``: errors then read ``launches[i].repeat.FIELD``."""
+    if isinstance(value, dict):
+        extra = sorted(str(k) for k in value if k != "repeat")
+        if extra:
+            raise ValueError(f"a repeat item holds only 'repeat:' (found {', '.join(extra)}); put launches in its body")
+        return value["repeat"]
+    return value
+
+
+def _item_kind(value: Any) -> str:
+    # Tags named "function-..." are left out of error paths (ktt.problem.yaml_io.field_path).
+    if isinstance(value, dict) and "repeat" in value:
+        return "repeat"
+    return "function-launch"
+
+
+class RepeatSpec(_SpecModel):
+    """A loop over ``body``: ``count`` passes, or until the scratch int ``until`` is non-zero after a pass."""
+
+    var: str = "pass"
+    count: int | str | None = None
+    until: str | None = None
+    max_passes: int | str | None = None
+    swap: list[str | list[str]] = Field(default_factory=list)
+    body: list[LaunchItem]
+
+    _nb = field_validator("count", "max_passes", mode="before")(reject_bool)
+
+
+LaunchItem = Annotated[
+    Annotated[LaunchSpec, Tag("function-launch")]
+    | Annotated[RepeatSpec, BeforeValidator(_unwrap_repeat), Tag("repeat")],
+    Discriminator(_item_kind),
+]
+RepeatSpec.model_rebuild()
 
 
 class ScratchSpec(_SpecModel):
@@ -97,7 +166,7 @@ class ScratchSpec(_SpecModel):
 class TuningFile(_SpecModel):
     tune_params: dict[str, list[ParamValue]] = Field(default_factory=dict)
     restrictions: list[str] = Field(default_factory=list)
-    launches: list[LaunchSpec]
+    launches: list[LaunchItem]
     scratch: list[ScratchSpec] = Field(default_factory=list)
     compiler_options: list[str] = Field(default_factory=list)
     duration_s: float | None = Field(default=None, gt=0)
@@ -137,7 +206,7 @@ class TuningFile(_SpecModel):
 
     @field_validator("launches")
     @classmethod
-    def _non_empty(cls, launches: list[LaunchSpec]) -> list[LaunchSpec]:
+    def _non_empty(cls, launches: list[Any]) -> list[Any]:
         if not launches:
             raise ValueError("empty: at least one kernel launch is needed")
         return launches
@@ -161,6 +230,60 @@ class Launch:
     shared_mem: Expression
     args: tuple[ResolvedArg, ...]
     stream: Expression = _MAIN_STREAM
+    label: str = ""  # its tuning.yaml field, e.g. "launches[1].repeat.body[0]"
+
+    def names(self) -> set[str]:
+        """Every name its expressions read."""
+        out: set[str] = set()
+        for e in (*self.grid, *self.block, self.shared_mem, self.stream):
+            out |= e.names
+        for a in self.args:
+            if a.expr is not None:
+                out |= a.expr.names
+        return out
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """A loop over ``body`` (see docs/TUNING_SPEC.md, "Launch programs")."""
+
+    label: str  # "launches[1].repeat"
+    var: str  # the loop variable: 0, 1, 2, ... in the body's expressions
+    count: Expression | None  # a number of passes, or
+    until: str | None  # a scratch int: the loop ends after the pass that leaves its first element non-zero
+    max_passes: Expression | None  # with until: reaching it with the flag still zero fails the configuration
+    swaps: tuple[tuple[str, str], ...]  # buffer names exchanged after every pass
+    body: tuple[Launch | Repeat, ...]
+
+    @property
+    def passes(self) -> Expression:
+        """The most passes the loop runs."""
+        bound = self.count if self.count is not None else self.max_passes
+        assert bound is not None
+        return bound
+
+    def names(self) -> set[str]:
+        """Every name the body's expressions read (the inner loops' own variables included)."""
+        out: set[str] = set()
+        for item in self.body:
+            out |= item.names()
+            if isinstance(item, Repeat):
+                out |= item.passes.names
+        return out
+
+
+ProgramItem = Launch | Repeat
+
+
+def iter_launch_items(items: list[ProgramItem] | tuple[ProgramItem, ...]) -> list[Launch]:
+    """Every Launch of a program, repeat bodies included, in the order they are written."""
+    out: list[Launch] = []
+    for item in items:
+        if isinstance(item, Repeat):
+            out += iter_launch_items(item.body)
+        else:
+            out.append(item)
+    return out
 
 
 @dataclass(frozen=True)
@@ -192,11 +315,12 @@ class TuningSpec:
     path: Path
     tune_params: dict[str, list[ParamValue]]
     restrictions: list[Expression]
-    launches: list[Launch]
+    launches: list[ProgramItem]  # the launch program: launches and repeat blocks, in order
     scratch: list[Scratch]
     compiler_options: list[str]
     duration_s: float | None
     max_configs: int | None
+    buffer_dtypes: dict[str, str] = dataclasses.field(default_factory=dict)  # the problem's buffers (swap partners)
 
     @property
     def param_names(self) -> list[str]:
@@ -221,26 +345,37 @@ class TuningSpec:
         env = self.env(config, shape)
         return all(bool(r.evaluate(env)) for r in self.restrictions)
 
+    @property
+    def has_repeat(self) -> bool:
+        return any(isinstance(item, Repeat) for item in self.launches)
+
+    def kernel_launches(self) -> list[Launch]:
+        """Every launch written in the program (repeat bodies included)."""
+        return iter_launch_items(self.launches)
+
     def geometry(self, config: Config, shape: Shape) -> list[LaunchGeometry]:
-        """Evaluate every launch for one configuration. Raises ExpressionError on a bad value."""
+        """Evaluate the launches outside repeat blocks for one configuration (ktt.launch_program
+        evaluates whole programs). Raises ExpressionError on a bad value."""
         env = self.env(config, shape)
-        out = []
-        for launch in self.launches:
-            grid = Dim3(*(e.evaluate_int(env) for e in launch.grid))
-            block = Dim3(*(e.evaluate_int(env) for e in launch.block))
-            smem = launch.shared_mem.evaluate_int(env)
-            args = tuple((a, a.expr.evaluate(env) if a.expr is not None else None) for a in launch.args)
-            stream = launch.stream.evaluate_int(env)
-            if stream < 0 or stream > MAX_STREAMS:
-                raise ExpressionError(f"{launch.kernel}: stream {stream} out of range 0..{MAX_STREAMS}")
-            if smem < 0:
-                raise ExpressionError(f"{launch.kernel}: shared_mem evaluates to {smem}")
-            out.append(LaunchGeometry(launch.kernel, grid, block, smem, args, stream))
-        return out
+        return [evaluate_launch(launch, env) for launch in self.launches if isinstance(launch, Launch)]
 
     def scratch_sizes(self, config: Config, shape: Shape) -> dict[str, int]:
         env = self.env(config, shape)
         return {s.name: s.size.evaluate_int(env) for s in self.scratch}
+
+
+def evaluate_launch(launch: Launch, env: dict[str, Number]) -> LaunchGeometry:
+    """One launch's expressions for one configuration (and pass). Raises ExpressionError."""
+    grid = Dim3(*(e.evaluate_int(env) for e in launch.grid))
+    block = Dim3(*(e.evaluate_int(env) for e in launch.block))
+    smem = launch.shared_mem.evaluate_int(env)
+    args = tuple((a, a.expr.evaluate(env) if a.expr is not None else None) for a in launch.args)
+    stream = launch.stream.evaluate_int(env)
+    if stream < 0 or stream > MAX_STREAMS:
+        raise ExpressionError(f"{launch.kernel}: stream {stream} out of range 0..{MAX_STREAMS}")
+    if smem < 0:
+        raise ExpressionError(f"{launch.kernel}: shared_mem evaluates to {smem}")
+    return LaunchGeometry(launch.kernel, grid, block, smem, args, stream)
 
 
 def load_spec(path: Path | str, problem: Problem) -> TuningSpec:
@@ -278,10 +413,10 @@ def resolve_spec(tf: TuningFile, path: Path, problem: Problem) -> TuningSpec:
         raise SpecError(path, f"tune_params.{clash[0]}", "has the name of a problem scalar; rename the parameter")
     known = scalars | set(tf.tune_params)
 
-    def expr(value: int | float | str, field: str) -> Expression:
+    def expr(value: int | float | str, field: str, loop_vars: tuple[str, ...] = ()) -> Expression:
         try:
             e = Expression(value)
-            e.check_names(known)
+            e.check_names(known | set(loop_vars))
         except ExpressionError as exc:
             raise SpecError(path, field, str(exc)) from None
         return e
@@ -298,21 +433,7 @@ def resolve_spec(tf: TuningFile, path: Path, problem: Problem) -> TuningSpec:
         scratch.append(Scratch(s.name, s.dtype, expr(s.size, f"scratch[{i}].size"), s.zero))
     scratch_names = {s.name: s for s in scratch}
 
-    launches = []
-    for i, ls in enumerate(tf.launches):
-        label = f"launches[{i}]"
-        if not IDENTIFIER.match(ls.kernel):
-            raise SpecError(path, f"{label}.kernel", f"{ls.kernel!r} is not a valid kernel name")
-        grid = tuple(
-            expr(v, f"{label}.grid.{a}") for a, v in zip("xyz", (ls.grid.x, ls.grid.y, ls.grid.z), strict=True)
-        )
-        block = tuple(
-            expr(v, f"{label}.block.{a}") for a, v in zip("xyz", (ls.block.x, ls.block.y, ls.block.z), strict=True)
-        )
-        smem = expr(ls.shared_mem, f"{label}.shared_mem")
-        args = _resolve_args(ls.args, problem, scratch_names, f"{label}.args", path, expr)
-        stream = expr(ls.stream, f"{label}.stream")
-        launches.append(Launch(ls.kernel, grid, block, smem, args, stream))  # type: ignore[arg-type]
+    launches = _ProgramResolver(path, problem, known, scratch_names, expr).items(tf.launches, "launches", (), ())
 
     for i, opt in enumerate(tf.compiler_options):
         problem_text = option_problem(opt)  # exact forms only: no fast math, no file arguments
@@ -328,6 +449,7 @@ def resolve_spec(tf: TuningFile, path: Path, problem: Problem) -> TuningSpec:
         compiler_options=list(tf.compiler_options),
         duration_s=tf.duration_s,
         max_configs=tf.max_configs,
+        buffer_dtypes={b.name: b.dtype for b in problem.buffers},
     )
 
 
@@ -360,3 +482,180 @@ def _resolve_args(
             known = ", ".join([*by_name, *scratch]) or "none"
             raise SpecError(path, f"{field}[{j}]", f"unknown argument {item!r} (buffers, scalars and scratch: {known})")
     return tuple(resolved)
+
+
+class _ProgramResolver:
+    """tuning.yaml's launch items -> Launch and Repeat, with the static checks of launch programs."""
+
+    def __init__(self, path: Path, problem: Problem, known: set[str], scratch: dict[str, Scratch], expr: Any) -> None:
+        self.path = path
+        self.problem = problem
+        self.known = known
+        self.scratch = scratch
+        self.expr = expr
+        self.buffers = {b.name: b for b in problem.buffers}
+        self.count = 0
+
+    def error(self, field: str, message: str) -> SpecError:
+        return SpecError(self.path, field, message)
+
+    def items(
+        self, items: list[Any], prefix: str, loop_vars: tuple[str, ...], flags: tuple[str, ...]
+    ) -> list[ProgramItem]:
+        out: list[ProgramItem] = []
+        for i, item in enumerate(items):
+            label = f"{prefix}[{i}]"
+            self.count += 1
+            if self.count > MAX_LAUNCH_ITEMS:
+                raise self.error(label, f"more than {MAX_LAUNCH_ITEMS} launch and repeat items in all")
+            if isinstance(item, RepeatSpec):
+                out.append(self.repeat(item, f"{label}.repeat", loop_vars, flags))
+            else:
+                out.append(self.launch(item, label, loop_vars))
+        return out
+
+    def launch(self, ls: LaunchSpec, label: str, loop_vars: tuple[str, ...]) -> Launch:
+        expr = self.expr
+        if not IDENTIFIER.match(ls.kernel):
+            raise self.error(f"{label}.kernel", f"{ls.kernel!r} is not a valid kernel name")
+        grid = tuple(
+            expr(v, f"{label}.grid.{a}", loop_vars)
+            for a, v in zip("xyz", (ls.grid.x, ls.grid.y, ls.grid.z), strict=True)
+        )
+        block = tuple(
+            expr(v, f"{label}.block.{a}", loop_vars)
+            for a, v in zip("xyz", (ls.block.x, ls.block.y, ls.block.z), strict=True)
+        )
+        smem = expr(ls.shared_mem, f"{label}.shared_mem", loop_vars)
+        args = _resolve_args(
+            ls.args, self.problem, self.scratch, f"{label}.args", self.path, lambda v, f: expr(v, f, loop_vars)
+        )
+        stream = expr(ls.stream, f"{label}.stream", loop_vars)
+        if loop_vars and (stream.names or stream.evaluate({}) != 0):
+            raise self.error(
+                f"{label}.stream",
+                "side streams are not allowed in a repeat body (passes run in order on the main stream)",
+            )
+        return Launch(ls.kernel, grid, block, smem, args, stream, label)  # type: ignore[arg-type]
+
+    def repeat(self, rs: RepeatSpec, label: str, loop_vars: tuple[str, ...], flags: tuple[str, ...]) -> Repeat:
+        if len(loop_vars) >= MAX_REPEAT_DEPTH:
+            raise self.error(label, f"repeat blocks nest at most {MAX_REPEAT_DEPTH} deep")
+        var = rs.var
+        if not IDENTIFIER.match(var):
+            raise self.error(f"{label}.var", f"{var!r} is not a valid name")
+        if var in self.known or var in self.buffers or var in self.scratch or var in loop_vars:
+            raise self.error(f"{label}.var", f"{var!r} is already used (a tune parameter, scalar, buffer or loop)")
+        if rs.count is None and rs.until is None:
+            raise self.error(label, "give count (a number of passes) or until (a scratch int flag) with max_passes")
+        if rs.count is not None and rs.until is not None:
+            raise self.error(f"{label}.until", "give count or until, not both")
+        count = max_passes = None
+        if rs.count is not None:
+            if rs.max_passes is not None:
+                raise self.error(f"{label}.max_passes", "only with until (count already bounds the loop)")
+            count = self._bound(rs.count, f"{label}.count", loop_vars, 0)
+        else:
+            if rs.max_passes is None:
+                raise self.error(
+                    f"{label}.max_passes",
+                    f"required with until: the most passes before the configuration fails (at most {MAX_PASSES:,})",
+                )
+            max_passes = self._bound(rs.max_passes, f"{label}.max_passes", loop_vars, 1)
+            self._check_flag(rs.until, f"{label}.until")  # type: ignore[arg-type]
+        swaps = self._swaps(rs.swap, f"{label}.swap", (*flags, *([rs.until] if rs.until else [])))
+        if not rs.body:
+            raise self.error(f"{label}.body", "empty: at least one launch is needed")
+        inner_flags = (*flags, rs.until) if rs.until else flags
+        body = tuple(self.items(rs.body, f"{label}.body", (*loop_vars, var), inner_flags))
+        if rs.until and not any(
+            a.kind == "scratch" and a.name == rs.until for launch in iter_launch_items(body) for a in launch.args
+        ):
+            raise self.error(
+                f"{label}.until", f"no launch of the body takes {rs.until!r} as an argument, so no pass can set it"
+            )
+        return Repeat(label, var, count, rs.until, max_passes, swaps, body)
+
+    def _bound(self, value: int | str, field: str, loop_vars: tuple[str, ...], low: int) -> Expression:
+        e = self.expr(value, field, loop_vars)
+        if not e.names:  # a constant: check it now; otherwise per configuration (ktt.launch_program)
+            try:
+                n = e.evaluate_int({})
+            except ExpressionError as exc:
+                raise self.error(field, str(exc)) from None
+            if not low <= n <= MAX_PASSES:
+                raise self.error(field, f"{n} is out of range {low}..{MAX_PASSES:,}")
+        return e
+
+    def _check_flag(self, name: str, field: str) -> None:
+        s = self.scratch.get(name)
+        if s is None:
+            what = "a problem buffer" if name in self.buffers else "not a scratch buffer"
+            raise self.error(field, f"{name!r} is {what}; until reads a scratch int (declare it under scratch:)")
+        if s.dtype != "int":
+            raise self.error(field, f"scratch {name!r} has dtype {s.dtype}; an until flag is an int")
+        if not s.zero:
+            raise self.error(
+                field, f"scratch {name!r} has zero: false; an until flag must start at 0 (the poison is non-zero)"
+            )
+
+    def _swaps(self, raw: list[str | list[str]], field: str, flags: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+        if not raw:
+            return ()
+        if all(isinstance(x, str) for x in raw):
+            pairs: list[Any] = [raw]
+        elif all(isinstance(x, list) for x in raw):
+            pairs = raw
+        else:
+            raise self.error(field, "write one pair [A, B] or a list of pairs [[A, B], [C, D]]")
+        out: list[tuple[str, str]] = []
+        seen: set[str] = set()
+        for j, pair in enumerate(pairs):
+            where = field if len(pairs) == 1 and pairs[0] is raw else f"{field}[{j}]"
+            if len(pair) != 2:
+                raise self.error(where, f"a swap names two buffers, got {len(pair)}")
+            a, b = pair
+            if a == b:
+                raise self.error(where, f"swaps {a!r} with itself")
+            dtypes = []
+            for name in (a, b):
+                if name in seen:
+                    raise self.error(where, f"{name!r} is in two swap pairs of one repeat")
+                seen.add(name)
+                if name in flags:
+                    raise self.error(where, f"{name!r} is an until flag; it cannot be swapped")
+                if name in self.scratch:
+                    dtypes.append(self.scratch[name].dtype)
+                elif name in self.buffers:
+                    buf = self.buffers[name]
+                    if not buf.writable:
+                        raise self.error(
+                            where, f"{name!r} is read-only (access: read); swap scratch or writable buffers"
+                        )
+                    dtypes.append(buf.dtype)
+                else:
+                    known = ", ".join([*self.buffers, *self.scratch]) or "none"
+                    raise self.error(where, f"unknown buffer {name!r} (buffers and scratch: {known})")
+            if dtypes[0] != dtypes[1]:
+                raise self.error(where, f"{a!r} holds {dtypes[0]} but {b!r} holds {dtypes[1]}; swap partners match")
+            for shape in self.problem.shapes:  # sizes known without a configuration: check them now
+                sizes = [self._static_size(n, shape) for n in (a, b)]
+                if None not in sizes and sizes[0] != sizes[1]:
+                    raise self.error(
+                        where,
+                        f"{a!r} has {sizes[0]:,} elements but {b!r} has {sizes[1]:,} (shape {shape.name}); "
+                        "swap partners have one size",
+                    )
+            out.append((a, b))
+        return tuple(out)
+
+    def _static_size(self, name: str, shape: Shape) -> int | None:
+        if name in self.buffers:
+            return shape.sizes[name]
+        size = self.scratch[name].size
+        if size.names - set(shape.scalars):
+            return None  # depends on tune parameters
+        try:
+            return size.evaluate_int(dict(shape.scalars))
+        except ExpressionError:
+            return None

@@ -36,7 +36,7 @@ from ktt.nvrtc import CompileRequest, define_pairs
 from ktt.problem import load_problem
 from ktt.problem.model import Buffer, Problem, Shape
 from ktt.procs import exit_when_parent_dies
-from ktt.sequence import LaunchRejected, Sequence, prepare
+from ktt.sequence import LaunchRejected, PassLimit, Sequence, prepare
 from ktt.timing import FLOOR_MARGIN, L2Flush, TimingSettings, floor_ms, measure, measure_bandwidth, peak_gflops
 from ktt.toolkit import cuda_include_dirs
 from ktt.workdir import WorkDir, local_headers
@@ -290,6 +290,9 @@ class Session:
             return {**result, "status": "launch_failed", "error": str(exc)}
         try:
             return self._evaluate(seq, req, result, span_start, span_end)
+        except PassLimit as exc:
+            # An until loop that never finished: the context is fine (every pass was synchronised).
+            return {**result, "status": "runtime_error", "error": str(exc), "flags": ["max_passes"]}
         finally:
             with contextlib.suppress(CudaError):
                 seq.free()
@@ -332,7 +335,7 @@ class Session:
                 self.settings,
                 flush=self.flush,
                 best_ms=req.get("best_ms"),
-                launch_events=len(seq.launches) if not seq.streams else 0,
+                launch_events=seq.launch_events(),
                 before_rep=(lambda: bufs.restore_readwrite(0)) if has_rw else None,
                 beat=beat,
             )

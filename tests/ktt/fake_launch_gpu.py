@@ -1,0 +1,148 @@
+"""A FAKE GPU for CPU tests of launch programs: host memory instead of a device, Python "kernels".
+
+``FakeGpu`` offers the part of ``ktt.device.Gpu`` that ``ktt.sequence`` and ``ktt.buffers``
+use. Memory is one numpy heap addressed by fake pointers; a launch calls the Python
+function registered under the kernel's name with the decoded arguments and records it,
+so a test sees the exact launch order, every pass's scalar values and which memory each
+buffer name was bound to. Nothing here touches CUDA.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ktt.device import DeviceProps, F, KernelParams
+
+BASE = 0x10000
+
+
+@dataclass
+class LaunchRecord:
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    args: list[Any]  # pointers as ints, scalars as numbers
+
+
+@dataclass
+class FakeGpu:
+    kernels: dict[str, Callable[..., None]]  # name -> fn(gpu, grid, block, *args)
+    heap_bytes: int = 64 * 1024 * 1024
+    heap: np.ndarray = field(init=False)
+    top: int = BASE
+    log: list[Any] = field(default_factory=list)  # LaunchRecord, ("d2h", ptr), ("d2d", dst, src, n), ("sync",)
+    stream: Any = "main"
+
+    def __post_init__(self) -> None:
+        self.heap = np.zeros(self.heap_bytes, np.uint8)
+        self.props = DeviceProps(
+            name="fake",
+            arch="sm_90",
+            sm_count=1,
+            clock_khz=1,
+            l2_bytes=1024,
+            max_threads_per_block=1024,
+            max_smem_optin=227 * 1024,
+            max_smem_per_block=48 * 1024,
+            max_grid=(2**31 - 1, 65535, 65535),
+            max_block=(1024, 1024, 64),
+            total_memory=self.heap_bytes,
+        )
+
+    # -- memory ------------------------------------------------------------------------
+
+    def view(self, ptr: int, nbytes: int, dtype: Any = np.uint8) -> np.ndarray:
+        off = ptr - BASE
+        assert off >= 0 and off + nbytes <= self.heap_bytes, "fake pointer out of the heap"
+        return self.heap[off : off + nbytes].view(dtype)
+
+    def alloc(self, nbytes: int) -> int:
+        ptr = self.top
+        self.top += (max(int(nbytes), 4) + 255) // 256 * 256
+        assert self.top - BASE <= self.heap_bytes, "fake heap exhausted"
+        return ptr
+
+    def free(self, ptr: int) -> None:
+        pass
+
+    def memset32(self, ptr: int, value: int, count: int, stream: Any = None) -> None:
+        self.view(ptr, count * 4, np.uint32)[:] = value & 0xFFFFFFFF
+
+    def h2d(self, dst: int, src: np.ndarray, stream: Any = None) -> None:
+        self.view(dst, src.nbytes)[:] = src.view(np.uint8).ravel()
+
+    def d2h(self, dst: np.ndarray, src: int, stream: Any = None) -> None:
+        self.log.append(("d2h", src))
+        dst.view(np.uint8)[:] = self.view(src, dst.nbytes)
+
+    def d2d(self, dst: int, src: int, nbytes: int, stream: Any = None) -> None:
+        self.log.append(("d2d", dst, src, nbytes))
+        self.view(dst, nbytes)[:] = self.view(src, nbytes).copy()
+
+    def pinned(self, nbytes: int, dtype: Any = np.uint8) -> np.ndarray:
+        return np.zeros(nbytes, np.uint8).view(dtype)
+
+    def free_pinned(self, arr: np.ndarray) -> None:
+        pass
+
+    # -- execution ---------------------------------------------------------------------
+
+    def sync(self) -> None:
+        self.log.append(("sync",))
+
+    def events(self, purpose: str, n: int) -> list[Any]:
+        return [f"{purpose}{i}" for i in range(n)]
+
+    def record(self, event: Any, stream: Any = None) -> None:
+        pass
+
+    def wait_event(self, stream: Any, event: Any) -> None:
+        pass
+
+    def side_stream(self, index: int) -> Any:
+        return self.stream if index == 0 else f"side{index}"
+
+    def load_module(self, image: bytes) -> Any:
+        return "module"
+
+    def unload_module(self, module: Any) -> None:
+        pass
+
+    def function(self, module: Any, name: str) -> Any:
+        if name not in self.kernels:
+            from ktt.device import CudaError
+
+            raise CudaError("CUDA_ERROR_NOT_FOUND", "cuModuleGetFunction")
+        return name
+
+    def func_attr(self, func: Any, attribute: Any) -> int:
+        return {
+            F.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: 1024,
+            F.CU_FUNC_ATTRIBUTE_NUM_REGS: 32,
+            F.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: 0,
+        }[attribute]
+
+    def set_max_dynamic_smem(self, func: Any, nbytes: int) -> None:
+        pass
+
+    def launch(self, func: str, grid: Any, block: Any, smem: int, stream: Any, params: KernelParams) -> None:
+        args = [h.value for h in params._holders]
+        self.log.append(LaunchRecord(func, tuple(grid), tuple(block), args))
+        self.kernels[func](self, tuple(grid), tuple(block), *args)
+
+    def launches(self) -> list[LaunchRecord]:
+        return [x for x in self.log if isinstance(x, LaunchRecord)]
+
+
+@dataclass
+class FakeBuffers:
+    """What ktt.sequence.prepare reads of ktt.buffers.ShapeBuffers: the boundary buffers by name."""
+
+    dev: dict[str, Any]
+
+    def argument(self, name: str) -> int:
+        return self.dev[name].ptr
