@@ -468,7 +468,7 @@ class ProblemEditorScreen(Screen[Path | None]):
         def work() -> tuple[int, CheckResult]:
             return generation, check_source(source, directory, existing=existing)
 
-        self.run_worker(work, thread=True, group="editor-check", name="check")
+        self.run_worker(work, thread=True, group="editor-check", name="check", exit_on_error=False)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
@@ -540,7 +540,7 @@ class ProblemEditorScreen(Screen[Path | None]):
             save_problem(source, directory, existing=existing)
             return directory
 
-        self.run_worker(work, thread=True, group="editor-save", name="save", exclusive=True)
+        self.run_worker(work, thread=True, group="editor-save", name="save", exclusive=True, exit_on_error=False)
 
     @on(Button.Pressed, "#editor-save")
     def _save_pressed(self) -> None:

@@ -1,0 +1,210 @@
+"""Pilot tests of the problem editor (cacao_tui.ui.editor): new, edit, a refused save, cancel."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from textual.widgets import Input, TabbedContent
+
+from cacao_tui.ui.editor import EditorApp, ProblemEditorScreen
+from cacao_tui.ui.editor.args_pane import ArgsPane, ArgsTable
+from cacao_tui.ui.editor.code import CodeEditor, highlighting_available
+from ktt.problem import load_problem
+
+COMPAT = Path(__file__).resolve().parents[1] / "compat" / "problems"
+
+
+def _settled_listing(parent: Path) -> list[str]:
+    """The folder's entries once a check still running in its thread has removed its scratch copy."""
+    for _ in range(200):
+        names = sorted(p.name for p in parent.iterdir())
+        if not any(n.startswith(".cacao-check-") for n in names):
+            return names
+        time.sleep(0.05)
+    return names
+
+
+def _tree(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+async def _editor(pilot) -> ProblemEditorScreen:
+    for _ in range(200):
+        await pilot.pause(0.05)
+        if isinstance(pilot.app.screen, ProblemEditorScreen):
+            return pilot.app.screen
+    raise AssertionError("the editor did not open")
+
+
+async def _checked(pilot, screen: ProblemEditorScreen, after: int = 0) -> None:
+    """Wait for a --check result newer than ``after`` checks."""
+    for _ in range(1600):
+        await pilot.pause(0.05)
+        if screen.checks_run > after and not screen.workers:
+            return
+    raise AssertionError("no --check result")
+
+
+async def _type(pilot, screen: ProblemEditorScreen, selector: str, text: str) -> None:
+    widget = screen.query_one(selector, Input)
+    widget.value = text
+    await pilot.pause(0.05)
+
+
+async def test_new_problem_is_written_only_after_check(tmp_path: Path) -> None:
+    target = tmp_path / "scale"
+    app = EditorApp(target, new=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _editor(pilot)
+        await _checked(pilot, screen)
+        assert screen.check is not None and screen.check.ok, screen.check
+        assert "#define LEN 1048576" in screen.check.inputs_hpp
+        assert not target.exists()  # checking writes nothing
+        await pilot.press("ctrl+s")
+        for _ in range(1600):
+            await pilot.pause(0.05)
+            if app.return_value is not None or not app.is_running:
+                break
+    assert app.return_value == target.absolute()
+    problem = load_problem(target)
+    assert [a.name for a in problem.args] == ["LEN", "x", "y"]
+    assert _settled_listing(tmp_path) == ["scale"]
+
+
+async def test_edit_args_table_and_save(tmp_path: Path) -> None:
+    shutil.copytree(COMPAT / "softmax_rows_py", tmp_path / "p")
+    app = EditorApp(tmp_path / "p")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _editor(pilot)
+        await _checked(pilot, screen)
+        screen.query_one(TabbedContent).active = "tab-args"
+        await pilot.pause(0.1)
+        table = screen.query_one(ArgsTable)
+        table.focus()
+        assert table.row_count == 4
+        await pilot.press("s")  # a scalar after the first row
+        await pilot.pause(0.1)
+        assert table.row_count == 5
+        assert screen.source.inputs["args"][1]["name"] == "SCALAR1"
+        await pilot.press("J")  # move it down one
+        await pilot.pause(0.1)
+        assert [a["name"] for a in screen.source.inputs["args"]][:3] == ["ROWS", "COLS", "SCALAR1"]
+        await pilot.press("x")  # and remove it again
+        await pilot.pause(0.1)
+        assert [a["name"] for a in screen.source.inputs["args"]] == ["ROWS", "COLS", "inp", "out"]
+        # the form edits the highlighted arg: COLS becomes 1024
+        table.move_cursor(row=1)
+        await pilot.pause(0.1)
+        await _type(pilot, screen, "#arg-value", "1024")
+        assert screen.source.inputs["args"][1]["value"] == 1024
+        await _type(pilot, screen, "#ed-tolerance", "0.001")
+        done = screen.checks_run
+        await pilot.press("ctrl+r")
+        await _checked(pilot, screen, done)
+        assert screen.check is not None and screen.check.ok, screen.check
+        await pilot.press("ctrl+s")
+        for _ in range(1600):
+            await pilot.pause(0.05)
+            if not app.is_running:
+                break
+    problem = load_problem(tmp_path / "p")
+    assert problem.primary.scalars["COLS"] == 1024
+    assert problem.tolerance == 0.001
+    assert problem.reference.type == "python"
+
+
+async def test_save_refused_leaves_the_disk_untouched(tmp_path: Path) -> None:
+    shutil.copytree(COMPAT / "terrain_custom", tmp_path / "p")
+    before = _tree(tmp_path / "p")
+    app = EditorApp(tmp_path / "p")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _editor(pilot)
+        await _checked(pilot, screen)
+        screen.query_one(TabbedContent).active = "tab-reference"
+        await pilot.pause(0.1)
+        editor = screen.query_one("#ed-ref-source", CodeEditor)
+        editor.load_text(editor.text.replace("<= LEVEL", "<= LEVEL +"))  # a syntax error in the reference
+        await pilot.pause(0.1)
+        await pilot.press("ctrl+s")
+        for _ in range(1600):
+            await pilot.pause(0.05)
+            status = str(screen.query_one("#editor-status").render())
+            if "not saved" in status:
+                break
+        assert "not saved" in status and "ref_cpu.c" in status, status
+        assert app.is_running and app.screen is screen  # still editing
+    assert _tree(tmp_path / "p") == before
+    assert _settled_listing(tmp_path) == ["p"]
+
+
+async def test_cancel_writes_nothing(tmp_path: Path) -> None:
+    shutil.copytree(COMPAT / "spmv_files", tmp_path / "p")
+    before = _tree(tmp_path / "p")
+    app = EditorApp(tmp_path / "p")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _editor(pilot)
+        await _type(pilot, screen, "#ed-grid-x", "NROWS * 2")
+        assert screen.dirty
+        await pilot.press("escape")
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if not app.is_running:
+                break
+    assert app.return_value is None
+    assert _tree(tmp_path / "p") == before
+    assert _settled_listing(tmp_path) == ["p"]
+
+
+async def test_data_file_picked_for_a_buffer(tmp_path: Path) -> None:
+    shutil.copytree(COMPAT / "softmax_rows_py", tmp_path / "p")
+    data = tmp_path / "inp.f32"
+    data.write_bytes(b"\0" * 4 * 512 * 1000)
+    app = EditorApp(tmp_path / "p")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _editor(pilot)
+        await _checked(pilot, screen)
+        screen.query_one(TabbedContent).active = "tab-args"
+        await pilot.pause(0.1)
+        pane = screen.query_one(ArgsPane)
+        screen.query_one(ArgsTable).move_cursor(row=2)
+        await pilot.pause(0.1)
+        pane.post_message(ArgsPane.PickFile(2))
+        await pilot.pause(0.2)
+        path_box = app.screen.query_one("#picker-path", Input)
+        path_box.value = str(data)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert screen.source.data_files == {"inp.f32": data.resolve()}
+        assert screen.source.inputs["args"][2]["init"] == "file"
+        done = screen.checks_run
+        await pilot.press("ctrl+r")
+        await _checked(pilot, screen, done)
+        assert screen.check is not None and screen.check.ok, screen.check.error
+        await pilot.press("ctrl+s")
+        for _ in range(1600):
+            await pilot.pause(0.05)
+            if not app.is_running:
+                break
+    assert (tmp_path / "p" / "inputs" / "inp.f32").stat().st_size == 4 * 512 * 1000
+    assert load_problem(tmp_path / "p").primary.files["inp"].name == "inp.f32"
+
+
+def test_highlighting_for_cuda_c_and_python() -> None:
+    assert highlighting_available("cuda")
+    assert highlighting_available("cpu_c")
+    assert highlighting_available("python")
+
+
+def test_editor_snapshot(snap_compare, tmp_path: Path) -> None:
+    shutil.copytree(COMPAT / "spmv_files", tmp_path / "spmv_files")
+
+    async def before(pilot) -> None:
+        screen = await _editor(pilot)
+        await _checked(pilot, screen)
+        screen.query_one(TabbedContent).active = "tab-args"
+        await pilot.pause(0.2)
+        screen.query_one("#editor-title").update("Edit problem · problems/spmv_files")
+
+    assert snap_compare(EditorApp(tmp_path / "spmv_files"), terminal_size=(150, 40), run_before=before)
