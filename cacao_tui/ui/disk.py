@@ -219,6 +219,7 @@ class TuningView:
     valid: int = 0
     by_status: dict[str, int] = field(default_factory=dict)
     failures: list[ConfigResult] = field(default_factory=list)  # the last few, with their errors
+    top_case: str | None = None  # with several cases: the case ``top`` ranks (the primary)
 
 
 def read_tuning(it: IterLayout) -> TuningView:
@@ -240,6 +241,10 @@ def read_tuning(it: IterLayout) -> TuningView:
         elif result.status != "ok":
             view.failures.append(result)
     view.valid = view.by_status.get("ok", 0)
+    if len({r.shape for r in ok}) > 1:  # several cases: times of different shapes do not rank together
+        summary_cases = view.summary.cases if view.summary is not None else []
+        view.top_case = summary_cases[0].name if summary_cases else ok[0].shape  # cases run primary first
+        ok = [r for r in ok if r.shape == view.top_case]
     view.top = heapq.nsmallest(TOP_CONFIGS, ok, key=lambda r: r.time_ms or 0.0)
     view.failures = view.failures[-5:]
     if view.summary is not None and view.evaluated == 0:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 
 from rich.syntax import Syntax
-from rich.table import Table
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -17,7 +16,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.results import LoadedResults, load_results
-from cacao_tui.store.state import BranchSummary, CaseOutcome
+from cacao_tui.store.state import BranchSummary
 from cacao_tui.ui import keymap
 from cacao_tui.ui.disk import read_text_quietly
 from cacao_tui.ui.formatting import (
@@ -32,6 +31,7 @@ from cacao_tui.ui.formatting import (
     safe_value,
     status_icon,
 )
+from cacao_tui.ui.widgets.case_table import case_table, score_line
 from cacao_tui.ui.widgets.scroll_pane import ScrollPane
 from cacao_tui.ui.widgets.table_sync import KeyTable
 
@@ -44,27 +44,6 @@ COLUMNS = (
     ("at", "at"),
     ("why", "stopped because"),
 )
-
-
-CASE_COLUMNS = ("case", "status", "best", "reference", "speedup", "budget", "valid", "config")
-
-
-def case_table(cases: list[CaseOutcome]) -> Table:
-    """The best kernel's per-case results: each case's own best over its own reference."""
-    table = Table(*CASE_COLUMNS, box=None, padding=(0, 1), header_style="bold", expand=False)
-    for c in cases:
-        ref = fmt_ms(c.reference_ms) + (f" ({c.reference_source})" if c.reference_source and c.reference_ms else "")
-        table.add_row(
-            c.name,
-            Text(c.status, style="green" if c.status == "ok" else "red"),
-            fmt_ms(c.time_ms),
-            ref,
-            fmt_speedup(c.speedup),
-            f"{c.budget_s:g} s" if c.budget_s is not None else NONE,
-            f"{c.valid}/{c.evaluated}",
-            fmt_config(c.config or {}),
-        )
-    return table
 
 
 def _sort_key(b: BranchSummary) -> tuple[int, float, str]:
@@ -89,10 +68,15 @@ def results_header(loaded: LoadedResults, layout: RunLayout) -> Text:
         b = r.best
         text.append("best ", style="bold")
         text.append(f"{fmt_ms(b.time_ms)} {fmt_speedup(b.speedup)}", style="bold green")
-        if b.score is not None:
-            text.append(f" score {b.score:.3g}")
         text.append(f" · {b.branch}/iter{b.iteration} · {fmt_config(b.config)}")
+        if b.superseded:
+            text.append(" · superseded by a revert, still the fastest measured", style="yellow")
+        if r.cases:
+            text.append("\n")
+            text.append_text(score_line(b.score, b.cases))
         text.append(f"\n{safe_text(b.kernel_path)}", style="dim")
+    elif r.cases:
+        text.append("no kernel has a valid result on every case, so none has a score", style="dim")
     else:
         text.append("no valid kernel was timed", style="dim")
     ref = f"reference {fmt_ms(r.reference_ms)}" + (f" ({r.reference_source})" if r.reference_source else "")

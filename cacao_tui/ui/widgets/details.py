@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -12,6 +14,7 @@ from cacao_tui.ui.disk import SelectionDetails
 from cacao_tui.ui.formatting import STATUS_STYLES, fmt_ms, fmt_speedup, status_icon
 from cacao_tui.ui.log_store import LogStore
 from cacao_tui.ui.run_view import RunView, Selection
+from cacao_tui.ui.widgets.case_table import CaseRow
 from cacao_tui.ui.widgets.kernel_pane import KernelPane
 from cacao_tui.ui.widgets.llm_pane import LLMPane
 from cacao_tui.ui.widgets.log_pane import LogPane
@@ -87,6 +90,28 @@ class DetailsPane(Vertical):
             self._header = text.markup
             self.query_one("#selection-header", TextLine).update(text)
 
+    def _show_cases(self, data: SelectionDetails, where: str) -> None:
+        """With several cases: the shown iteration's per-case results and score, and the branch's best."""
+        it = data.iteration
+        run = it.state.run if it and it.state else None
+        summary = it.tuning.summary if it else None
+        cases: Sequence[CaseRow] = []
+        score = None
+        if run is not None and run.cases:
+            cases, score = run.cases, run.score
+        elif summary is not None and summary.cases:
+            cases, score = summary.cases, summary.score
+        manifest = data.branch.manifest if data.branch else None
+        best = manifest.best if manifest else None
+        extra = ""
+        if best is not None and (it is None or best.iteration != it.index):
+            extra = f"branch best: iter{best.iteration}" + (f", score {fmt_speedup(best.score)}" if best.score else "")
+        elif best is not None and it is not None and best.iteration == it.index:
+            extra = "this iteration is the branch's best"
+        if not cases and best is not None and len(best.cases) > 1:
+            cases, score, where, extra = best.cases, best.score, f"{best.branch}/iter{best.iteration} (branch best)", ""
+        self.tuning.show_cases(cases, score, f"per case · {where}", extra)
+
     def show(self, data: SelectionDetails, progress: TuningProgress | TuningFinished | None) -> None:
         """Fill the file-backed tabs from what was read for the selection."""
         sel = data.selection
@@ -98,6 +123,7 @@ class DetailsPane(Vertical):
         run = state.run if state else None
         tuning = it.tuning if it else None
         self.tuning.show_files(where, tuning, run.ran if run else None, run.message if run else None)
+        self._show_cases(data, where)
         if isinstance(progress, TuningProgress) and (tuning is None or tuning.summary is None):
             self.tuning.show_progress(progress)
         self.query_one(ProfilePane).show(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -9,7 +11,8 @@ from textual.widgets import ProgressBar
 
 from cacao_tui.engine.events import TuningFinished, TuningProgress
 from cacao_tui.ui.disk import TuningView
-from cacao_tui.ui.formatting import NONE, fmt_config, fmt_ms, fmt_speedup
+from cacao_tui.ui.formatting import NONE, fmt_config, fmt_ms, fmt_speedup, safe_text
+from cacao_tui.ui.widgets.case_table import CaseRow, CaseTable
 from cacao_tui.ui.widgets.table_sync import KeyTable
 from cacao_tui.ui.widgets.text_line import TextLine
 
@@ -38,6 +41,7 @@ class TuningPane(Vertical):
         yield TextLine("", id="tuning-counts")
         yield ProgressBar(total=1, show_eta=False, id="tuning-progress")  # never indeterminate: it animates
         yield TextLine("", id="tuning-failures")
+        yield CaseTable(id="tuning-cases")
         yield KeyTable(COLUMNS, id="tuning-top")
 
     def _counts(
@@ -73,9 +77,15 @@ class TuningPane(Vertical):
         if summary is not None:
             extra = f"{summary.wall_s:.0f} s · speedup {fmt_speedup(summary.speedup)}"
             bar.update(total=max(1, summary.evaluated), progress=summary.evaluated)
+        if tuning.top_case is not None:  # the top table ranks one case; the per-case table has them all
+            extra += (" · " if extra else "") + f"top: case {safe_text(tuning.top_case)}"
         self._counts("done" if summary else "search", tuning.evaluated, tuning.valid, space, best, extra)
         self.query_one("#tuning-failures", TextLine).update(by_status_text(tuning.by_status))
         self._show_top(tuning)
+
+    def show_cases(self, cases: Sequence[CaseRow], score: float | None, title: str, extra: str = "") -> None:
+        """The per-case table of a problem with several cases (hidden otherwise)."""
+        self.query_one("#tuning-cases", CaseTable).show_cases(cases, score, title, extra)
 
     def _show_top(self, tuning: TuningView) -> None:
         rows: dict[str, tuple[object, ...]] = {}
