@@ -173,5 +173,19 @@ def launches_per_run(nodes: list[Node]) -> int:
     return total
 
 
+def has_until(nodes: list[Node]) -> bool:
+    """True when a loop's pass count is known only on the device: launches per run then vary.
+
+    ``ktt profile`` then profiles the first run (no warm-up run to skip: ncu skips launches
+    by count, and an until loop's count is not known before it runs)."""
+    for node in nodes:
+        rep = node.get("repeat")
+        if rep is not None and (
+            rep.get("until") or any(has_until(b) for b in rep.get("bodies", [rep.get("body", [])]))
+        ):
+            return True
+    return False
+
+
 def is_flat(nodes: list[Node]) -> bool:
     return all("repeat" not in node for node in nodes)

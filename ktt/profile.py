@@ -19,7 +19,7 @@ from ktt import gpu_lock, procs
 from ktt.candidates import CompileContext, KernelSource, geometry_problems, launch_plan
 from ktt.compile_cache import compile_cached, default_cache_dir
 from ktt.expressions import ExpressionError
-from ktt.launch_program import launches_per_run, program_kernels
+from ktt.launch_program import has_until, launches_per_run, program_kernels
 from ktt.ncu import (
     CATALOGUE,
     DURATION,
@@ -209,7 +209,8 @@ def profile(opts: ProfileOptions) -> tuple[ProfileReport, int]:
     # One GPU job per device across processes (ktt.gpu_lock): a tuning elsewhere would skew the counters.
     with gpu_lock.hold(ordinal, f"ktt profile of problem {problem.name}", uuid=info.uuid if info else None):
         text, failure, cmd = run_ncu(
-            opts, config, kernels, metrics, warmup=1, runs=1, launches_per_run=launches_per_run(launches),
+            opts, config, kernels, metrics, warmup=0 if has_until(launches) else 1, runs=1,
+            launches_per_run=launches_per_run(launches),
             export=opts.output / "profile",
         )  # fmt: skip
     if failure is not None:

@@ -17,7 +17,7 @@ from ktt.candidates import geometry_problems, launch_plan
 from ktt.check import check_files, check_kernel
 from ktt.expressions import ExpressionError
 from ktt.gpu_checks import CANARY32, POISON32
-from ktt.launch_program import iter_launches, launches_per_run, program_kernels
+from ktt.launch_program import has_until, iter_launches, launches_per_run, program_kernels
 from ktt.problem import load_problem
 from ktt.problem.model import Problem
 from ktt.sequence import PassLimit, prepare
@@ -230,7 +230,9 @@ def test_a_body_without_its_variable_is_evaluated_once() -> None:
     program, _ = launch_plan(spec, {"B": 32}, problem.primary)
     loop = program[0]["repeat"]
     assert loop["passes"] == 32 and loop["until"] == "flag" and len(loop["body"]) == 1 and "bodies" not in loop
-    assert launches_per_run(program) == 32
+    assert launches_per_run(program) == 32 and has_until(program)
+    nested, _ = launch_plan(load_spec_text(NESTED, problem), {"B": 32}, problem.primary)
+    assert not has_until(nested)
 
 
 def test_values_known_only_per_configuration_are_checked_then() -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ktt.protocol import ConfigResult, TuneSummary
+from ktt.protocol import ConfigResult, ProfileReport, TuneSummary
 
 ROOT = Path(__file__).resolve().parents[2]
 SUM = ROOT / "problems" / "multipass_sum"
@@ -48,13 +48,20 @@ def tune(kernel: Path, out: Path, *extra: str, timeout: float = 400) -> tuple[in
     return proc.returncode, TuneSummary.model_validate(lines[-1]), rows
 
 
-def test_the_multipass_example_tunes_to_a_valid_best(tmp_path: Path) -> None:
-    out = tmp_path / "out"
+@pytest.fixture(scope="module")
+def tuned_example(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, TuneSummary, list[ConfigResult], Path]:
+    tmp = tmp_path_factory.mktemp("multipass")
+    out = tmp / "out"
     code, summary, rows = tune(
-        SUM / "example" / "kernels.cu", out, "--duration", "0", "--reference-time", str(tmp_path / "ref.json")
+        SUM / "example" / "kernels.cu", out, "--duration", "0", "--reference-time", str(tmp / "r.json")
     )
     _keep(out / "summary.json", "summary_multipass_sum.json")
     _keep(out / "results.jsonl", "results_multipass_sum.jsonl")
+    return code, summary, rows, out
+
+
+def test_the_multipass_example_tunes_to_a_valid_best(tuned_example: tuple) -> None:
+    code, summary, rows, _ = tuned_example
     assert code == 0, summary.message
     by_case: dict[str, list[ConfigResult]] = {}
     for r in rows:
@@ -67,6 +74,26 @@ def test_the_multipass_example_tunes_to_a_valid_best(tmp_path: Path) -> None:
     cases = {c.name: c for c in summary.cases}
     assert all(c.status == "ok" and c.speedup for c in cases.values()), cases
     assert summary.worker_restarts == 0
+
+
+def test_profile_of_the_best_covers_every_pass(tuned_example: tuple, tmp_path: Path) -> None:
+    out = tuned_example[3]
+    kernel = SUM / "example" / "kernels.cu"
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "ktt", "profile", "--problem", str(SUM), "--kernel", str(kernel),
+            "--spec", str(SPEC), "--from-summary", str(out / "summary.json"), "--output", str(tmp_path), "--json",
+        ],
+        capture_output=True, text=True, timeout=400, cwd=ROOT,
+    )  # fmt: skip
+    lines = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    report = ProfileReport.model_validate(lines[-1])
+    if report.error_kind in ("ncu_missing", "no_permission"):
+        pytest.skip(f"ncu cannot profile here: {report.error}")
+    _keep(tmp_path / "profile.json", "profile_multipass_sum.json")
+    assert proc.returncode == 0 and report.ok, report.error
+    # pass 0 plus at least one pass of the until loop, all of one run (no warm-up run to skip)
+    assert len(report.kernels) >= 2 and {k.kernel for k in report.kernels} == {"sum_pass"}
 
 
 def test_the_hostile_twin_fails_after_max_passes_and_is_never_best(tmp_path: Path) -> None:
