@@ -103,3 +103,15 @@ def test_the_rebuild_marks_superseded_iterations_from_the_manifest(tmp_path: Pat
     assert json.loads(r.model_dump_json())["best"]["superseded"] is True
     text = render_results(load_results(layout), layout)
     assert "(iteration 2 was superseded by a revert; still the fastest measured)" in text
+
+
+def test_with_cases_and_no_scored_kernel_best_says_why(tmp_path: Path) -> None:
+    """A kernel that failed a case has no score and is not eligible: --best says so, not 'nothing was timed'."""
+    layout = RunLayout(copy_problem("mmul", tmp_path))
+    write_context(layout, cases=["big", "small"])
+    write_master(layout)
+    write_branch(layout, "a", [tuned(0.5, score=None)], actions=["stop"])
+    r = rebuild_final_results(layout)
+    assert r.best is None and r.branches[0].timeline[0].time_ms == 0.5 and r.branches[0].timeline[0].score is None
+    text = render_results(load_results(layout), layout)
+    assert "best       none: no kernel has a valid result on every case (the score needs them all)" in text
