@@ -1,0 +1,205 @@
+"""Results to CSV or Markdown (``cacao --dir X --best --export FILE``, and ``e`` in the results view).
+
+CSV: one row per branch (table ``branch``), one per case of the best kernel (table ``case``) and
+one per iteration of each branch (table ``iteration``), under one header, so a spreadsheet can
+filter by the first column. Markdown: the best result, then the same three tables. Names and
+texts come from run files, which are untrusted: cells are one line, pipes escaped, capped.
+The file is written atomically (temp file, then rename).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import os
+import tempfile
+from pathlib import Path
+
+from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.results import LoadedResults
+
+FORMATS = {".csv": "csv", ".md": "markdown", ".markdown": "markdown"}
+CSV_COLUMNS = (
+    "table",
+    "branch",
+    "case",
+    "iteration",
+    "status",
+    "time_ms",
+    "speedup",
+    "score",
+    "reference_ms",
+    "reference_source",
+    "best_iteration",
+    "iterations",
+    "valid",
+    "evaluated",
+    "budget_s",
+    "config",
+    "note",
+)
+MAX_CELL = 200
+
+
+class ExportError(Exception):
+    """An export that cannot be made; the message is one line."""
+
+
+def export_format(path: Path) -> str:
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise ExportError(f"--export: {path.name}: name a .csv or .md file")
+    return fmt
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    text = " ".join(str(value).split())
+    text = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+    return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
+
+
+def _config(config: dict[str, object] | None) -> str:
+    return " ".join(f"{k}={v}" for k, v in (config or {}).items())
+
+
+def result_rows(loaded: LoadedResults) -> list[dict[str, str]]:
+    r = loaded.results
+    if r is None:
+        return []
+    rows: list[dict[str, object]] = []
+    for b in r.branches:
+        rows.append(
+            {
+                "table": "branch",
+                "branch": b.name,
+                "status": b.status,
+                "time_ms": b.best_ms,
+                "speedup": b.speedup,
+                "score": b.score,
+                "best_iteration": b.best_iteration,
+                "iterations": b.iterations,
+                "reference_ms": r.reference_ms,
+                "reference_source": r.reference_source,
+                "note": b.stop_reason,
+            }
+        )
+    if r.best is not None:
+        for c in r.best.cases:
+            rows.append(
+                {
+                    "table": "case",
+                    "branch": r.best.branch,
+                    "case": c.name,
+                    "iteration": r.best.iteration,
+                    "status": c.status,
+                    "time_ms": c.time_ms,
+                    "speedup": c.speedup,
+                    "reference_ms": c.reference_ms,
+                    "reference_source": c.reference_source,
+                    "valid": c.valid,
+                    "evaluated": c.evaluated,
+                    "budget_s": c.budget_s,
+                    "config": _config(c.config),
+                    "note": c.error,
+                }
+            )
+    for b in r.branches:
+        for p in b.timeline:
+            rows.append(
+                {
+                    "table": "iteration",
+                    "branch": b.name,
+                    "iteration": p.iteration,
+                    "status": p.status,
+                    "time_ms": p.time_ms,
+                    "speedup": p.speedup,
+                    "score": p.score,
+                    "note": " ".join(
+                        x
+                        for x in (p.action, "new best" if p.new_best else "", "superseded" if p.superseded else "")
+                        if x
+                    ),
+                }
+            )
+    return [{k: _cell(row.get(k)) for k in CSV_COLUMNS} for row in rows]
+
+
+def render_csv(loaded: LoadedResults) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(result_rows(loaded))
+    return out.getvalue()
+
+
+def _md_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    def esc(cell: str) -> str:
+        return cell.replace("|", "\\|") or "-"
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def render_markdown(loaded: LoadedResults, layout: RunLayout) -> str:
+    r = loaded.results
+    name = _cell(r.problem_name if r else layout.problem_dir.name)
+    lines = [f"# Results: {name}", ""]
+    if r is None:
+        return "\n".join([*lines, "No results: output/ holds no run.", ""])
+    if not r.complete:
+        lines += ["*The run had not finished when this was exported.*", ""]
+    if r.best is not None:
+        b = r.best
+        speed = f" ({b.speedup:.3g}× over the reference)" if b.speedup else ""
+        score = f", score {b.score:.3g} (geometric mean over the cases)" if b.score is not None else ""
+        lines.append(f"**Best:** {b.time_ms:.4g} ms{speed}{score}, branch `{_cell(b.branch)}` iteration {b.iteration}")
+        lines.append(f"configuration: `{_cell(_config(b.config)) or '-'}`")
+    else:
+        lines.append("No valid kernel was timed.")
+    if r.reference_ms:
+        lines.append(f"reference: {r.reference_ms:.4g} ms ({_cell(r.reference_source) or 'measured'})")
+    lines.append("")
+    rows = result_rows(loaded)
+
+    def pick(table: str, cols: tuple[str, ...]) -> list[tuple[str, ...]]:
+        return [tuple(row[c] for c in cols) for row in rows if row["table"] == table]
+
+    cols = ("branch", "status", "iterations", "time_ms", "speedup", "score", "best_iteration", "note")
+    lines += ["## Branches", "", *_md_table(cols, pick("branch", cols)), ""]
+    cases = pick("case", ("case", "status", "time_ms", "reference_ms", "reference_source", "speedup", "budget_s",
+                          "valid", "evaluated", "config"))  # fmt: skip
+    if cases:
+        header = ("case", "status", "time_ms", "reference_ms", "source", "speedup", "budget_s", "valid", "evaluated",
+                  "config")  # fmt: skip
+        lines += ["## Cases of the best kernel", "", *_md_table(header, cases), ""]
+    cols = ("branch", "iteration", "status", "time_ms", "speedup", "score", "note")
+    iters = pick("iteration", cols)
+    if iters:
+        lines += ["## Iterations", "", *_md_table(cols, iters), ""]
+    return "\n".join(lines)
+
+
+def export_results(loaded: LoadedResults, layout: RunLayout, path: Path) -> Path:
+    """Write the results to ``path`` (.csv or .md), atomically; returns the path written."""
+    path = Path(path).expanduser()
+    fmt = export_format(path)
+    text = render_csv(loaded) if fmt == "csv" else render_markdown(loaded, layout)
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise ExportError(f"--export: {parent}: no such directory")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return path
