@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ktt.expressions import ExpressionError, Number
+from ktt.expressions import Expression, ExpressionError, Number
 from ktt.problem.model import Shape
 from ktt.spec import MAX_LAUNCHES_PER_RUN, MAX_PASSES, Config, Launch, ProgramItem, Repeat, TuningSpec, evaluate_launch
 
@@ -49,14 +49,35 @@ def evaluate_program(spec: TuningSpec, config: Config, shape: Shape) -> list[Nod
     scratch = spec.scratch_sizes(config, shape)
     for s in spec.scratch:
         sizes[s.name] = (scratch[s.name], s.dtype)
-    nodes, _ = _Evaluator(sizes, _Budget(MAX_LAUNCHES_PER_RUN)).items(spec.launches, env, ())
+    loop_vars = {item.var for item in _repeats(spec.launches)}
+    nodes, _ = _Evaluator(sizes, _Budget(MAX_LAUNCHES_PER_RUN), loop_vars).items(spec.launches, env, ())
     return nodes
 
 
+def _repeats(items: list[ProgramItem] | tuple[ProgramItem, ...]) -> list[Repeat]:
+    out: list[Repeat] = []
+    for item in items:
+        if isinstance(item, Repeat):
+            out += [item, *_repeats(item.body)]
+    return out
+
+
 class _Evaluator:
-    def __init__(self, sizes: dict[str, tuple[int, str]], budget: _Budget) -> None:
+    def __init__(self, sizes: dict[str, tuple[int, str]], budget: _Budget, loop_vars: set[str]) -> None:
         self.sizes = sizes
         self.budget = budget
+        self.loop_vars = loop_vars
+        # Values of expressions that read no loop variable: the same in every pass, computed once.
+        self.cache: dict[tuple[int, bool], Number] = {}
+
+    def value(self, expr: Expression, env: dict[str, Number], integer: bool) -> Number:
+        if expr.names & self.loop_vars:
+            return expr.evaluate_int(env) if integer else expr.evaluate(env)
+        key = (id(expr), integer)
+        found = self.cache.get(key)
+        if found is None:
+            found = self.cache[key] = expr.evaluate_int(env) if integer else expr.evaluate(env)
+        return found
 
     def items(
         self, items: list[ProgramItem] | tuple[ProgramItem, ...], env: dict[str, Number], loops: tuple[str, ...]
@@ -76,7 +97,7 @@ class _Evaluator:
 
     def launch(self, launch: Launch, env: dict[str, Number], loops: tuple[str, ...]) -> Node:
         try:
-            g = evaluate_launch(launch, env)
+            g = evaluate_launch(launch, env, self.value)
         except ExpressionError as exc:
             raise ExpressionError(f"{launch.label}: {exc}{_at(env, loops)}") from None
         args = []

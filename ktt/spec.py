@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -364,13 +365,22 @@ class TuningSpec:
         return {s.name: s.size.evaluate_int(env) for s in self.scratch}
 
 
-def evaluate_launch(launch: Launch, env: dict[str, Number]) -> LaunchGeometry:
-    """One launch's expressions for one configuration (and pass). Raises ExpressionError."""
-    grid = Dim3(*(e.evaluate_int(env) for e in launch.grid))
-    block = Dim3(*(e.evaluate_int(env) for e in launch.block))
-    smem = launch.shared_mem.evaluate_int(env)
-    args = tuple((a, a.expr.evaluate(env) if a.expr is not None else None) for a in launch.args)
-    stream = launch.stream.evaluate_int(env)
+def _plain(expr: Expression, env: dict[str, Number], integer: bool) -> Number:
+    return expr.evaluate_int(env) if integer else expr.evaluate(env)
+
+
+def evaluate_launch(
+    launch: Launch, env: dict[str, Number], value: Callable[[Expression, dict[str, Number], bool], Number] = _plain
+) -> LaunchGeometry:
+    """One launch's expressions for one configuration (and pass). Raises ExpressionError.
+
+    ``value(expr, env, integer)`` evaluates one expression (ktt.launch_program passes one that
+    reuses the values of expressions that do not read a loop variable)."""
+    grid = Dim3(*(int(value(e, env, True)) for e in launch.grid))
+    block = Dim3(*(int(value(e, env, True)) for e in launch.block))
+    smem = int(value(launch.shared_mem, env, True))
+    args = tuple((a, value(a.expr, env, False) if a.expr is not None else None) for a in launch.args)
+    stream = int(value(launch.stream, env, True))
     if stream < 0 or stream > MAX_STREAMS:
         raise ExpressionError(f"{launch.kernel}: stream {stream} out of range 0..{MAX_STREAMS}")
     if smem < 0:
