@@ -54,10 +54,20 @@ def _describe(mode: int) -> str:
     return "not a regular file"
 
 
-def read_bytes_capped(path: Path | str, limit: int) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes; ReadRefused (an OSError) otherwise."""
+def read_bytes_capped(path: Path | str, limit: int, *, follow_links: bool = True) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; ReadRefused (an OSError) otherwise.
+
+    With ``follow_links=False`` a symbolic link (the last part of the path) is refused too.
+    """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
+    if not follow_links:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_links:
+            raise ReadRefused(path, "a symbolic link, not a regular file") from None
+        raise
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
