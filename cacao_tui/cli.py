@@ -200,6 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--no-ui", action="store_true", help="print progress lines instead of the full-screen app")
     run.add_argument("--json", action="store_true", help="print the event stream as JSON lines (with --best: results)")
+    run.add_argument(
+        "--export", metavar="FILE", help="with --best: write the results to FILE (.csv or .md) instead of showing them"
+    )
     run.add_argument("--single-shot", action="store_true", help="author kernels with single calls, not the tool loop")
 
     llm = p.add_argument_group("LLM")
@@ -311,6 +314,15 @@ def _best(args: argparse.Namespace) -> int:
             runs = f"{len(archived)} earlier run{'s are' if len(archived) != 1 else ' is'}"
             more = f"; {runs} archived (latest: archive/{latest.name})"
         print(f"{args.dir.name} has not been run yet: no results in output/{more}")
+        return EXIT_OK
+    if args.export is not None:
+        from cacao_tui.store.results_export import ExportError, export_results
+
+        try:
+            written = export_results(loaded, layout, Path(args.export))
+        except ExportError as exc:
+            raise UsageError(str(exc)) from None
+        print(f"exported the results to {display_path(written)}")
         return EXIT_OK
     if args.json:
         print("\n".join(safe_json_line(line) for line in loaded.results.model_dump_json(indent=2).splitlines()))

@@ -15,7 +15,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from cacao_tui.store.layout import RunLayout
-from cacao_tui.store.results import LoadedResults, load_results
+from cacao_tui.store.results import FROM_FILE, LoadedResults, load_results
+from cacao_tui.store.results_export import ExportError, export_results
 from cacao_tui.store.state import BranchSummary
 from cacao_tui.ui import keymap
 from cacao_tui.ui.disk import read_text_quietly
@@ -31,6 +32,7 @@ from cacao_tui.ui.formatting import (
     safe_value,
     status_icon,
 )
+from cacao_tui.ui.plots.results_pictures import ResultsPictures
 from cacao_tui.ui.widgets.case_table import case_table, score_line
 from cacao_tui.ui.widgets.scroll_pane import ScrollPane
 from cacao_tui.ui.widgets.table_sync import KeyTable
@@ -87,8 +89,14 @@ def results_header(loaded: LoadedResults, layout: RunLayout) -> Text:
     return text
 
 
+RESULTS_EXTRA: tuple[keymap.Key, ...] = (
+    keymap.Key("e", "export", "export", "Export the results to output/results.md and output/results.csv"),
+)
+LIVE_RELOAD_S = 2.0  # while the run has not finished, the view reloads this often
+
+
 class ResultsScreen(Screen[None]):
-    BINDINGS = keymap.bindings(keymap.RESULTS)
+    BINDINGS = keymap.bindings(keymap.RESULTS + RESULTS_EXTRA)
 
     def __init__(self, layout: RunLayout, standalone: bool = False) -> None:
         super().__init__()
@@ -100,6 +108,7 @@ class ResultsScreen(Screen[None]):
         with Vertical(id="results"):
             yield Static("Loading results…", id="results-header")
             yield KeyTable(COLUMNS, id="results-branches")
+            yield ResultsPictures(id="results-pictures")
             yield Static("", id="results-kernel-header", classes="pane-header")
             with ScrollPane(id="results-kernel-scroll"):
                 yield Static("", id="results-kernel")
@@ -107,11 +116,32 @@ class ResultsScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.load()
+        self._live_timer = self.set_interval(LIVE_RELOAD_S, self._reload_while_live)
+
+    def _reload_while_live(self) -> None:
+        """A run still going (no final_results.json yet, or one marked incomplete): read it again."""
+        loaded = getattr(self, "_loaded", None)
+        if loaded is None or loaded.results is None or not loaded.results.complete or loaded.source != FROM_FILE:
+            self.load()
+
+    def action_export(self) -> None:
+        loaded = getattr(self, "_loaded", None)
+        if loaded is None or loaded.results is None:
+            self.notify("No results to export yet")
+            return
+        try:
+            paths = [export_results(loaded, self._layout, self._layout.output / f"results{s}") for s in (".md", ".csv")]
+        except (OSError, ExportError) as exc:
+            self.notify(f"Export failed: {exc}", severity="error")
+            return
+        self.notify("Exported " + ", ".join(str(p) for p in paths))
 
     @work(exclusive=True, group="results")
     async def load(self) -> None:
         # Names, reasons and notes come from the run's files: terminal-safe before they are shown.
         loaded = safe_value(await asyncio.to_thread(load_results, self._layout))
+        self._loaded = loaded
+        self.query_one(ResultsPictures).show(loaded)
         self.query_one("#results-header", Static).update(results_header(loaded, self._layout))
         best = loaded.results.best if loaded.results else None
         if best is not None and best.cases and loaded.results and loaded.results.cases:

@@ -132,4 +132,5 @@ class DetailsPane(Vertical):
             it.prev_profile if it else None,
             it.prev_label if it else None,
             state.profile if state else None,
+            tuning.summary.floor if tuning is not None and tuning.summary is not None else None,
         )
