@@ -369,18 +369,14 @@ class CaseSearch:
             thread.join(timeout=t.opts.config_timeout_s + 30)
 
     def _maybe_refine(self) -> None:
-        """auto: switch on local refinement once the measured rate says the space will not fit the budget."""
-        if self.search.refine or self.search.mode != "auto" or self.budget_s is None:
-            return
+        """Tell the strategy the measured rate and the budget left, once a second (auto may change course)."""
         now = time.monotonic()
         if now - self._refine_checked < 1.0 or self.evaluated < 8:
             return
         self._refine_checked = now
-        rate = self.evaluated / max(1e-3, now - self.search_start)
-        remaining = self.search.remaining()
-        if remaining is not None and remaining / rate > (self.deadline - now):
-            self.search.enable_refinement()
+        time_left = None if self.budget_s is None else self.deadline - now
+        count_left = None if self.max_configs is None else self.max_configs - self.proposed
+        message = self.search.pace(self.evaluated, now - self.search_start, time_left, count_left)
+        if message:
             label = f" [case {self.name}]" if len(self.tuner.problem.shapes) > 1 else ""
-            self.tuner.log(
-                f"the space will not fit the budget{label} at {rate:.1f} configs/s; refining around the best"
-            )
+            self.tuner.log(f"{message}{label}")

@@ -18,8 +18,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ktt import strategies
 from ktt.protocol import (
     EXIT_BAD_INPUT,
+    EXIT_ENVIRONMENT,
     EXIT_INTERNAL,
     CheckReport,
     ErrorLine,
@@ -178,7 +180,13 @@ def _parser() -> argparse.ArgumentParser:
         help="reference_time.json: its values are used; missing or null ones are measured and filled in "
         "(default PROBLEM/output/)",
     )
-    t.add_argument("--strategy", choices=["auto", "exhaustive", "random"], default="auto")
+    t.add_argument(
+        "--strategy",
+        choices=strategies.names(),
+        default=strategies.DEFAULT,
+        metavar="NAME",
+        help=f"search strategy (default {strategies.DEFAULT}); {strategies.help_text()}",
+    )
     t.add_argument(
         "--config-timeout",
         type=float,
@@ -228,6 +236,11 @@ def main(argv: list[str] | None = None) -> int:
             return exit_code(code)  # ends the process at once when a cut-off compile still runs
         if args.command == "tune":
             from ktt.tune import TuneOptions, tune
+
+            missing = strategies.unavailable(args.strategy)
+            if missing:
+                emit(ErrorLine(message=missing, exit_code=EXIT_ENVIRONMENT))
+                return EXIT_ENVIRONMENT
 
             opts = TuneOptions(
                 problem_dir=args.problem,

@@ -1,105 +1,92 @@
-"""Which configuration to try next: exhaustive, or random sampling with local refinement.
+"""Which configuration to try next: the tuner's side of the strategy seam (``ktt/strategies/``).
 
-``auto`` walks the valid configurations in a seeded random order (which, given time, is
-exhaustive), and the tuner switches on refinement when the measured rate says the budget
-will not cover the space: then half of the proposals are unvisited neighbours (one
-parameter moved one step) of the best configurations so far. Proposals depend only on the
-seed and the results reported, so a run is reproducible up to timing noise.
+``Search`` owns the history (what was proposed, what was reported) and asks the chosen
+strategy for the next configuration. It is also the guard: a proposal that is not a valid,
+unvisited configuration of the restricted space is never handed to the tuner (it is counted
+in ``rejected``, which the tests keep at zero). ``pace`` passes the measured rate and the
+budget left to the strategy, which may change course (``auto`` does). Proposals depend only
+on the seed and the results reported, so a run is reproducible up to timing noise.
 """
 
 from __future__ import annotations
 
-import random
-from dataclasses import dataclass, field
+import math
 
+from ktt import strategies
 from ktt.space import Key, SearchSpace
+from ktt.strategies import History, Pace, Strategy
 
-STRATEGIES = ("auto", "exhaustive", "random")
-LOCAL_FRACTION = 0.5
-WARMUP_RESULTS = 12
-TOP_K = 3
+STRATEGIES = tuple(strategies.names())
+MAX_REJECTED_IN_A_ROW = 64  # a strategy that keeps proposing invalid keys is treated as finished
 
 
-@dataclass
 class Search:
-    space: SearchSpace
-    keys: list[Key] | None  # every valid configuration, when the space was small enough to list
-    mode: str = "auto"
-    seed: int = 0
-    refine: bool = False
-    proposed: set[Key] = field(default_factory=set)
-    results: dict[Key, float | None] = field(default_factory=dict)
-    _order: list[Key] = field(default_factory=list)
-    _cursor: int = 0
-    _rng: random.Random = field(default_factory=random.Random)
-    _sample_failed: bool = False
+    def __init__(self, space: SearchSpace, keys: list[Key] | None, mode: str = "auto", seed: int = 0) -> None:
+        self.space = space
+        self.keys = keys
+        self.mode = mode
+        self.seed = seed
+        self.history = History()
+        self.strategy: Strategy = strategies.make(mode, space, keys, self.history, seed)
+        self._valid = set(keys) if keys is not None else None
+        self.rejected = 0
+        self._given_up = False
 
-    def __post_init__(self) -> None:
-        if self.mode not in STRATEGIES:
-            raise ValueError(f"unknown strategy {self.mode!r} (choose from {', '.join(STRATEGIES)})")
-        self._rng = random.Random(self.seed)
-        if self.keys is not None:
-            self._order = list(self.keys)
-            if self.mode != "exhaustive":
-                self._rng.shuffle(self._order)
-        if self.mode == "random" or (self.mode == "auto" and self.keys is None):
-            self.refine = True
+    @property
+    def proposed(self) -> set[Key]:
+        return self.history.proposed
+
+    @property
+    def results(self) -> dict[Key, float | None]:
+        return self.history.results
 
     def remaining(self) -> int | None:
-        return None if self.keys is None else len(self.keys) - len(self.proposed)
+        return None if self.keys is None else len(self.keys) - len(self.history.proposed)
 
     def exhausted(self) -> bool:
-        if self.keys is not None:
-            return len(self.proposed) >= len(self.keys)
-        return self._sample_failed
-
-    def enable_refinement(self) -> None:
-        if self.mode != "exhaustive":
-            self.refine = True
+        return self._given_up or self.strategy.exhausted()
 
     def strategy_name(self) -> str:
-        if self.keys is not None and len(self.results) >= len(self.keys):
-            return "exhaustive"
-        if self.mode == "exhaustive":
-            return "exhaustive (cut by budget)"
-        return "random+local" if self.refine else "random"
+        return self.strategy.label()
 
     def propose(self) -> Key | None:
-        if self.exhausted():
-            return None
-        key = None
-        if self.refine and len(self.results) >= WARMUP_RESULTS and self._rng.random() < LOCAL_FRACTION:
-            key = self._local()
-        if key is None:
-            key = self._next_unvisited()
-        if key is not None:
-            self.proposed.add(key)
-        return key
+        in_a_row = 0
+        while not self.exhausted():
+            key = self.strategy.next_key()
+            if key is None:
+                self._given_up = True
+                return None
+            if self._acceptable(key):
+                self.history.proposed.add(key)
+                return key
+            self.rejected += 1
+            in_a_row += 1
+            if in_a_row >= MAX_REJECTED_IN_A_ROW:
+                self._given_up = True
+        return None
 
     def report(self, key: Key, time_ms: float | None) -> None:
-        self.results[key] = time_ms
+        self.history.record(key, time_ms)
+        self.strategy.report(key, time_ms)
+
+    def pace(
+        self, evaluated: int, elapsed_s: float, time_left_s: float | None, count_left: int | None = None
+    ) -> str | None:
+        """The measured rate and what the budget still allows; returns the strategy's log line if it changed course."""
+        rate = evaluated / max(1e-3, elapsed_s)
+        left = math.inf if time_left_s is None else rate * max(0.0, time_left_s)
+        if count_left is not None:
+            left = min(left, max(0, count_left))
+        if math.isinf(left):
+            return None
+        return self.strategy.pace(Pace(evaluated=evaluated, rate=rate, configs_left=left))
 
     def best(self, k: int = 1) -> list[Key]:
-        valid = [(t, key) for key, t in self.results.items() if t is not None]
-        valid.sort(key=lambda item: item[0])
-        return [key for _, key in valid[:k]]
+        return self.history.best(k)
 
-    def _next_unvisited(self) -> Key | None:
-        if self.keys is not None:
-            while self._cursor < len(self._order):
-                key = self._order[self._cursor]
-                self._cursor += 1
-                if key not in self.proposed:
-                    return key
-            return None
-        key = self.space.sample(self._rng, self.proposed)
-        if key is None:
-            self._sample_failed = True
-        return key
-
-    def _local(self) -> Key | None:
-        for center in self.best(TOP_K):
-            options = [n for n in self.space.neighbours(center) if n not in self.proposed]
-            if options:
-                return self._rng.choice(options)
-        return None
+    def _acceptable(self, key: Key) -> bool:
+        if key in self.history.proposed:
+            return False
+        if self._valid is not None:
+            return key in self._valid
+        return self.space.contains(key)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from ktt.expressions import Expression
-from ktt.search import WARMUP_RESULTS, Search
+from ktt.search import Search
 from ktt.space import SearchSpace
 
 PARAMS = {"A": [1, 2, 3, 4, 5, 6], "B": [1, 2, 3, 4, 5, 6], "C": [0, 1]}
@@ -39,9 +39,12 @@ def test_auto_is_a_seeded_permutation() -> None:
 
 
 def test_refinement_proposes_neighbours_of_the_best() -> None:
+    from ktt.strategies.random_local import WARMUP_RESULTS
+
     s = space()
     keys = s.enumerate(10_000)
-    search = Search(s, keys, "random", seed=3)
+    search = Search(s, keys, "random_local", seed=3)
+    assert search.pace(8, 1.0, 1.0) is not None  # 8 configs/s, 1 s left: the space will not fit
     best = (3, 3, 0)
 
     def cost(k: tuple) -> float:
@@ -61,7 +64,7 @@ def test_refinement_proposes_neighbours_of_the_best() -> None:
 
 def test_sampling_a_space_too_large_to_list() -> None:
     s = SearchSpace({f"P{i}": list(range(20)) for i in range(6)}, [Expression("P0 < 10")])
-    search = Search(s, None, "auto", seed=0)
-    assert search.refine
+    search = Search(s, None, "random_local", seed=0)
+    assert search.strategy_name() == "random+local"
     got = [search.propose() for _ in range(50)]
     assert len(set(got)) == 50 and all(k is not None and k[0] < 10 for k in got)
