@@ -131,6 +131,9 @@ def test_help_lists_every_key(tmp_path: Path) -> None:
                 assert key.help[:40] in text
             await pilot.press("escape")
             assert isinstance(app.screen, HomeScreen)
+            await pilot.press("q")
+            await pilot.pause(0.1)
+            assert not app.is_running and app.return_value is None
 
     asyncio.run(go())
 

@@ -106,9 +106,10 @@ class HomeScreen(Screen[None]):
         self.scans += 1
         self.entries = {e.key: e for e in entries}
         running = sum(1 for e in entries if e.last.live is not None)
-        header = f"cacao · {len(entries)} problem{'s' if len(entries) != 1 else ''} in {safe_text(str(self.folder))}"
+        header = f"cacao · {len(entries)} problem{'s' if len(entries) != 1 else ''}"
         if running:
             header += f" · {running} running"
+        header += f" · {safe_text(str(self.folder))}"
         self.query_one("#home-header", Static).update(Text(header))
         self.table.sync({e.key: row_cells(e) for e in entries})
         empty = self.query_one("#home-empty", Static)
@@ -301,6 +302,10 @@ class HomeScreen(Screen[None]):
         lines = log_tail(path, lines=400, limit=256 * 1024)
         body = "\n".join(lines) if lines else f"{path}: no launch log (runs started from the app write one)"
         self.app.push_screen(TextScreen(f"Launch log · {entry.name}", body))
+
+    def action_quit(self) -> None:
+        """Leave the app; runs started from it are processes of their own and go on."""
+        self.app.exit(None)
 
     def action_cursor_down(self) -> None:
         self.table.action_cursor_down()
