@@ -174,6 +174,29 @@ def test_best_prints_no_raw_control(tmp_path: Path, capsys: pytest.CaptureFixtur
         assert "\\u202e" in out.out and "tiled" in out.out
 
 
+async def test_an_app_attached_to_a_hostile_run_log_draws_no_raw_control(tmp_path: Path) -> None:
+    """The home screen's view of a run it did not start replays output/run.jsonl through the bus."""
+    from cacao_tui.engine.runlog import RunLog
+    from cacao_tui.ui.home.attach import AttachApp
+
+    layout = hostile_run(tmp_path)
+    log = RunLog(layout.run_log)
+    log(ev.RunStarted(problem="p" + HOSTILE, problem_dir=str(tmp_path), provider="replay", model="m" + HOSTILE,
+                      gpus=[0], max_iter=5, max_depth=2, n_strategies=2))  # fmt: skip
+    log(ev.BranchAdded(branch="tiled", title=HOSTILE, description=HOSTILE, max_iter=5))
+    log(ev.LogLine(message="from the model: " + HOSTILE, branch="tiled", iteration=1))
+    log(ev.MasterPhase(phase="dispatched", message=HOSTILE))
+    log.close()
+    app = AttachApp(tmp_path, poll_interval=0.05)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        await select(pilot, "tiled")
+        app.main_screen.details.show_tab("log")
+        await settle(pilot)
+        assert screen_controls(app) == []
+        assert "\\u202e" in screen_text(app)
+
+
 def test_headless_final_table_from_hostile_files(tmp_path: Path) -> None:
     layout = hostile_run(tmp_path)
     out = io.StringIO()
