@@ -4,7 +4,8 @@ Enumeration is a depth-first walk over the parameters in declared order; each re
 is checked as soon as every parameter it names is bound, so a branch that breaks one is
 cut before its sub-product is built. A space of ten million raw combinations with tight
 restrictions is walked in the time its valid part takes. Beyond ``limit`` valid
-configurations the space is not listed: it is sampled (see ``sample``).
+configurations the space is not listed: it is sampled (see ``sample``); when a random sample
+already shows far more than that, the walk is skipped.
 
 Both run under a time budget, since tuning.yaml is the model's: a space of 10^12
 configurations whose restriction is always false would otherwise be walked for days.
@@ -14,6 +15,7 @@ random samples find nothing either, the space counts as empty and ``note`` says 
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Iterator, Sequence
@@ -29,6 +31,8 @@ Key = tuple[ParamValue, ...]
 ENUMERATION_TIME_BUDGET_S = 5.0  # listing the valid configurations
 SAMPLE_TIME_BUDGET_S = 2.0  # one call of ``sample``
 PROBE_SAMPLES = 2_000  # random configurations tried when listing found none in time
+ESTIMATE_SAMPLES = 1_000  # random configurations that estimate the valid count of a large product
+ESTIMATE_TIME_BUDGET_S = 0.5  # at most this long (fewer samples, a wider margin)
 _CLOCK_EVERY = 1024  # visits between two looks at the clock
 
 
@@ -153,6 +157,10 @@ class SearchSpace:
         sampled (None); with none found, up to ``PROBE_SAMPLES`` random ones are tried, and if
         none is valid the space counts as empty (``[]``, with ``note`` saying so).
         """
+        estimate = self._surely_more_than(limit)
+        if estimate is not None:
+            self.note = f"about {estimate:,} valid configurations (estimated from a sample); the space is sampled"
+            return None
         out: list[Key] = []
         started = time.monotonic()
         try:
@@ -176,6 +184,25 @@ class SearchSpace:
             f"without a valid one, and none of {PROBE_SAMPLES:,} random configurations satisfies the restrictions"
         )
         return []
+
+    def _surely_more_than(self, limit: int, samples: int = ESTIMATE_SAMPLES) -> int | None:
+        """The estimated valid count when a random sample shows it is well above ``limit``, else None.
+
+        Listing such a space would walk ``limit`` configurations only to give up; a sample of
+        ``samples`` (three standard errors below its estimate still above the limit) says so at once.
+        """
+        product = self.product_size()
+        if product <= limit:
+            return None
+        rng = random.Random(0)
+        deadline = time.monotonic() + ESTIMATE_TIME_BUDGET_S
+        hits = drawn = 0
+        while drawn < samples and (drawn % 64 or time.monotonic() < deadline):
+            hits += self.contains(tuple(rng.choice(v) for v in self.values))
+            drawn += 1
+        frac = hits / drawn
+        low = frac - 3 * math.sqrt(max(frac * (1 - frac), 1e-12) / drawn)
+        return round(product * frac) if low * product > limit else None
 
     # -- sampling and neighbours ---------------------------------------------------
 

@@ -234,3 +234,21 @@ def test_history_counts_failures_as_infinitely_slow() -> None:
     h.record((2,), 3.0)
     h.record((3,), float("nan"))
     assert h.best(3) == [(2,)] and h.cost((1,)) == math.inf and h.order == [(1,), (2,), (3,)]
+
+
+def test_a_product_far_above_the_listing_limit_is_not_walked(monkeypatch: pytest.MonkeyPatch) -> None:
+    space = huge_space()
+    walked: list[bool] = []
+    real = SearchSpace.iter_valid
+
+    def spy(self: SearchSpace, *a: object, **k: object):  # type: ignore[no-untyped-def]
+        walked.append(True)
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(SearchSpace, "iter_valid", spy)
+    assert space.enumerate(200_000) is None and not walked
+    assert space.note and "estimated" in space.note
+    # A large product with few valid configurations is still listed.
+    sparse = SearchSpace({f"P{i}": list(range(10)) for i in range(6)}, [Expression("P0 + P1 + P2 + P3 == 0")])
+    keys = sparse.enumerate(200_000)
+    assert keys is not None and len(keys) == 100 and walked
