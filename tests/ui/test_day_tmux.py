@@ -177,6 +177,8 @@ def test_the_whole_day(width: int, height: int, tmp_path: Path, cleanup: list[Ca
     shell.wait_for(lambda s: "problems ·" in s and "✓ ok" in s, what="mmul's finished run on the home screen")
     shell.keys("b")  # results straight from the home screen
     shell.wait_text("Results · mmul")
-    shell.keys("Escape", "q")
+    shell.keys("Escape")
+    shell.wait_for(lambda s: "Results · mmul" not in s, what="the results view to close")
+    shell.keys("q")
     shell.wait_text("APP-EXIT-2 0")
     assert last_run(mmul).status == "ok"
