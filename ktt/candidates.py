@@ -77,6 +77,7 @@ class CompileContext:
             include_dirs=(*include, *cuda_include_dirs()),
             options=tuple(self.spec.compiler_options),
             header_texts=(("inputs.hpp", header), *self._headers, *self._kernel_dir_headers),
+            fixed_defines=tuple(sorted(set(self.problem.defines(shape)) - set(config))),
         )
 
 

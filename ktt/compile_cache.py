@@ -11,11 +11,17 @@ Logs and messages are stored as ``ktt.nvrtc.compile_cubin`` returns them, scrubb
 secret-looking text and capped, and scrubbed again when read: the cache is shared by
 every problem and run of the user, so it must never hand one run's secret to another.
 Format 2 is the first with scrubbed logs; entries of format 1 are never read.
+
+A define that nothing can read (ktt.macro_use) is left out of the compile and of the key
+(``effective_request``): configurations that differ only in such a parameter are one
+program, compiled once. A compile cut off at its time limit is not cached (it depends on
+the machine's load, not on the input).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -23,9 +29,10 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
+from ktt.macro_use import identifiers, names_read
 from ktt.nvrtc import MAX_LOG_CHARS, CompileDiagnostic, CompileOutput, CompileRequest, compile_cubin, precheck
 from ktt.redact import cap, redact
-from ktt.toolkit import nvrtc_version
+from ktt.toolkit import cuda_include_dirs, nvrtc_version
 
 CACHE_FORMAT = 2
 
@@ -36,6 +43,38 @@ def default_cache_dir() -> Path:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "ktt" / "compile"
+
+
+_READ_MEMO: dict[tuple, frozenset[str] | None] = {}
+
+
+def effective_request(req: CompileRequest) -> CompileRequest:
+    """``req`` without the defines that nothing can read (the same program, and the same cache key).
+
+    A kept define's value may name another define (``-DTILE2=TILE*2``): those are kept too.
+    """
+    if not req.defines:
+        return req
+    names = tuple(k for k, _ in req.defines)
+    memo_key = (req.source, req.header_texts, names)
+    if memo_key not in _READ_MEMO:
+        if len(_READ_MEMO) > 64:
+            _READ_MEMO.clear()
+        read = names_read(names, [req.source, *(t for _, t in req.header_texts)], cuda_include_dirs())
+        _READ_MEMO[memo_key] = None if read is None else frozenset(read)
+    read = _READ_MEMO[memo_key]
+    if read is None or len(read) == len(names):
+        return req
+    keep = set(read)
+    values = dict(req.defines)
+    changed = True
+    while changed:  # a kept value that names another define keeps that one too
+        changed = False
+        for name in names:
+            if name not in keep and any(name in identifiers(values[k]) for k in keep):
+                keep.add(name)
+                changed = True
+    return dataclasses.replace(req, defines=tuple((k, v) for k, v in req.defines if k in keep))
 
 
 def cache_key(req: CompileRequest) -> str:
@@ -133,8 +172,13 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def compile_cached(req: CompileRequest, cache_dir: str | None) -> tuple[CompileOutput, str]:
-    """Compile through the cache; returns the output and its key. Safe to call from pool workers."""
+def compile_cached(req: CompileRequest, cache_dir: str | None, pch_dir: str | None = None) -> tuple[CompileOutput, str]:
+    """Compile through the cache; returns the output and its key. Safe to call from pool workers.
+
+    ``pch_dir``: a kernel that starts with heavy includes may use (and make) a precompiled
+    header there (ktt.pch; the compile pool's private directory).
+    """
+    req = effective_request(req)
     key = cache_key(req)
     refused = precheck(req)
     if refused is not None:
@@ -143,6 +187,7 @@ def compile_cached(req: CompileRequest, cache_dir: str | None) -> tuple[CompileO
     hit = cache.get(key)
     if hit is not None:
         return hit, key
-    out = compile_cubin(req)
-    cache.put(key, out)
+    out = compile_cubin(req, pch_dir=pch_dir)
+    if not out.timed_out:
+        cache.put(key, out)
     return out, key

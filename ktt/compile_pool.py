@@ -1,34 +1,55 @@
 """Compile configurations in a pool of processes while the GPU measures others.
 
 Kernel Tuner compiles one configuration at a time and spends most of its wall time there;
-here every CPU core but one compiles ahead of the GPU. The pool uses the ``forkserver``
-start method: the tuner's main process has threads (pipe readers), and forking a process
-with threads is unsafe.
+here every CPU core but one compiles ahead of the GPU. The pool is ours, not
+``concurrent.futures``: each worker is one process with one pipe, and one dispatcher
+thread hands out jobs, so that
 
-Workers never outlive the tuner, even in the middle of a compile that spins (a hostile
-kernel): each watches the tuner's pid from a thread (NVRTC releases the GIL while it
-compiles) and exits once the tuner is gone, and asks the kernel for SIGKILL when the
-forkserver, its parent, exits. (The forkserver alone does not end them: every worker
-holds the pipe whose closing tells the forkserver its clients are gone.) A compile is cut
-off after ``ktt.nvrtc.compile_timeout_s``, and workers still busy are killed at ``shutdown``.
+- a compile that outlives its time limit (a hostile kernel that makes NVRTC spin) is
+  ended by killing *that* worker, which is replaced at once; the configuration is
+  recorded as a compile timeout and the pool keeps its size for the rest of the run;
+- a worker that dies in the middle of a compile (NVRTC crashed, the OOM killer) costs
+  one failed configuration, not the pool;
+- jobs run in priority order (``submit(..., priority=)``, lower first, then submission
+  order), so the search can say which configuration it wants first;
+- two configurations that compile the same program (a parameter the source never reads:
+  ``ktt.compile_cache.effective_request``) compile once: the second waits for the first.
+
+Processes start from the ``forkserver`` (the tuner's main process has threads, and
+forking a process with threads is unsafe) as soon as the pool is made, and each loads
+NVRTC once (``warm``) while the tuner starts its GPU worker.
+
+Workers never outlive the tuner, even in the middle of a compile that spins: each watches
+the tuner's pid from a thread (NVRTC releases the GIL while it compiles) and exits once
+the tuner is gone, and asks the kernel for SIGKILL when the forkserver, its parent, exits.
+``shutdown`` kills workers still busy after a short grace.
 """
 
 from __future__ import annotations
 
 import contextlib
+import heapq
+import itertools
 import multiprocessing
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any
 
-from ktt.compile_cache import compile_cached
-from ktt.nvrtc import CompileOutput, CompileRequest
+from ktt.compile_cache import cache_key, compile_cached, effective_request
+from ktt.nvrtc import CompileDiagnostic, CompileOutput, CompileRequest, compile_timeout_s, warm_up
 from ktt.procs import arm_parent_death_signal, pid_alive
 
 SHUTDOWN_GRACE_S = 0.5
 WATCH_S = 0.5
+KILL_GRACE_S = 1.0  # past its time limit, a compile gets this long to report its own timeout
 
 
 def _worker_init(tuner_pid: int) -> None:
@@ -45,10 +66,49 @@ def _worker_init(tuner_pid: int) -> None:
     threading.Thread(target=watch, daemon=True, name="tuner-watch").start()
 
 
-def _compile_job(req: CompileRequest, cache_dir: str | None) -> tuple[CompileOutput, str]:
-    out, key = compile_cached(req, cache_dir)
-    # The cubin travels back through a pipe; when it is on disk the worker reads it there.
-    return out, key
+def _compile_job(req: CompileRequest, cache_dir: str | None, pch_dir: str | None) -> tuple[CompileOutput, str]:
+    if pch_dir is not None and not nvrtc_heap_shared():
+        pch_dir = None  # this worker's NVRTC heap is its own: a header made by another would not load
+    return compile_cached(req, cache_dir, pch_dir=pch_dir)
+
+
+def nvrtc_heap_shared() -> bool:
+    """True in a worker forked after the forkserver reserved NVRTC's PCH heap (ktt.nvrtc_heap)."""
+    import sys
+
+    heap = sys.modules.get("ktt.nvrtc_heap")
+    return bool(heap is not None and heap.RESERVED and os.getpid() != heap.RESERVED_IN)
+
+
+def _warm_job(arch: str) -> None:
+    warm_up(arch)
+
+
+def _worker_main(conn: Connection, tuner_pid: int) -> None:
+    """One worker: run jobs from the pipe until told to stop; retire after a compile left a thread behind."""
+    _worker_init(tuner_pid)
+    baseline = threading.active_count()
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            os._exit(0)
+        if msg is None:
+            os._exit(0)
+        job_id, fn, args = msg
+        try:
+            reply: tuple[str, Any] = ("ok", fn(*args))
+        except BaseException as exc:  # handed to the caller's future
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        # A sandboxed compile that hit its own time limit leaves its thread spinning: this
+        # process is spent. Say so with the result, then go (the pool starts a fresh one).
+        retire = threading.active_count() > baseline
+        try:
+            conn.send((job_id, reply, retire))
+        except (OSError, ValueError):
+            os._exit(1)
+        if retire:
+            os._exit(0)
 
 
 def default_workers() -> int:
@@ -59,48 +119,407 @@ def default_workers() -> int:
     return max(1, cpus - 1)
 
 
+@dataclass(order=True)
+class _Job:
+    priority: float
+    seq: int
+    fn: Callable[..., Any] = field(compare=False)
+    args: tuple = field(compare=False)
+    future: Future = field(compare=False)
+    key: str | None = field(compare=False, default=None)  # dedup key (compile jobs)
+    timeout_s: float | None = field(compare=False, default=None)
+    followers: list[Future] = field(compare=False, default_factory=list)
+
+
+@dataclass
+class _Worker:
+    process: Any
+    conn: Connection
+    job: _Job | None = None
+    deadline: float = 0.0
+    retiring: bool = False
+
+
+@dataclass
+class PoolStats:
+    """What the pool did, for the tuner's log line and bench/compile_throughput.py."""
+
+    submitted: int = 0
+    deduplicated: int = 0  # waited for an identical compile in flight
+    cache_hits: int = 0
+    compiled: int = 0
+    compile_s: float = 0.0
+    pch_used: int = 0
+    pch_created: int = 0
+    timeouts: int = 0
+    crashes: int = 0
+    workers_replaced: int = 0
+
+    def line(self) -> str:
+        return (
+            f"compile pool: {self.compiled} compiled ({self.compile_s:.1f} s of NVRTC, "
+            f"{self.compile_s / self.compiled if self.compiled else 0:.3f} s each), {self.cache_hits} from the cache, "
+            f"{self.deduplicated} identical to one in flight, precompiled header used {self.pch_used} "
+            f"(created {self.pch_created}), {self.timeouts} timed out, {self.crashes} crashed"
+        )
+
+
+def timeout_output(req: CompileRequest, seconds: float) -> CompileOutput:
+    """What a compile killed at its time limit returns (never cached: it depends on the machine's load)."""
+    message = f"compile timeout: the compiler did not finish within {seconds:g} s (a kernel that makes NVRTC spin)"
+    diag = CompileDiagnostic(req.display_name, None, None, "error", message)
+    return CompileOutput(False, None, [diag], f"{req.display_name}: error: {message}", seconds, timed_out=True)
+
+
+def crash_output(req: CompileRequest, why: str) -> CompileOutput:
+    message = f"the compiler process died ({why})"
+    diag = CompileDiagnostic(req.display_name, None, None, "error", message)
+    return CompileOutput(False, None, [diag], f"{req.display_name}: error: {message}", 0.0)
+
+
 class CompilePool:
-    def __init__(self, workers: int | None = None, cache_dir: str | None = None) -> None:
+    """A fixed number of compile processes fed in priority order; see the module docstring.
+
+    ``job`` replaces the compile for tests (a fake that sleeps): it is called in the worker
+    as ``job(req, cache_dir, pch_dir)`` and must be a module-level function. ``pch``: let
+    kernels that start with heavy includes share precompiled headers (ktt.pch) in a private
+    directory that lives as long as the pool.
+    """
+
+    def __init__(
+        self,
+        workers: int | None = None,
+        cache_dir: str | None = None,
+        *,
+        timeout_s: float | None = None,
+        pch: bool = True,
+        job: Callable[..., Any] | None = None,
+    ) -> None:
         self.workers = workers if workers is not None else default_workers()
         self.cache_dir = cache_dir
-        self._pool: ProcessPoolExecutor | None = None
+        self.timeout_s = timeout_s if timeout_s is not None else compile_timeout_s()
+        self.pch_dir: str | None = None
+        if pch and os.environ.get("KTT_NO_PCH") is None:
+            base = cache_dir if cache_dir and os.path.isdir(cache_dir) else None
+            with contextlib.suppress(OSError):
+                self.pch_dir = tempfile.mkdtemp(prefix="pch-", dir=base)  # mode 0700, ours
+        self.stats = PoolStats()
+        self._job_fn = job or _compile_job
+        self._seq = itertools.count()
+        self._lock = threading.Lock()
+        self._heap: list[_Job] = []
+        self._inflight: dict[str, _Job] = {}  # dedup key -> the job that compiles it
+        self._pool: list[_Worker] = []
+        self._closing = False
+        self._tuner_pid = os.getpid()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
+        self._thread: threading.Thread | None = None
         if self.workers > 0:
-            ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["ktt.compile_pool"])
-            self._pool = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),)
-            )
+            self._ctx = multiprocessing.get_context("forkserver")
+            self._ctx.set_forkserver_preload(["ktt.compile_pool", "ktt.nvrtc_heap"])
+            self._thread = threading.Thread(target=self._dispatch, daemon=True, name="ktt-compile-pool")
+            self._thread.start()
 
-    def submit(self, req: CompileRequest) -> Future[tuple[CompileOutput, str]]:
-        if self._pool is None:
+    # -- the caller's side -----------------------------------------------------------------
+
+    def warm(self, arch: str) -> list[Future]:
+        """Load NVRTC in every worker now (first, before any compile), so the first compiles do not pay for it."""
+        if self.workers <= 0:
+            return []
+        return [self._enqueue(_warm_job, (arch,), -1e18, None, None) for _ in range(self.workers)]
+
+    def submit(self, req: CompileRequest, priority: float | None = None) -> Future[tuple[CompileOutput, str]]:
+        """Compile ``req``; lower ``priority`` first (default: submission order)."""
+        self.stats.submitted += 1
+        seq_priority = float(next(self._seq)) if priority is None else priority
+        if self.workers <= 0:
             fut: Future[tuple[CompileOutput, str]] = Future()
             try:
-                fut.set_result(_compile_job(req, self.cache_dir))
+                out, key = self._job_fn(req, self.cache_dir, self.pch_dir)
+                self._count(out)
+                fut.set_result((out, key))
             except Exception as exc:  # pragma: no cover
                 fut.set_exception(exc)
             return fut
-        return self._pool.submit(_compile_job, req, self.cache_dir)
+        key = cache_key(effective_request(req)) if self._job_fn is _compile_job else None
+        with self._lock:
+            if key is not None and key in self._inflight:
+                follower: Future = Future()
+                self._inflight[key].followers.append(follower)
+                self.stats.deduplicated += 1
+                return follower
+        return self._enqueue(self._job_fn, (req, self.cache_dir, self.pch_dir), seq_priority, key, self.timeout_s)
+
+    def reprioritize(self, future: Future, priority: float) -> bool:
+        """Move a job that has not started; False when it already runs, finished or is unknown."""
+        with self._lock:
+            for job in self._heap:
+                if job.future is future:
+                    job.priority = priority
+                    heapq.heapify(self._heap)
+                    self._wake()
+                    return True
+        return False
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._heap)
 
     def worker_pids(self) -> list[int]:
-        procs = getattr(self._pool, "_processes", None) or {}
-        return [p.pid for p in list(procs.values()) if p.pid is not None]
+        with self._lock:
+            return [w.process.pid for w in self._pool if w.process.pid is not None]
 
     def shutdown(self) -> None:
         """Cancel what has not started; kill workers still busy after a short grace (a spinning compile)."""
-        if self._pool is None:
-            return
-        procs = list((getattr(self._pool, "_processes", None) or {}).values())
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        self._pool = None
+        with self._lock:
+            if self._closing:
+                return
+            self._closing = True
+            jobs, self._heap = self._heap, []
+        for job in jobs:
+            job.future.cancel()
+            for f in job.followers:
+                f.cancel()
+        self._wake()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        with self._lock:
+            workers, self._pool = self._pool, []
+        for w in workers:
+            if w.job is None:
+                with contextlib.suppress(OSError, ValueError):
+                    w.conn.send(None)
         deadline = time.monotonic() + SHUTDOWN_GRACE_S
-        for proc in procs:
-            proc.join(max(0.0, deadline - time.monotonic()))
-            if proc.is_alive() and proc.pid is not None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(proc.pid, signal.SIGKILL)
+        for w in workers:
+            w.process.join(max(0.0, deadline - time.monotonic()))
+            if w.process.is_alive():
+                self._kill(w)
+            with contextlib.suppress(OSError):
+                w.conn.close()
+        for w in workers:
+            if w.job is not None:
+                self._finish(w.job, exc=RuntimeError("the compile pool was shut down"))
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if self.pch_dir is not None:
+            shutil.rmtree(self.pch_dir, ignore_errors=True)
 
     def __enter__(self) -> CompilePool:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
+
+    # -- inside ------------------------------------------------------------------------------
+
+    def _enqueue(
+        self, fn: Callable[..., Any], args: tuple, priority: float, key: str | None, timeout_s: float | None
+    ) -> Future:
+        fut: Future = Future()
+        job = _Job(priority, next(self._seq), fn, args, fut, key, timeout_s)
+        with self._lock:
+            if self._closing:
+                fut.cancel()
+                return fut
+            heapq.heappush(self._heap, job)
+            if key is not None:
+                self._inflight[key] = job
+        self._wake()
+        return fut
+
+    def _wake(self) -> None:
+        with contextlib.suppress(OSError, BlockingIOError):
+            os.write(self._wake_w, b"x")
+
+    def _spawn(self) -> _Worker:
+        parent, child = self._ctx.Pipe()
+        proc = self._ctx.Process(target=_worker_main, args=(child, self._tuner_pid), daemon=True, name="ktt-compile")
+        proc.start()
+        child.close()
+        return _Worker(proc, parent)
+
+    def _kill(self, w: _Worker) -> None:
+        if w.process.pid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(w.process.pid, signal.SIGKILL)
+        w.process.join(2.0)
+
+    def _replace(self, w: _Worker) -> None:
+        """Take a dead or spent worker out and start a fresh one in its place."""
+        with contextlib.suppress(OSError):
+            w.conn.close()
+        if w.process.is_alive():
+            self._kill(w)
+        else:
+            w.process.join(0.1)
+        with self._lock:
+            if w in self._pool:
+                self._pool.remove(w)
+            closing = self._closing
+        if not closing:
+            fresh = self._spawn()
+            with self._lock:
+                self._pool.append(fresh)
+            self.stats.workers_replaced += 1
+
+    def _count(self, out: Any) -> None:
+        if not isinstance(out, CompileOutput):
+            return
+        if out.cached:
+            self.stats.cache_hits += 1
+        elif out.timed_out:
+            self.stats.timeouts += 1
+        else:
+            self.stats.compiled += 1
+            self.stats.compile_s += out.seconds
+        if out.pch == "used":
+            self.stats.pch_used += 1
+        elif out.pch == "created":
+            self.stats.pch_created += 1
+
+    def _finish(self, job: _Job, result: Any = None, exc: BaseException | None = None, count: bool = True) -> None:
+        with self._lock:
+            if job.key is not None and self._inflight.get(job.key) is job:
+                del self._inflight[job.key]
+            followers = list(job.followers)
+        if exc is None and count:
+            self._count(result[0] if isinstance(result, tuple) and result else None)
+        for i, fut in enumerate([job.future, *followers]):
+            value = result
+            if exc is None and i > 0 and isinstance(result, tuple) and isinstance(result[0], CompileOutput):
+                value = (_as_duplicate(result[0]), result[1])
+            _resolve(fut, value, exc)
+
+    def _next_job(self) -> _Job | None:
+        """The most wanted job not cancelled (its followers inherit it when the leader was cancelled)."""
+        while self._heap:
+            job = heapq.heappop(self._heap)
+            if job.future.set_running_or_notify_cancel():
+                return job
+            live = [f for f in job.followers if not f.cancelled()]
+            if live:  # the leader was cancelled but a follower still wants the result
+                job.future, job.followers = live[0], live[1:]
+                if job.future.set_running_or_notify_cancel():
+                    return job
+            if job.key is not None and self._inflight.get(job.key) is job:
+                del self._inflight[job.key]
+        return None
+
+    def _dispatch(self) -> None:
+        try:
+            for _ in range(self.workers):
+                w = self._spawn()
+                with self._lock:
+                    self._pool.append(w)
+            while True:
+                with self._lock:
+                    if self._closing:
+                        return
+                    idle = [w for w in self._pool if w.job is None and not w.retiring]
+                    starts: list[tuple[_Worker, _Job]] = []
+                    for w in idle:
+                        job = self._next_job()
+                        if job is None:
+                            break
+                        w.job = job
+                        limit = job.timeout_s
+                        w.deadline = time.monotonic() + (limit + KILL_GRACE_S if limit else 1e12)
+                        starts.append((w, job))
+                    pool = list(self._pool)
+                for w, job in starts:
+                    try:
+                        w.conn.send((job.seq, job.fn, job.args))
+                    except (OSError, ValueError):
+                        w.job = None
+                        self._requeue_or_fail(job, w)
+                busy = [w for w in pool if w.job is not None]
+                now = time.monotonic()
+                timeout = min((w.deadline - now for w in busy), default=1.0)
+                ready = wait([self._wake_r, *(w.conn for w in pool), *(w.process.sentinel for w in pool)],
+                             max(0.0, min(timeout, 1.0)))  # fmt: skip
+                if self._wake_r in ready:
+                    with contextlib.suppress(OSError, BlockingIOError):
+                        os.read(self._wake_r, 4096)
+                for w in pool:
+                    if w.conn in ready:
+                        self._collect(w)
+                    elif w.process.sentinel in ready and not w.process.is_alive():
+                        self._died(w)
+                now = time.monotonic()
+                for w in pool:
+                    if w.job is not None and now >= w.deadline:
+                        self._timed_out(w)
+        except BaseException as exc:  # pragma: no cover - fail every waiting future rather than hang
+            with self._lock:
+                jobs, self._heap = self._heap, []
+            for job in jobs:
+                self._finish(job, exc=RuntimeError(f"the compile pool failed: {exc}"))
+
+    def _collect(self, w: _Worker) -> None:
+        try:
+            _, (status, value), retire = w.conn.recv()
+        except (EOFError, OSError):
+            self._died(w)
+            return
+        job, w.job = w.job, None
+        if job is not None:
+            if status == "ok":
+                self._finish(job, value)
+            else:
+                self._finish(job, exc=RuntimeError(value))
+        if retire:
+            w.retiring = True
+            self._replace(w)
+
+    def _died(self, w: _Worker) -> None:
+        job, w.job = w.job, None
+        w.process.join(2.0)  # its pipe may close a moment before it can be reaped
+        code = w.process.exitcode
+        if job is not None:
+            why = f"signal {-code}" if code is not None and code < 0 else f"exit {code}"
+            self.stats.crashes += 1
+            req = job.args[0] if job.args else None
+            if isinstance(req, CompileRequest):
+                self._finish(job, (crash_output(req, why), cache_key(effective_request(req))), count=False)
+            else:
+                self._finish(job, exc=RuntimeError(f"a compile worker died ({why})"))
+        self._replace(w)
+
+    def _timed_out(self, w: _Worker) -> None:
+        """Past its time limit: kill this worker (the compile cannot be stopped otherwise) and start another."""
+        job, w.job = w.job, None
+        self._kill(w)
+        if job is not None:
+            self.stats.timeouts += 1
+            req = job.args[0] if job.args else None
+            limit = job.timeout_s or 0.0
+            if isinstance(req, CompileRequest):
+                self._finish(job, (timeout_output(req, limit), cache_key(effective_request(req))), count=False)
+            else:
+                self._finish(job, exc=TimeoutError(f"did not finish within {limit:g} s"))
+        self._replace(w)
+
+    def _requeue_or_fail(self, job: _Job, w: _Worker) -> None:
+        self._finish(job, exc=RuntimeError("a compile worker could not take the job"))
+        self._replace(w)
+
+
+def _resolve(fut: Future, value: Any = None, exc: BaseException | None = None) -> None:
+    """Set a future's outcome unless it is done or was cancelled before it started."""
+    with contextlib.suppress(Exception):  # InvalidStateError: cancelled or set meanwhile
+        if fut.done():
+            return
+        if not fut.running() and not fut.set_running_or_notify_cancel():
+            return
+        if exc is not None:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(value)
+
+
+def _as_duplicate(out: CompileOutput) -> CompileOutput:
+    """A follower's copy of the leader's output: counted as a cache hit, not as NVRTC time."""
+    return CompileOutput(out.ok, out.cubin, list(out.diagnostics), out.log, out.seconds, True, out.kernels,
+                         timed_out=out.timed_out, pch=out.pch, deduplicated=True)  # fmt: skip

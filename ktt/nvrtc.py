@@ -10,11 +10,16 @@ whitelist of exact forms (no file arguments) and the includes against what the c
 see (ktt.includes); NVRTC then runs in a thread that Landlock confines to the same view
 (ktt.sandbox), with a time limit; its messages are scrubbed of secret-looking text and
 capped (ktt.redact) before anyone, the compile cache included, sees them.
+
+Given a precompiled-header store (``pch_dir``), a kernel that starts with heavy includes is
+compiled against a precompiled header made once (ktt.pch), through NVRTC's own API
+(cuda.core 1.2 fails on the status of a compile that creates one).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import io
 import os
@@ -26,7 +31,7 @@ from pathlib import Path
 
 from cuda.core import Program, ProgramOptions
 
-from ktt import includes, sandbox
+from ktt import includes, pch, sandbox
 from ktt.compiler_options import FLAG_OPTIONS, MAXRREG, PTXAS_PREFIX, option_problem
 from ktt.csource import global_function_lines
 from ktt.expressions import Number
@@ -57,6 +62,9 @@ class CompileRequest:
     include_dirs: tuple[str, ...]
     options: tuple[str, ...] = ()  # spec compiler_options; checked again against the whitelist here
     header_texts: tuple[tuple[str, str], ...] = ()  # (name, text) of local headers; for the key only
+    # Names among ``defines`` that keep one value for the whole run (the problem's scalars): they
+    # stay on the command line of a compile with a precompiled header (ktt.pch); not in the key.
+    fixed_defines: tuple[str, ...] = ()
 
 
 @dataclass
@@ -68,6 +76,9 @@ class CompileOutput:
     seconds: float = 0.0
     cached: bool = False
     kernels: tuple[str, ...] = ()
+    timed_out: bool = False  # cut off at the time limit (never cached)
+    pch: str = ""  # "used" or "created" when a precompiled header took part
+    deduplicated: bool = False  # the output of an identical compile that was in flight
 
     @property
     def errors(self) -> list[CompileDiagnostic]:
@@ -145,7 +156,7 @@ _WARM_SOURCE = 'extern "C" __global__ void ktt_warm_up(int* p) { *p = 1; }'
 
 
 @functools.cache
-def _warm_up(arch: str) -> None:
+def warm_up(arch: str) -> None:
     """Load NVRTC's libraries (and the Python they need) before any compile runs sandboxed.
 
     A Landlock-restricted thread cannot read site-packages, so whatever NVRTC or cuda.core
@@ -155,6 +166,13 @@ def _warm_up(arch: str) -> None:
     for source in (_WARM_SOURCE, "ktt_warm_up_error"):
         with contextlib.suppress(Exception):
             Program(source, "c++", ProgramOptions(arch=arch, std=STD)).compile("cubin", logs=io.StringIO())
+    with contextlib.suppress(Exception):
+        from cuda.bindings import nvrtc as _nvrtc_api
+
+        _nvrtc_api.nvrtcGetPCHHeapSize()
+
+
+_warm_up = warm_up  # the name used before
 
 
 def _refusal(req: CompileRequest, file: str, line: int | None, message: str, start: float) -> CompileOutput:
@@ -184,12 +202,59 @@ def precheck(req: CompileRequest) -> CompileOutput | None:
     return None
 
 
-def compile_cubin(req: CompileRequest, timeout_s: float | None = None) -> CompileOutput:
+def _pch_options(req: CompileRequest) -> list[bytes]:
+    """The request's NVRTC options with only its fixed defines (the others move into the source, ktt.pch)."""
+    base = dataclasses.replace(req, defines=tuple(d for d in req.defines if d[0] in req.fixed_defines))
+    return list(_program_options(base).as_bytes("nvrtc"))
+
+
+def _nvrtc_compile(source: str, name: str, options: list[bytes], heap: int) -> tuple[bytes | None, str, int | None]:
+    """One compile through NVRTC's API: (cubin or None, log, PCH heap NVRTC says it needed, if it ran short)."""
+    from cuda.bindings import nvrtc as api
+
+    with contextlib.suppress(Exception):
+        _, current = api.nvrtcGetPCHHeapSize()
+        if current < heap:
+            api.nvrtcSetPCHHeapSize(heap)
+    err, prog = api.nvrtcCreateProgram(source.encode("utf-8", "surrogatepass"), name.encode(), 0, [], [])
+    if err != api.nvrtcResult.NVRTC_SUCCESS:
+        return None, f"nvrtcCreateProgram: {err}", None
+    try:
+        (result,) = api.nvrtcCompileProgram(prog, len(options), options)
+        _, size = api.nvrtcGetProgramLogSize(prog)
+        buf = b" " * size
+        api.nvrtcGetProgramLog(prog, buf)
+        log = buf.decode("utf-8", errors="replace")
+        needed = None
+        with contextlib.suppress(Exception):
+            (status,) = api.nvrtcGetPCHCreateStatus(prog)
+            if status == api.nvrtcResult.NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED:
+                _, needed = api.nvrtcGetPCHHeapSizeRequired(prog)
+        if result != api.nvrtcResult.NVRTC_SUCCESS:
+            return None, log, needed
+        _, size = api.nvrtcGetCUBINSize(prog)
+        cubin = b" " * size
+        api.nvrtcGetCUBIN(prog, cubin)
+        return bytes(cubin), log, needed
+    finally:
+        api.nvrtcDestroyProgram(prog)
+
+
+_PCH_NOTE = "precompiled header"
+
+
+def _without_pch_notes(log: str) -> str:
+    """NVRTC's lines about the precompiled header itself are ours, not the kernel's: the model never sees them."""
+    return "\n".join(ln for ln in log.splitlines() if _PCH_NOTE not in ln or "error" in ln)
+
+
+def compile_cubin(req: CompileRequest, timeout_s: float | None = None, pch_dir: str | None = None) -> CompileOutput:
     """Compile one request with NVRTC. Never raises for a compile error: it is in the output.
 
     Before NVRTC: the options against the whitelist and the includes against the view
     (ktt.includes). NVRTC then runs in a thread restricted to that view (ktt.sandbox), and
-    its log comes back scrubbed of secret-looking text and capped.
+    its log comes back scrubbed of secret-looking text and capped. ``pch_dir``: the store
+    of precompiled headers this compile may use or add to (ktt.pch).
     """
     start = time.perf_counter()
     refused = precheck(req)
@@ -197,9 +262,16 @@ def compile_cubin(req: CompileRequest, timeout_s: float | None = None) -> Compil
         return refused
     options = _program_options(req)
     view = _view(req)
-    _warm_up(req.arch)
+    warm_up(req.arch)
+    plan = None
+    if pch_dir:
+        moved = tuple(d for d in req.defines if d[0] not in req.fixed_defines)
+        with contextlib.suppress(AttributeError):  # a cuda.core without ProgramOptions.as_bytes: no PCH
+            plan = pch.plan(req.source, moved, req.header_texts, req.arch, _pch_options(req), pch_dir)
+    box = view.sandbox_view()
+    limit = timeout_s or compile_timeout_s()
 
-    def run() -> tuple[bytes | None, str]:
+    def ordinary() -> tuple[bytes | None, str]:
         log = io.StringIO()
         try:
             obj = Program(req.source, "c++", options).compile("cubin", logs=log)
@@ -207,12 +279,46 @@ def compile_cubin(req: CompileRequest, timeout_s: float | None = None) -> Compil
         except Exception as exc:  # NVRTCError carries the log in its message
             return None, str(exc)
 
+    def create() -> tuple[bytes | None, str, int | None]:
+        assert plan is not None
+        opts = [*_pch_options(req), f"--create-pch={plan.tmp}".encode()]
+        return _nvrtc_compile(pch.header_only(plan), req.program_path, opts, plan.heap)
+
+    def with_pch() -> tuple[bytes | None, str]:
+        assert plan is not None
+        opts = [*_pch_options(req), f"--use-pch={plan.path}".encode()]
+        cubin, log, _ = _nvrtc_compile(plan.source, req.program_path, opts, plan.heap)
+        return cubin, _without_pch_notes(log)
+
+    made = False
     try:
-        cubin, raw = sandbox.run_restricted(run, view.sandbox_view(), timeout_s or compile_timeout_s())
+        if plan is not None and plan.create:
+            # NVRTC's front end writes a temporary file (TMPDIR) as well as the header.
+            writer = dataclasses.replace(box, writable=(os.path.dirname(plan.path),))
+            needed: int | None = None
+            with pch.temp_dir(plan):
+                try:
+                    _, _, needed = sandbox.run_restricted(create, writer, limit)
+                finally:
+                    made = pch.finish(plan, os.path.isfile(plan.tmp) and needed is None, needed)
+            plan = pch.use_plan(plan) if made else None
+        cubin: bytes | None = None
+        raw = ""
+        if plan is not None:
+            reader = dataclasses.replace(box, files=(*box.files, plan.path), writable=(pch.scratch(plan),))
+            with pch.temp_dir(plan):
+                cubin, raw = sandbox.run_restricted(with_pch, reader, limit)
+            if cubin is None and pch.suspicious(raw):  # the header, not the kernel, may be at fault
+                plan = None
+        if plan is None:
+            cubin, raw = sandbox.run_restricted(ordinary, box, limit)
     except sandbox.CompileTimeout as exc:
-        return _refusal(req, req.display_name, None, f"the compiler {exc} (a kernel that makes NVRTC spin)", start)
+        out = _refusal(req, req.display_name, None, f"the compiler {exc} (a kernel that makes NVRTC spin)", start)
+        out.timed_out = True
+        return out
     except sandbox.SandboxError as exc:  # Landlock present but refused: do not compile unconfined
         return _refusal(req, req.display_name, None, f"could not confine the compiler: {exc}", start)
+    used = "" if plan is None else ("created" if made else "used")
     text = clean_log(raw)
     ok = cubin is not None
     seconds = time.perf_counter() - start
@@ -221,7 +327,7 @@ def compile_cubin(req: CompileRequest, timeout_s: float | None = None) -> Compil
         diags.append(CompileDiagnostic(req.display_name, None, None, "error", text.strip() or "compilation failed"))
     diags = [_capped(d) for d in diags[:MAX_DIAGNOSTICS]]
     kernels = tuple(sorted(cubin_kernels(cubin))) if cubin else ()
-    return CompileOutput(ok, cubin, diags, text, seconds, False, kernels)
+    return CompileOutput(ok, cubin, diags, text, seconds, False, kernels, pch=used)
 
 
 def _capped(d: CompileDiagnostic) -> CompileDiagnostic:
@@ -249,8 +355,6 @@ _DIAG = re.compile(
 )
 _PTXAS = re.compile(r"^(?P<tool>ptxas|nvlink|nvvm)\s*(?P<sev>error|warning|fatal|info)\s*:\s*(?P<msg>.*)$")
 _ENTRY = re.compile(r"(?:Entry function|Function properties for|function) '(?P<name>\w+)'")
-
-
 
 
 def kernel_definition_lines(source: str) -> dict[str, int]:

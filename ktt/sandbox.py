@@ -52,6 +52,9 @@ _SCOPE_SIGNAL = 1 << 1
 
 READ_DIR_RIGHTS = _FS_READ_FILE | _FS_READ_DIR
 READ_FILE_RIGHTS = _FS_READ_FILE
+_FS_REMOVE_FILE = 1 << 5
+_FS_MAKE_REG = 1 << 8
+WRITE_DIR_RIGHTS = READ_DIR_RIGHTS | _FS_WRITE_FILE | _FS_REMOVE_FILE | _FS_MAKE_REG
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -104,10 +107,15 @@ def status() -> str:
 
 @dataclass(frozen=True)
 class ReadOnlyView:
-    """What a sandboxed compile may read: whole directory trees and single files."""
+    """What a sandboxed compile may read: whole directory trees and single files.
+
+    ``writable``: directories it may also create and replace files in (the precompiled
+    header store, ktt.pch, for the one compile that writes a header there); usually none.
+    """
 
     dirs: tuple[str, ...]
     files: tuple[str, ...]
+    writable: tuple[str, ...] = ()
 
 
 def _handled(abi: int) -> tuple[int, int, int]:
@@ -145,7 +153,8 @@ def restrict_current_thread(view: ReadOnlyView) -> bool:
     size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)
     ruleset = _check(libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), 0), "create")
     try:
-        for paths, rights in ((view.dirs, READ_DIR_RIGHTS), (view.files, READ_FILE_RIGHTS)):
+        writable = WRITE_DIR_RIGHTS | (_FS_TRUNCATE if abi >= 3 else 0)
+        for paths, rights in ((view.dirs, READ_DIR_RIGHTS), (view.files, READ_FILE_RIGHTS), (view.writable, writable)):
             for path in paths:
                 try:
                     fd = os.open(path, os.O_PATH | os.O_CLOEXEC)

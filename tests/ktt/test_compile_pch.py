@@ -1,0 +1,161 @@
+"""Precompiled headers (ktt.pch) and unread defines (ktt.macro_use): same programs, faster, never unsafe."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from ktt import pch
+from ktt.compile_cache import compile_cached, effective_request
+from ktt.macro_use import names_read
+from ktt.nvrtc import CompileRequest, _pch_options, compile_cubin
+from ktt.toolkit import cuda_include_dirs
+
+CUB_KERNEL = """// a comment that names BLOCK does not count
+#include "inputs.hpp"
+#include <cub/block/block_reduce.cuh>
+
+extern "C" __global__ void total(const float* x, float* y) {
+    using R = cub::BlockReduce<float, BLOCK>;
+    __shared__ typename R::TempStorage tmp;
+    float v = x[blockIdx.x * BLOCK + threadIdx.x] * SCALE;
+    float s = R(tmp).Sum(v);
+    if (threadIdx.x == 0) y[blockIdx.x] = s + (float)ROWS_FIXED;
+}
+"""
+
+
+def cub_request(tmp: Path, block: int, scale: str = "2.0f", source: str = CUB_KERNEL) -> CompileRequest:
+    (tmp / "inputs.hpp").write_text("#pragma once\ntypedef float X_t;\n")
+    defines = (("BLOCK", str(block)), ("ROWS_FIXED", "7"), ("SCALE", scale))
+    return CompileRequest(source, str(tmp / "kernels.cu"), "kernels.cu", "sm_90", defines,
+                          (str(tmp), *cuda_include_dirs()), header_texts=(("inputs.hpp", (tmp / "inputs.hpp").read_text()),),
+                          fixed_defines=("ROWS_FIXED",))  # fmt: skip
+
+
+# -- the include prefix ------------------------------------------------------------------
+
+
+def test_the_prefix_is_the_leading_include_lines() -> None:
+    split = pch.split_prefix(CUB_KERNEL)
+    assert split is not None
+    assert split.prefix.endswith("#include <cub/block/block_reduce.cuh>\n")
+    assert split.body.lstrip().startswith('extern "C"') and split.body_line == 4
+    text = pch.transformed(split, (("BLOCK", "128"),))
+    lines = text.split("\n")
+    assert lines[3] == pch.HDRSTOP and lines[4] == "#define BLOCK 128" and lines[5] == "#line 4"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'extern "C" __global__ void k() {}\n',  # no includes
+        '#include "inputs.hpp"\nextern "C" __global__ void k() {}\n',  # no <...> include
+        "#define X 1\n#include <cub/cub.cuh>\nint y;\n",  # a define first
+        "#include MACRO_HEADER\nint y;\n",  # a macro operand
+        "/* block */\n#include <cub/cub.cuh>\nint y;\n",  # a block comment
+        "#include <cub/cub.cuh> \\\n\nint y;\n",  # a line splice
+        "#include <cub/cub.cuh>\n",  # nothing after the includes
+    ],
+)
+def test_sources_without_a_plain_include_prefix_do_not_qualify(source: str) -> None:
+    assert pch.split_prefix(source) is None
+
+
+def test_a_define_a_header_could_read_keeps_the_ordinary_compile(tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    req = cub_request(tmp_path, 128)
+    moved = (("BLOCK", "128"), ("SCALE", "2.0f"))
+    opts = _pch_options(req)
+    assert pch.plan(req.source, moved, req.header_texts, "sm_90", opts, store) is not None
+    # a local header that names a moved define
+    headers = (("inputs.hpp", "#define SCALE_TWICE (2 * SCALE)\n"),)
+    assert pch.plan(req.source, moved, headers, "sm_90", opts, store) is None
+    # a name the CUDA headers use (cub's BlockLoad has BLOCK_THREADS)
+    assert pch.plan(req.source, (("BLOCK_THREADS", "128"),), req.header_texts, "sm_90", opts, store) is None
+    # reserved-looking and very short names
+    for name in ("NDEBUG", "CUB_FOO", "_X", "N"):
+        assert pch.plan(req.source, ((name, "1"),), req.header_texts, "sm_90", opts, store) is None
+    # a value that would end the #define line
+    assert pch.plan(req.source, (("BLOCK", "1\n#include </etc/passwd>"),), req.header_texts, "sm_90", opts, store) is None
+
+
+def test_the_store_must_be_private(tmp_path: Path) -> None:
+    req = cub_request(tmp_path, 128)
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    os.chmod(shared, 0o777)
+    moved = (("BLOCK", "128"), ("SCALE", "2.0f"))
+    assert pch.plan(req.source, moved, req.header_texts, "sm_90", _pch_options(req), str(shared)) is None
+    link = tmp_path / "link"
+    private = tmp_path / "private"
+    assert pch.private_dir(str(private))
+    link.symlink_to(private)
+    assert pch.plan(req.source, moved, req.header_texts, "sm_90", _pch_options(req), str(link)) is None
+
+
+def test_prune_keeps_the_store_under_its_limit(tmp_path: Path) -> None:
+    for i in range(3):
+        (tmp_path / f"{i}.pch").write_bytes(b"x" * 1000)
+        (tmp_path / f"{i}.json").write_text("{}")
+        os.utime(tmp_path / f"{i}.pch", (1000 + i, 1000 + i))
+    pch.prune(str(tmp_path), limit=2000)
+    assert sorted(p.name for p in tmp_path.glob("*.pch")) == ["1.pch", "2.pch"]
+
+
+# -- compiling with it (NVRTC, in this process) ---------------------------------------------
+
+
+def test_a_precompiled_header_gives_the_same_program_faster(tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    first = compile_cubin(cub_request(tmp_path, 128), pch_dir=store)
+    assert first.ok and first.pch == "created", first.log
+    c0 = time.process_time()
+    plain = compile_cubin(cub_request(tmp_path, 256))
+    plain_cpu = time.process_time() - c0
+    c0 = time.process_time()
+    fast = compile_cubin(cub_request(tmp_path, 256), pch_dir=store)
+    fast_cpu = time.process_time() - c0
+    assert plain.ok and fast.ok and fast.pch == "used"
+    assert fast.cubin == plain.cubin, "the precompiled header must not change the program"
+    assert fast_cpu < plain_cpu, (fast_cpu, plain_cpu)
+    assert "precompiled" not in fast.log
+
+
+def test_errors_in_the_kernel_keep_their_lines_with_a_precompiled_header(tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    assert compile_cubin(cub_request(tmp_path, 128), pch_dir=store).pch == "created"
+    broken = CUB_KERNEL.replace("float s = R(tmp).Sum(v);", "float s = R(tmp).Sum(v) + undefined_name;")
+    plain = compile_cubin(cub_request(tmp_path, 128, source=broken))
+    fast = compile_cubin(cub_request(tmp_path, 128, source=broken), pch_dir=store)
+    assert not fast.ok and not plain.ok
+    assert [(d.file, d.line) for d in fast.errors] == [(d.file, d.line) for d in plain.errors]
+    assert fast.errors[0].line == 9
+
+
+def test_unread_defines_leave_the_program_and_the_key(tmp_path: Path) -> None:
+    src = 'extern "C" __global__ void k(float* x) { x[0] = A * 2; }\n'
+    req = CompileRequest(src, str(tmp_path / "k.cu"), "k.cu", "sm_90", (("A", "1"), ("UNREAD_ONE", "5")),
+                         (str(tmp_path), *cuda_include_dirs()))  # fmt: skip
+    assert effective_request(req).defines == (("A", "1"),)
+    pasted = CompileRequest("#define CAT(a, b) a##b\n" + src, *list(req.__dict__.values())[1:])
+    assert effective_request(pasted).defines == req.defines, "token pasting can build any name"
+    chained = CompileRequest(src, str(tmp_path / "k.cu"), "k.cu", "sm_90", (("A", "B_VALUE"), ("B_VALUE", "3")),
+                             (str(tmp_path), *cuda_include_dirs()))  # fmt: skip
+    assert effective_request(chained).defines == chained.defines, "a kept value names another define"
+    out1, key1 = compile_cached(req, str(tmp_path / "cache"))
+    other = CompileRequest(src, req.program_path, "k.cu", "sm_90", (("A", "1"), ("UNREAD_ONE", "6")), req.include_dirs)
+    out2, key2 = compile_cached(other, str(tmp_path / "cache"))
+    assert out1.ok and key1 == key2 and out2.cached
+
+
+def test_names_read_is_conservative() -> None:
+    dirs = cuda_include_dirs()
+    assert names_read(["FOO_KNOB"], ["int x = FOO_KNOB;"], dirs) == {"FOO_KNOB"}
+    assert names_read(["FOO_KNOB"], ["// FOO_KNOB in a comment"], dirs) == {"FOO_KNOB"}
+    assert names_read(["FOO_KNOBS_UNUSED"], ["int x = FOO_KNOB;"], dirs) == set()
+    assert names_read(["BLOCK_THREADS"], ["int x;"], dirs) == {"BLOCK_THREADS"}  # cub reads it
+    assert names_read(["FOO_KNOB"], ["#define J(a, b) a ## b"], dirs) is None
