@@ -1,7 +1,10 @@
 """Nsight Compute: which metrics we ask for, how to call ncu, and how to read its CSV.
 
-The metric catalogue covers speed of light, the memory hierarchy, occupancy and its
-limiters, launch statistics and warp stall reasons. ``parse_raw_csv`` reads the output of
+The metric catalogue covers speed of light, the memory hierarchy (with sectors per request,
+the coalescing measure), occupancy and its limiters, launch statistics, the pipes (FMA and
+tensor), local-memory traffic (register spills), branch uniformity (divergence) and warp
+stall reasons. Each entry has a label and the unit people read; the names were checked
+against ``ncu --query-metrics`` of Nsight Compute 2025.3 on an H200 (sm_90). ``parse_raw_csv`` reads the output of
 ``ncu --import REPORT --csv --page raw --print-units base`` (or of a direct run with those
 flags) into one ``KernelProfile`` per profiled launch; it is pure text processing, usable
 in-process and tested on recorded output.
@@ -25,6 +28,7 @@ class MetricSpec:
     name: str
     label: str
     section: str
+    unit: str = ""  # shown instead of ncu's base unit (which is empty or terse for ratios and counts)
 
 
 CATALOGUE: tuple[MetricSpec, ...] = (
@@ -48,6 +52,18 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     MetricSpec("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "shared store bank conflicts", "memory"),
     MetricSpec("smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct", "global load efficiency", "memory"),
     MetricSpec("smsp__sass_average_data_bytes_per_sector_mem_global_op_st.pct", "global store efficiency", "memory"),
+    MetricSpec(
+        "l1tex__average_t_sectors_per_request_pipe_lsu_mem_global_op_ld.ratio",
+        "global load sectors per request",
+        "memory",
+        "sectors (4 = coalesced 4-byte loads)",
+    ),
+    MetricSpec(
+        "l1tex__average_t_sectors_per_request_pipe_lsu_mem_global_op_st.ratio",
+        "global store sectors per request",
+        "memory",
+        "sectors (4 = coalesced 4-byte stores)",
+    ),
     # occupancy
     MetricSpec("sm__warps_active.avg.pct_of_peak_sustained_active", "achieved occupancy", "occupancy"),
     MetricSpec("sm__maximum_warps_per_active_cycle_pct", "theoretical occupancy", "occupancy"),
@@ -69,12 +85,29 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     MetricSpec("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", "FP32 FMA thread instructions", "compute"),
     MetricSpec("smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", "FP32 add thread instructions", "compute"),
     MetricSpec("smsp__sass_thread_inst_executed_op_fmul_pred_on.sum", "FP32 mul thread instructions", "compute"),
+    MetricSpec("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "tensor pipe busy", "compute", "%"),
+    MetricSpec("sm__inst_executed_pipe_tensor.sum", "tensor pipe warp instructions", "compute", "warp instructions"),
+    # local memory: register spills (and local arrays indexed at run time)
+    MetricSpec("l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum", "local memory loaded (spills)", "local_memory", "bytes"),
+    MetricSpec("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum", "local memory stored (spills)", "local_memory", "bytes"),
+    MetricSpec("smsp__inst_executed_op_local_ld.sum", "local load instructions", "local_memory", "warp instructions"),
+    MetricSpec("smsp__inst_executed_op_local_st.sum", "local store instructions", "local_memory", "warp instructions"),
+    # branch uniformity (divergence)
+    MetricSpec("smsp__sass_average_branch_targets_threads_uniform.pct", "branch uniformity", "divergence", "%"),
+    MetricSpec("smsp__sass_branch_targets_threads_divergent.sum", "divergent branches", "divergence", "branches"),
+    MetricSpec(
+        "smsp__thread_inst_executed_per_inst_executed.ratio",
+        "active threads per warp instruction",
+        "divergence",
+        "threads of 32",
+    ),
     # warp stall reasons (cycles per issued instruction)
     *(
         MetricSpec(
             f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio",
             f"stall: {r.replace('_', ' ')}",
             "warp_stalls",
+            "cycles per issued instruction",
         )
         for r in (
             "long_scoreboard",
@@ -88,6 +121,7 @@ CATALOGUE: tuple[MetricSpec, ...] = (
             "no_instruction",
             "membar",
             "dispatch_stall",
+            "branch_resolving",
         )
     ),
 )
@@ -210,6 +244,8 @@ def parse_raw_csv(text: str, all_metrics: bool = False) -> list[KernelProfile]:
                 continue
             value, unit = _convert(name, _number(row[i]), units[i] if i < len(units) else "")
             spec = LABELS.get(name)
+            if spec is not None and spec.unit:
+                unit = spec.unit
             metrics.append(
                 Metric(
                     name=name,

@@ -31,9 +31,12 @@ extern "C" __global__ void total(const float* x, float* y) {
 def cub_request(tmp: Path, block: int, scale: str = "2.0f", source: str = CUB_KERNEL) -> CompileRequest:
     (tmp / "inputs.hpp").write_text("#pragma once\ntypedef float X_t;\n")
     defines = (("BLOCK", str(block)), ("ROWS_FIXED", "7"), ("SCALE", scale))
-    return CompileRequest(source, str(tmp / "kernels.cu"), "kernels.cu", "sm_90", defines,
-                          (str(tmp), *cuda_include_dirs()), header_texts=(("inputs.hpp", (tmp / "inputs.hpp").read_text()),),
-                          fixed_defines=("ROWS_FIXED",))  # fmt: skip
+    headers = (("inputs.hpp", (tmp / "inputs.hpp").read_text()),)
+    dirs = (str(tmp), *cuda_include_dirs())
+    path = str(tmp / "kernels.cu")
+    return CompileRequest(
+        source, path, "kernels.cu", "sm_90", defines, dirs, header_texts=headers, fixed_defines=("ROWS_FIXED",)
+    )
 
 
 # -- the include prefix ------------------------------------------------------------------
@@ -80,7 +83,8 @@ def test_a_define_a_header_could_read_keeps_the_ordinary_compile(tmp_path: Path)
     for name in ("NDEBUG", "CUB_FOO", "_X", "N"):
         assert pch.plan(req.source, ((name, "1"),), req.header_texts, "sm_90", opts, store) is None
     # a value that would end the #define line
-    assert pch.plan(req.source, (("BLOCK", "1\n#include </etc/passwd>"),), req.header_texts, "sm_90", opts, store) is None
+    injected = (("BLOCK", "1\n#include </etc/passwd>"),)
+    assert pch.plan(req.source, injected, req.header_texts, "sm_90", opts, store) is None
 
 
 def test_the_store_must_be_private(tmp_path: Path) -> None:

@@ -1,0 +1,76 @@
+"""The profile's metric families: tensor pipe, local memory (spills), branch uniformity, sectors per request.
+
+``raw_mmul_h200_families.csv`` is the recorded mmul profile (raw_mmul_h200.csv) with the
+new families' columns added in ncu's raw-page format (``--csv --page raw --print-units
+base``): header, unit row, values. The added values are illustrative, not measured; the
+column names are checked against the device's ``ncu --query-metrics`` (the excerpt file).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ktt.ncu import CATALOGUE, parse_raw_csv
+
+DATA = Path(__file__).parent / "data" / "ncu"
+QUERY = DATA / "query_metrics_h200_excerpt.txt"
+FAMILIES = DATA / "raw_mmul_h200_families.csv"
+ROLLUPS = {"Counter": {"sum", "avg", "min", "max"}, "Throughput": {"avg", "min", "max", "sum"},
+           "Ratio": {"ratio", "pct", "max_rate"}}  # fmt: skip
+# Launch statistics and occupancy limits are attributes of the launch, not queried metrics.
+ATTRIBUTES = ("launch__", "sm__maximum_warps_per_active_cycle_pct")
+
+
+def query_list() -> dict[str, str]:
+    out = {}
+    for line in QUERY.read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, kind = line.split()
+            out[name] = kind
+    return out
+
+
+def test_every_catalogue_metric_exists_on_sm90_with_a_valid_rollup() -> None:
+    known = query_list()
+    for m in CATALOGUE:
+        if m.name.startswith(ATTRIBUTES):
+            continue
+        base, _, rollup = m.name.partition(".")
+        assert base in known, f"{m.name}: not in ncu 2025.3's metric list for sm_90"
+        assert rollup.split(".")[0] in ROLLUPS[known[base]], f"{m.name}: no such rollup for a {known[base]}"
+
+
+def test_the_new_families_parse_with_labels_sections_and_units() -> None:
+    (k,) = parse_raw_csv(FAMILIES.read_text())
+    by = {m.name: m for m in k.metrics}
+    tensor = by["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"]
+    assert (tensor.label, tensor.section, tensor.unit, tensor.value) == ("tensor pipe busy", "compute", "%", 0.0)
+    spill = by["l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum"]
+    assert (spill.section, spill.unit, spill.value) == ("local_memory", "bytes", 1048576.0)
+    assert "spill" in spill.label
+    assert by["smsp__inst_executed_op_local_st.sum"].unit == "warp instructions"
+    uniform = by["smsp__sass_average_branch_targets_threads_uniform.pct"]
+    assert (uniform.label, uniform.section, uniform.unit) == ("branch uniformity", "divergence", "%")
+    assert uniform.value == 97.53
+    threads = by["smsp__thread_inst_executed_per_inst_executed.ratio"]
+    assert threads.unit == "threads of 32" and threads.value == 31.62
+    sectors = by["l1tex__average_t_sectors_per_request_pipe_lsu_mem_global_op_ld.ratio"]
+    assert sectors.section == "memory" and sectors.unit.startswith("sectors") and sectors.value == 4.25
+    stall = by["smsp__average_warps_issue_stalled_branch_resolving_per_issue_active.ratio"]
+    assert stall.section == "warp_stalls" and stall.unit == "cycles per issued instruction"
+    sections = {m.section for m in k.metrics}
+    assert {"local_memory", "divergence", "compute", "memory"} <= sections
+    # catalogue order, as before
+    assert [m.name for m in k.metrics] == [m.name for m in CATALOGUE if m.name in by]
+
+
+def test_the_propose_prompt_and_the_profile_tab_show_them() -> None:
+    """Both render every metric as [section] label: value unit, so the new families reach the model and the UI."""
+    from cacao_tui.ui.formatting import fmt_value
+
+    (k,) = parse_raw_csv(FAMILIES.read_text())
+    by = {m.name: m for m in k.metrics}
+    m = by["l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum"]
+    assert fmt_value(m.value, m.unit) == "1,048,576 bytes"
+    m = by["l1tex__average_t_sectors_per_request_pipe_lsu_mem_global_op_ld.ratio"]
+    assert fmt_value(m.value, m.unit) == "4.25 sectors (4 = coalesced 4-byte loads)"
