@@ -48,7 +48,7 @@ def write_log(problem_dir: Path, events: list[ev._Event], *, mtime: float | None
 def hold_note(problem_dir: Path, pid: int, host: str | None = None) -> None:
     """The note a run leaves in output.lock (without the flock: only the note is read)."""
     note = {"pid": pid, "host": host or socket.gethostname(), "started": "2026-01-02T03:04:05+00:00",
-            "command": f"cacao --dir {problem_dir} --no-ui"}  # fmt: skip
+            "command": f"cacao --dir {problem_dir.parent.name}/{problem_dir.name} --no-ui"}  # fmt: skip
     (problem_dir / "output.lock").write_text(json.dumps(note) + "\n")
 
 

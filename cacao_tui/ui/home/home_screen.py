@@ -38,6 +38,7 @@ from cacao_tui.ui.screens.clone import CloneScreen
 from cacao_tui.ui.screens.dialogs import ConfirmScreen
 from cacao_tui.ui.screens.results import ResultsScreen
 from cacao_tui.ui.widgets.table_sync import KeyTable
+from ktt.problem.errors import display_path
 
 REFRESH_S = 2.0  # the list re-reads the folder this often (runs change status by themselves)
 
@@ -109,7 +110,7 @@ class HomeScreen(Screen[None]):
         header = f"cacao · {len(entries)} problem{'s' if len(entries) != 1 else ''}"
         if running:
             header += f" · {running} running"
-        header += f" · {safe_text(str(self.folder))}"
+        header += f" · {safe_text(display_path(self.folder))}"
         self.query_one("#home-header", Static).update(Text(header))
         self.table.sync({e.key: row_cells(e) for e in entries})
         empty = self.query_one("#home-empty", Static)

@@ -9,6 +9,7 @@ from rich.text import Text
 from cacao_tui.runs.catalog import ProblemEntry
 from cacao_tui.runs.last_run import KILLED, NOT_RUN, RUNNING, STARTING, LastRun
 from cacao_tui.ui.formatting import NONE, fmt_ms, fmt_speedup, safe_text
+from ktt.problem.errors import display_path
 
 COLUMNS = (
     ("name", "problem"),
@@ -73,7 +74,7 @@ def describe(entry: ProblemEntry) -> Text:
     last = entry.last
     text = Text()
     text.append(safe_text(entry.name), style="bold")
-    text.append(f"  {safe_text(str(entry.directory))}", style="dim")
+    text.append(f"  {safe_text(display_path(entry.directory))}", style="dim")
     if entry.error:
         text.append(f"\n✗ {safe_text(entry.error)}", style="red")
     else:
