@@ -434,6 +434,7 @@ class Tuner:
             self.ctx._inputs_hpp(shape)
         self.workers = self.opts.compile_workers if self.opts.compile_workers is not None else default_workers()
         self.pool = CompilePool(self.workers, self.cache_dir)
+        warming = self.pool.warm(self.arch)  # NVRTC loads in every compile process while the GPU worker starts
 
         probes = self.submit_probes() if self.multi else {}
         # One GPU job per device across processes (ktt.gpu_lock); compiles go on while we wait.
@@ -441,6 +442,7 @@ class Tuner:
         if not sandbox.landlock_abi():
             self.log(sandbox.status(), "warning")  # docs/SECURITY.md: what degrades without Landlock
         self._start_worker(ordinal)
+        wait(warming, timeout=60)  # before any reference is timed
         if self.multi:
             failed = self.check_builds(probes)
             if failed is not None:
@@ -467,6 +469,7 @@ class Tuner:
                 if self.multi and search is not self.searches[-1]:
                     self.log(f"case {search.name} has no valid configuration: the later cases are not run", "error")
                 break
+        self.log(self.pool.stats.line())
         self.pool.shutdown()
         self.pool = None
         summary = self.summary()
