@@ -38,7 +38,8 @@ KERNEL = SPACE / "sgemm.cu"
 SPEC = SPACE / "tuning.yaml"
 sys.path.insert(0, str(ROOT))
 
-TARGETS = {"configs_per_s": 5.0, "gpu_busy": 0.50, "fidelity": 0.03}
+# Issue 12 (compile throughput): >= 20x Kernel Tuner's configurations per second, GPU busy >= 90 %.
+TARGETS = {"configs_per_s": 20.0, "gpu_busy": 0.90, "fidelity": 0.03}
 
 
 def spec_text(space: dict[str, Any], restrictions: list[str] | None = None) -> str:
@@ -66,6 +67,7 @@ class NvmlSampler:
     def __init__(self, device: int = 0, period_s: float = 0.1) -> None:
         self.period_s = period_s
         self.samples: list[int] = []
+        self.stamps: list[float] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         try:
@@ -87,6 +89,12 @@ class NvmlSampler:
         while not self._stop.wait(self.period_s):
             with contextlib.suppress(Exception):
                 self.samples.append(int(self._nvml.nvmlDeviceGetUtilizationRates(self._handle).gpu))
+                self.stamps.append(time.time())
+
+    def mean_between(self, start: float, end: float) -> float | None:
+        """Mean utilisation over samples taken between two wall-clock times (the steady state)."""
+        picked = [u for t, u in zip(self.stamps, self.samples, strict=False) if start <= t <= end]
+        return statistics.fmean(picked) / 100 if picked else None
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
@@ -112,6 +120,26 @@ def run_kernel_tuner(budget: float, fraction: float, log: Path) -> dict[str, Any
     out["process_wall_s"] = round(wall, 2)
     out["gpu_busy_nvml"] = nvml.mean
     return out
+
+
+def compile_split(stdout: str, results: Path, nvml: NvmlSampler) -> dict[str, Any]:
+    """Where ktt's wall time went: the compile pool's counts, start-up, steady state and tail."""
+    split: dict[str, Any] = {}
+    for line in stdout.splitlines():
+        if line.startswith("{") and '"compile pool: ' in line:
+            split["pool"] = json.loads(line)["message"]
+    rows = [json.loads(ln) for ln in results.read_text().splitlines()] if results.exists() else []
+    if rows:
+        first, last = rows[0], rows[-1]
+        split["first_result_s"] = first.get("elapsed_s")
+        split["last_result_s"] = last.get("elapsed_s")
+        gpu = sum(r.get("gpu_ms") or 0.0 for r in rows) / 1e3
+        split["gpu_s_per_config"] = gpu / len(rows)
+        split["gpu_bound_configs_per_s"] = len(rows) / gpu if gpu else None  # the GPU never idle
+        split["gpu_busy_nvml_steady"] = nvml.mean_between(first.get("finished_at", 0), last.get("finished_at", 0))
+        compiled = [r.get("compile_s") for r in rows if r.get("compile_s")]
+        split["nvrtc_s_per_config"] = statistics.fmean(compiled) if compiled else None
+    return split
 
 
 def run_ktt(budget: float, out: Path, spec: Path = SPEC, extra: list[str] | None = None) -> dict[str, Any]:
@@ -147,6 +175,7 @@ def run_ktt(budget: float, out: Path, spec: Path = SPEC, extra: list[str] | None
     summary = lines[-1]
     summary["process_wall_s"] = round(wall, 2)
     summary["gpu_busy_nvml"] = nvml.mean
+    summary["split"] = compile_split(proc.stdout, out / "results.jsonl", nvml)
     return summary
 
 
@@ -226,7 +255,8 @@ def main() -> int:
         print("kernel_tuner:", json.dumps(kt), flush=True)
     ours_dir = args.out / "ktt"
     ours_dir.mkdir(parents=True, exist_ok=True)
-    ours = run_ktt(args.budget, ours_dir)
+    # A cold compile cache of its own: Kernel Tuner caches nothing, and a warm cache would flatter us.
+    ours = run_ktt(args.budget, ours_dir, extra=["--cache-dir", str(args.out / "ktt_cache")])
     report["ktt"] = {
         k: ours.get(k)
         for k in (
@@ -244,6 +274,7 @@ def main() -> int:
             "restricted_size",
             "by_status",
             "device",
+            "split",
         )
     }
     best = ours.get("best") or {}
@@ -295,10 +326,21 @@ def main() -> int:
                 fmt(ours.get("gpu_busy_nvml"), ".0%"),
                 fmt(kt.get("gpu_busy_nvml"), ".0%"),
                 "",
-                ">= 50%",
+                f">= {TARGETS['gpu_busy']:.0%}",
                 (ours.get("gpu_busy_nvml") or 0) >= TARGETS["gpu_busy"],
             )
         )
+    sp = ours.get("split") or {}
+    if sp:
+        steady = fmt(sp.get("gpu_busy_nvml_steady"), ".0%")
+        rows.append(("GPU busy (NVML), first to last result", steady, "", "", "", None))
+        rows.append(("start-up before the first result (s)", fmt(sp.get("first_result_s")), "", "", "", None))
+        rows.append(("NVRTC s per configuration (pool)", fmt(sp.get("nvrtc_s_per_config")), "", "", "", None))
+        rows.append(("GPU s per configuration (spans)", fmt(sp.get("gpu_s_per_config")), "", "", "", None))
+        ceiling = sp.get("gpu_bound_configs_per_s")
+        kt_rate = kt["configs_per_s"] if kt else None
+        ratio = fmt(ceiling / kt_rate if ceiling and kt_rate else None)
+        rows.append(("configs/s if the GPU never idled", fmt(ceiling), "", ratio, "", None))
     busy_events = ours["gpu_busy_s"] / ours["wall_s"] if ours.get("wall_s") else None
     rows.append(
         (
@@ -306,7 +348,7 @@ def main() -> int:
             fmt(busy_events, ".0%"),
             "",
             "",
-            ">= 50%",
+            f">= {TARGETS['gpu_busy']:.0%}",
             busy_events is not None and busy_events >= TARGETS["gpu_busy"],
         )
     )
@@ -322,10 +364,12 @@ def main() -> int:
     ]
     (args.out / "bench.json").write_text(json.dumps(report, indent=2))
     print()
-    print(f"{'figure':34s} {'ktt':>10s} {'KT 1.5.0':>10s} {'ratio':>8s}  {'target':14s} met")
+    print(f"{'figure':40s} {'ktt':>10s} {'KT 1.5.0':>10s} {'ratio':>8s}  {'target':14s} met")
     for r in rows:
         met = {True: "yes", False: "NO", None: ""}[r[5]]
-        print(f"{r[0]:34s} {r[1]:>10s} {r[2]:>10s} {r[3]:>8s}  {r[4]:14s} {met}")
+        print(f"{r[0]:40s} {r[1]:>10s} {r[2]:>10s} {r[3]:>8s}  {r[4]:14s} {met}")
+    if sp.get("pool"):
+        print(sp["pool"])
     return 0
 
 
