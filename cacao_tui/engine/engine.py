@@ -13,6 +13,7 @@ import contextlib
 from pathlib import Path
 
 from cacao_tui import __version__
+from cacao_tui.engine.branch_files import RunFiles
 from cacao_tui.engine.control import (
     queue_decision,
     queue_delete,
@@ -31,7 +32,7 @@ from cacao_tui.engine.worker import BranchWorker, child_name
 from cacao_tui.llm import BudgetExceeded, LLMError
 from cacao_tui.nodes.context import RunDeps
 from cacao_tui.nodes.merge import write_final_results
-from cacao_tui.store.atomic import read_model, write_model
+from cacao_tui.store.atomic import write_model
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import (
     TERMINAL_BRANCH,
@@ -60,6 +61,8 @@ class Engine:
         self._changed = asyncio.Event()
         self._crash_recorded: set[str] = set()
         self._master_task: asyncio.Future[list[str]] | None = None
+        self.files = RunFiles(self.layout)  # every branch.json of the run, as this process wrote it
+        deps.branches = self.files
         self.steering = Steering(self)
 
     # -- the run -----------------------------------------------------------------------------
@@ -193,17 +196,18 @@ class Engine:
             return
         self._crash_recorded.add(name)
         with contextlib.suppress(Exception):
-            m = self.manifest(name)
+            files = self.files.branch(name)
+            m = files.manifest()
             if m.status not in TERMINAL_BRANCH:
                 m.status = "failed"
                 m.error = f"internal error: {exc!r}"
                 m.stop_reason = m.error
-                write_model(self.layout.branch(name).manifest, m)
+                files.save_manifest(m)
         self.bus.log(f"branch crashed: {exc!r}", level="error", branch=name)
 
     # -- branches ----------------------------------------------------------------------------
     def manifest(self, name: str) -> BranchManifest:
-        return read_model(self.layout.branch(name).manifest, BranchManifest)
+        return self.files.branch(name).manifest()
 
     def path_budget(self) -> int | None:
         """--path-budget N: iterations per root-to-leaf path; None or 0 means off."""
@@ -246,7 +250,7 @@ class Engine:
             path_before=path_before,
             path_budget_total=path_total,
         )
-        write_model(b.manifest, m)
+        self.files.created(name, m)
         self.announce(name)
         return name
 

@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING
 
 from cacao_tui.engine.control import descendants, trash_dir
 from cacao_tui.engine.events import BranchRemoved
-from cacao_tui.store.atomic import StateFileError, read_model
+from cacao_tui.store.atomic import StateFileError
 from cacao_tui.store.inbox import has_pending, inbox_dir, pending_commands
-from cacao_tui.store.state import BranchManifest
 
 if TYPE_CHECKING:
     from cacao_tui.engine.engine import Engine
@@ -45,7 +44,7 @@ class Steering:
             if not inbox_dir(branch).is_dir():
                 continue
             try:
-                m = read_model(branch.manifest, BranchManifest)
+                m = self.engine.files.branch(name).manifest()
             except (StateFileError, OSError):
                 continue
             if not has_pending(branch, m.applied):
@@ -74,7 +73,7 @@ class Steering:
             if not branch.root.is_dir() or not inbox_dir(branch).is_dir():
                 continue
             try:
-                m = read_model(branch.manifest, BranchManifest)
+                m = self.engine.files.branch(name).manifest()
             except (StateFileError, OSError):
                 continue
             if any(c.kind == "delete" for c in pending_commands(branch, m.applied).commands):
@@ -110,6 +109,7 @@ class Steering:
                 target = trash / f"{n}.{k}"
                 k += 1
             os.replace(source, target)  # one rename: the branch is either here or there
+            engine.files.forget(n)
             moved.append(n)
             engine.bus.emit(BranchRemoved(branch=n, trash=str(target)))
         engine.recompute_best()

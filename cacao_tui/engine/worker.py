@@ -46,7 +46,6 @@ from cacao_tui.nodes.propose import propose
 from cacao_tui.nodes.run import EnvironmentFailure, run_tuning
 from cacao_tui.nodes.single_shot import implement_and_configure
 from cacao_tui.nodes.workspace import read_model_file
-from cacao_tui.store.atomic import StateFileError, read_model, read_model_or_none, write_model
 from cacao_tui.store.inbox import inbox_dir, pending_commands
 from cacao_tui.store.layout import BranchLayout
 from cacao_tui.store.results import best_candidate
@@ -132,27 +131,24 @@ class BranchWorker:
         self.kill_requested = False
         self._step: asyncio.Task | None = None
         self.reporter = BranchReporter(self)
+        self._fresh: set[int] = set()  # iterations this worker began (see set_aside_records)
+        self.files = engine.files.branch(name)  # branch.json and state.json: this worker is their writer
 
-    # -- files -------------------------------------------------------------------------------
+    # -- files (branch.json and state.json: this worker is their one writer) -----------------
     def manifest(self) -> BranchManifest:
-        return read_model(self.layout.manifest, BranchManifest)
+        return self.files.manifest()
 
     def save(self, m: BranchManifest) -> None:
-        m.updated_at = time.time()
-        write_model(self.layout.manifest, m)
+        self.files.save_manifest(m)
 
     def config(self) -> BranchConfig:
         return read_branch_config(self.layout, self.engine.deps.settings.max_iter)
 
     def save_state(self, st: IterState) -> None:
-        st.updated_at = time.time()
-        write_model(self.layout.iteration(st.index).state, st)
+        self.files.save_state(st)
 
     def state(self, index: int) -> IterState | None:
-        try:
-            return read_model_or_none(self.layout.iteration(index).state, IterState)
-        except StateFileError:
-            return None
+        return self.files.state(index)
 
     # -- status ------------------------------------------------------------------------------
     def set_status(self, m: BranchManifest, status: str, reason: str | None = None) -> None:
@@ -293,7 +289,7 @@ class BranchWorker:
             events.append(lambda: self.reporter.log(f"revert to iteration {target} refused: {problem}", "warning"))
             return ""
         in_progress = m.current_iteration is not None
-        later = {i for i in self.layout.iteration_indices() if i > target}
+        later = {i for i in self.files.indices() if i > target}
         if m.current_iteration is not None and m.current_iteration > target:
             later.add(m.current_iteration)
         new = sorted(later - set(m.superseded))
@@ -403,7 +399,7 @@ class BranchWorker:
                         return
                     m.current_iteration = idx
                     self.save(m)
-                    st = await self.run_iteration(m, idx, st)
+                    st = await self.run_iteration(m, idx, st, cfg)
                 if await self.apply(self.manifest(), st):
                     return
             except BranchRedirected:
@@ -411,20 +407,20 @@ class BranchWorker:
 
     def next_index(self, m: BranchManifest) -> int:
         """The number of a new iteration: after every one on disk (a revert keeps them)."""
-        on_disk = self.layout.iteration_indices()
+        on_disk = self.files.indices()
         return max([m.iterations_done, *on_disk, *m.superseded, 0]) + 1
 
     def count_done(self, m: BranchManifest) -> int:
         """Decided iterations on the branch's current line (what max_iter counts)."""
         done = 0
-        for i in self.layout.iteration_indices():
+        for i in self.files.indices():
             if m.live(i):
                 st = self.state(i)
                 done += 1 if st is not None and st.decision is not None else 0
         return done
 
     def last_decided(self, m: BranchManifest, before: int | None = None) -> IterState | None:
-        for i in reversed(self.layout.iteration_indices()):
+        for i in reversed(self.files.indices()):
             if (before is not None and i >= before) or not m.live(i):
                 continue
             st = self.state(i)
@@ -446,7 +442,7 @@ class BranchWorker:
         if m.base_iteration is not None and m.base_iteration < idx:
             candidates.append(m.base_iteration)
         else:
-            candidates += [i for i in reversed(self.layout.iteration_indices()) if i < idx and m.live(i)]
+            candidates += [i for i in reversed(self.files.indices()) if i < idx and m.live(i)]
         for i in candidates:
             kernel, spec = self._files(self.layout.iteration(i).root)
             if kernel is not None:
@@ -473,9 +469,14 @@ class BranchWorker:
             return "configure"
         return "retry" if d.action == "retry" else "continue"
 
-    def view(self, m: BranchManifest, st: IterState, cfg: BranchConfig) -> BranchView:
+    def view(
+        self, m: BranchManifest, st: IterState, cfg: BranchConfig, start: SourceFiles | None = None
+    ) -> BranchView:
+        """What the iteration's steps see; ``start``: its starting files when just read."""
         idx = st.index
-        start = self.start_files(m, idx) if st.base_iteration is None else self._start_from(st.base_iteration, m, idx)
+        if start is None:
+            base = st.base_iteration
+            start = self.start_files(m, idx) if base is None else self._start_from(base, m, idx)
         best_files = None
         if m.best is not None and (start is None or m.best.iteration != start.iteration or m.best.branch != self.name):
             kernel, spec = self._files(self.engine.layout.output / Path(m.best.kernel_path).parent)
@@ -512,6 +513,7 @@ class BranchWorker:
             path_note=path_note,
             forced_action=m.pending_decision.action if m.pending_decision else None,
             reverted_to=base if reverted else None,
+            earlier_cache=[s for i in self.files.indices() if i < idx and (s := self.state(i)) is not None],
         )
 
     def _start_from(self, base: int, m: BranchManifest, idx: int) -> SourceFiles | None:
@@ -532,6 +534,8 @@ class BranchWorker:
         interrupted attempt were made and paid for, so their records move to
         ``llm/superseded/`` (still counted in the run's totals) instead of being overwritten.
         """
+        if idx in self._fresh:
+            return
         folder = self.layout.iteration(idx).llm
         try:
             old = [p for p in folder.iterdir() if p.is_file() and p.name.split("_")[0] in nodes]
@@ -544,9 +548,10 @@ class BranchWorker:
         for p in old:
             shutil.move(str(p), target / p.name)
 
-    async def run_iteration(self, m: BranchManifest, idx: int, st: IterState | None) -> IterState:
+    async def run_iteration(self, m: BranchManifest, idx: int, st: IterState | None, cfg: BranchConfig) -> IterState:
         deps = self.engine.deps
         self.iteration = idx
+        start: SourceFiles | None = None
         if st is None:
             start = self.start_files(m, idx)
             previous = self.last_decided(m, before=idx)
@@ -556,7 +561,9 @@ class BranchWorker:
                 mode=self.mode_for(m, previous, start),
                 base_iteration=start.iteration if start else None,
             )
-        view = self.view(m, st, self.config())
+            if not self.layout.iteration(idx).llm.exists():
+                self._fresh.add(idx)  # its state.json comes before any call: no earlier attempt's records
+        view = self.view(m, st, cfg, start=start)
         view.it.root.mkdir(parents=True, exist_ok=True)
 
         m = self.manifest()
@@ -573,10 +580,10 @@ class BranchWorker:
         view.plan = self.manifest().plan
 
         if st.error is None and (st.author is None or not st.author.ok):
-            await self.honour_control(self.manifest())
+            cfg = await self.honour_control(self.manifest())
             self.set_iter_status(st, "implementing")
             self.set_aside_records(idx, ("author", "implement", "configure"))
-            view = self.refresh(view)
+            view = self.refresh(view, cfg)
             try:
                 write = implement_and_configure if deps.settings.single_shot else author
                 st.author = await self.guarded(lambda: write(deps, view, view.plan or ""))
@@ -638,8 +645,8 @@ class BranchWorker:
             )
 
         if st.proposal is None:
-            await self.honour_control(self.manifest())
-            view = self.refresh(view)
+            cfg = await self.honour_control(self.manifest())
+            view = self.refresh(view, cfg)
             if self.budget_used(view):
                 st.proposal = NOT_ASKED
                 self.save_state(st)
@@ -649,13 +656,13 @@ class BranchWorker:
                 st.proposal = await self.guarded(lambda: propose(deps, view, st))
         return await self.decide_step(st, view)
 
-    def refresh(self, view: BranchView) -> BranchView:
+    def refresh(self, view: BranchView, cfg: BranchConfig) -> BranchView:
         """The view again, with what the user changed since it was made (messages, a forced
-        action, max_iter) and the branch's latest best."""
+        action, ``cfg``'s max_iter) and the branch's latest best."""
         m = self.manifest()
         view.messages = list(m.messages)
         view.forced_action = m.pending_decision.action if m.pending_decision else None
-        view.max_iter = self.config().max_iter
+        view.max_iter = cfg.max_iter
         view.best = m.best
         view.iterations_done = m.iterations_done
         return view
@@ -668,11 +675,11 @@ class BranchWorker:
         deps = self.engine.deps
         if st.decision is not None:
             return st
-        await self.honour_control(self.manifest())
+        cfg = await self.honour_control(self.manifest())
         if st.error is None:
             self.set_iter_status(st, "deciding")
         m = self.manifest()
-        view = self.refresh(view)
+        view = self.refresh(view, cfg)
         pending = m.pending_decision
         if pending is not None and pending.action == "stop":
             decision = Decision(

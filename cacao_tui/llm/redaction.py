@@ -87,6 +87,10 @@ _RULES: tuple[_Rule, ...] = (
     (("://",), re.compile(r"(://[^/\s:@\"']{1,256}:)[^/\s@\"']{1,256}@"), rf"\1{REDACTED}@"),
 )
 
+# Any trigger of any rule: one scan of a string decides whether a rule can match at all
+# (most strings in a call record have none).
+_ANY_TRIGGER = re.compile("|".join(re.escape(t) for triggers, _, _ in _RULES for t in triggers))
+
 
 def remember_env_file_values(values: Mapping[str, str | None]) -> None:
     """Treat every value a .env file set as a secret (selection and endpoint variables aside)."""
@@ -151,9 +155,10 @@ def redact(text: str, secrets: Iterable[str] | None = None) -> str:
     for value in known:
         if value in out:
             out = out.replace(value, REDACTED)
-    for triggers, pattern, replacement in _RULES:
-        if any(t in out for t in triggers):
-            out = pattern.sub(replacement, out)
+    if _ANY_TRIGGER.search(out) is not None:
+        for triggers, pattern, replacement in _RULES:
+            if any(t in out for t in triggers):
+                out = pattern.sub(replacement, out)
     if out is text or out == text:
         if len(text) > 64:
             _clean.add(text)

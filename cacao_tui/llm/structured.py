@@ -8,6 +8,7 @@ error, a bounded number of times.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, TypeVar
@@ -23,7 +24,9 @@ class StructuredOutputError(ValueError):
     """The reply is not a valid instance; the message is written for the model."""
 
 
+@functools.lru_cache(maxsize=64)
 def schema_instructions(model: type[BaseModel]) -> str:
+    """The instructions for ``model`` (built once per model: a schema is costly to generate)."""
     schema = json.dumps(model.model_json_schema(), indent=1, ensure_ascii=False)
     return (
         "Answer with exactly one JSON object that validates against this JSON schema, "

@@ -13,7 +13,7 @@ import hashlib
 from cacao_tui import prompts
 from cacao_tui.llm import CallContext, Message
 from cacao_tui.nodes.author_tools import ToolOutcome, run_file_tool, tool_specs
-from cacao_tui.nodes.branch_queries import BranchQueries, read_manifest
+from cacao_tui.nodes.branch_queries import BranchQueries, DiskBranches
 from cacao_tui.nodes.briefing import (
     best_section,
     branches_section,
@@ -62,13 +62,14 @@ def author_task(branch: BranchView) -> str:
     return prompts.load(f"tasks/author_{branch.mode}").strip()
 
 
-def has_other_results(branch: BranchView) -> bool:
+def has_other_results(deps: RunDeps, branch: BranchView) -> bool:
     """Whether another branch has a decided iteration worth asking about."""
     if branch.run is None:
         return False
-    for name in branch.run.branch_names():
+    directory = deps.branches if deps.branches is not None else DiskBranches(branch.run)
+    for name in directory.names():
         if name != branch.name:
-            m = read_manifest(branch.run.branch(name))
+            m = directory.manifest(name)
             if m is not None and m.iterations_done > 0:
                 return True
     return False
@@ -84,9 +85,10 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
         current=branch.iteration,
         limits=deps.defaults,
         superseded=branch.superseded,
+        branches=deps.branches,
     )
     has_history = any(i < branch.iteration for i in branch.layout.iteration_indices())
-    tools = tool_specs(has_history, has_other_results(branch))
+    tools = tool_specs(has_history, has_other_results(deps, branch))
     names = {t.name for t in tools}
     notes = []
     if has_history:
@@ -171,9 +173,9 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
                 if rejected_ends > deps.defaults.compile_retries:
                     raise AuthorFailed(f"end_step rejected {rejected_ends} times: {result.content[:500]}", outcome)
             else:
-                before = _files_digest(branch) if call.name in ("write_file", "edit_file") else None
+                writes = call.name in ("write_file", "edit_file")
                 result = run_file_tool(call, ws, queries, names)
-                if before is not None and not result.is_error:
+                if writes and not result.is_error:
                     branch.reporter.kernel_written(
                         branch.it.kernel, branch.it.spec if branch.it.spec.exists() else None
                     )

@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from cacao_tui.nodes.context import BranchDirectory
 from cacao_tui.nodes.tuner_output import config_text, read_results, result_line, tuner_output
 from cacao_tui.settings import Defaults
 from cacao_tui.store.atomic import StateFileError, read_model_or_none
@@ -93,13 +94,29 @@ def decided_states(branch: BranchLayout, before: int | None = None) -> list[Iter
     return out
 
 
-def branch_index_lines(run: RunLayout, exclude: str | None, rows: int) -> list[str]:
+@dataclass(frozen=True)
+class DiskBranches:
+    """The run's branches as the run directory holds them (a ``BranchDirectory``)."""
+
+    run: RunLayout
+
+    def names(self) -> list[str]:
+        return self.run.branch_names()
+
+    def manifest(self, name: str) -> BranchManifest | None:
+        return read_manifest(self.run.branch(name))
+
+
+def branch_index_lines(
+    run: RunLayout, exclude: str | None, rows: int, branches: BranchDirectory | None = None
+) -> list[str]:
     """One line per other branch, fastest first: name | status | iterations | best | title."""
+    directory = branches if branches is not None else DiskBranches(run)
     entries: list[tuple[tuple[bool, float], str]] = []
-    for name in run.branch_names():
+    for name in directory.names():
         if name == exclude:
             continue
-        m = read_manifest(run.branch(name))
+        m = directory.manifest(name)
         if m is None:
             continue
         best = m.best.time_ms if m.best else None
@@ -126,6 +143,7 @@ class BranchQueries:
     current: int
     limits: Defaults
     superseded: frozenset[int] = frozenset()
+    branches: BranchDirectory | None = None  # None: read the run directory
 
     @property
     def branch(self) -> BranchLayout:
@@ -320,7 +338,7 @@ class BranchQueries:
         return self.run.branch(name)
 
     def branch_index(self) -> str:
-        lines = branch_index_lines(self.run, self.name, rows=10_000)
+        lines = branch_index_lines(self.run, self.name, rows=10_000, branches=self.branches)
         return cap("\n".join(lines) if lines else "there are no other branches", self.limits.tool_output_chars)
 
     def branch_log(self, name: str) -> str:

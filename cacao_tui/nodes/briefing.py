@@ -292,7 +292,7 @@ def branches_section(deps: RunDeps, branch: BranchView) -> str:
     """The other branches, fastest first, so this one does not repeat them."""
     if branch.run is None:
         return ""
-    lines = branch_index_lines(branch.run, branch.name, deps.defaults.branch_index_rows)
+    lines = branch_index_lines(branch.run, branch.name, deps.defaults.branch_index_rows, deps.branches)
     if not lines:
         return ""
     where = f"This branch: {branch.name}" + (f", a sub-branch of {branch.parent}" if branch.parent else "")

@@ -21,6 +21,7 @@ from cacao_tui.store.layout import BranchLayout, IterLayout, RunLayout
 from cacao_tui.store.state import (
     Action,
     BestResult,
+    BranchManifest,
     GpuInfo,
     IterMode,
     IterState,
@@ -46,6 +47,15 @@ class DeviceLease(Protocol):
     def acquire(self) -> contextlib.AbstractAsyncContextManager[int]: ...
 
 
+class BranchDirectory(Protocol):
+    """The run's branches and their manifests. The engine's implementation answers from
+    memory (its process writes every branch.json), so showing the other branches in each
+    prompt reads no files; ``branch_queries.DiskBranches`` reads the run directory."""
+
+    def names(self) -> list[str]: ...
+    def manifest(self, name: str) -> BranchManifest | None: ...
+
+
 class NoDevices:
     """For --dry-run: there is no GPU to lease, and nothing may ask for one."""
 
@@ -65,6 +75,7 @@ class RunDeps:
     defaults: Defaults
     gpu: GpuInfo
     devices: DeviceLease
+    branches: BranchDirectory | None = None  # None: read the run directory
     analysis: str | None = None
     _brief: str | None = field(default=None, repr=False)
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import threading
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import to_json
 
 M = TypeVar("M", bound=BaseModel)
 _FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
@@ -72,6 +72,18 @@ def _latch(path: Path, exc: OSError) -> DiskFull:
     return full
 
 
+def _create(tmp: Path) -> int:
+    """The temp file, created exclusively; the directory and a stale temp are dealt with only
+    when the first attempt finds them (the usual write costs one open, no mkdir or unlink)."""
+    try:
+        return os.open(tmp, _TMP_FLAGS, 0o644)
+    except FileExistsError:
+        os.unlink(tmp)  # a leftover of a crashed writer with this pid and thread (or a link)
+    except FileNotFoundError:
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+    return os.open(tmp, _TMP_FLAGS, 0o644)
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     if _disk_full is not None:
         raise DiskFull(path, _disk_full.strerror)
@@ -79,10 +91,7 @@ def write_text_atomic(path: Path, text: str) -> None:
     # (and much cheaper than mkstemp's random names).
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)  # a leftover of a crashed writer with this pid and thread
-        fd = os.open(tmp, _TMP_FLAGS, 0o644)
+        fd = _create(tmp)
         with open(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
@@ -97,7 +106,9 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    # pydantic's serialiser writes what json.dumps(indent=2, ensure_ascii=False) would (floats
+    # may be spelled differently, 1e-05 as 0.00001), some ten times faster on a call record.
+    write_text_atomic(path, to_json(data, indent=2).decode("utf-8") + "\n")
 
 
 def write_model(path: Path, model: BaseModel) -> None:

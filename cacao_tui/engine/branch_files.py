@@ -1,0 +1,150 @@
+"""The files a branch's worker alone writes, kept in memory as the text last written or read.
+
+One writer per file: while a worker lives, nobody else writes its branch.json or its
+iterations' state.json (the engine writes a manifest only before the worker exists or
+after it ended, the UI and CLI write branch_config.json and the inbox). So the text the
+worker last wrote *is* the file, and a step boundary parses that text instead of opening
+the file again; every write still goes to disk at once, atomically (temp file, fsync,
+rename). The iteration numbers on disk are tracked the same way: only the worker creates
+an iteration's state.json, and nothing removes one while the worker runs.
+
+A fresh worker (a spawn, a ``--resume``) starts with nothing in memory and reads the disk.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from cacao_tui.store.atomic import StateFileError, write_text_atomic
+from cacao_tui.store.layout import BranchLayout, RunLayout
+from cacao_tui.store.state import BranchManifest, IterState
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _text_of(model: BaseModel) -> str:
+    return model.model_dump_json(indent=2) + "\n"  # the same bytes as store.atomic.write_model
+
+
+class BranchFiles:
+    """branch.json and the iterations' state.json of one branch, for its worker."""
+
+    def __init__(self, layout: BranchLayout) -> None:
+        self.layout = layout
+        self._manifest: str | None = None
+        self._states: dict[int, str] = {}
+        self._indices: set[int] | None = None
+
+    @staticmethod
+    def _parse(text: str, path: Path, model: type[M]) -> M:
+        try:
+            return model.model_validate_json(text)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+            raise StateFileError(path, f"{where}: {first['msg']}") from None
+
+    @staticmethod
+    def _read(path: Path) -> str:
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise StateFileError(path, f"cannot read ({exc.strerror})") from None
+
+    # -- branch.json ---------------------------------------------------------------------------
+    def manifest(self) -> BranchManifest:
+        """A fresh copy (callers change it and save it)."""
+        path = self.layout.manifest
+        if self._manifest is None:
+            self._manifest = self._read(path)
+        return self._parse(self._manifest, path, BranchManifest)
+
+    def save_manifest(self, m: BranchManifest) -> None:
+        m.updated_at = time.time()
+        text = _text_of(m)
+        self._manifest = None  # a failed write leaves the disk as it was: read it again
+        write_text_atomic(self.layout.manifest, text)
+        self._manifest = text
+
+    # -- iterations ----------------------------------------------------------------------------
+    def indices(self) -> list[int]:
+        """The iterations with a state.json, in order."""
+        if self._indices is None:
+            self._indices = set(self.layout.iteration_indices())
+        return sorted(self._indices)
+
+    def state(self, index: int) -> IterState | None:
+        """Iteration ``index``'s state, None when it has none or it cannot be read."""
+        path = self.layout.iteration(index).state
+        text = self._states.get(index)
+        if text is None:
+            if not path.exists():
+                return None
+            try:
+                text = self._read(path)
+                self._parse(text, path, IterState)
+            except StateFileError:
+                return None
+            self._states[index] = text
+        return self._parse(text, path, IterState)
+
+    def save_state(self, st: IterState) -> None:
+        st.updated_at = time.time()
+        text = _text_of(st)
+        self._states.pop(st.index, None)
+        write_text_atomic(self.layout.iteration(st.index).state, text)
+        self._states[st.index] = text
+        if self._indices is not None:
+            self._indices.add(st.index)
+
+
+class RunFiles:
+    """Every branch's ``BranchFiles`` in the engine process, the one writer of the branch.json files.
+
+    Workers come and go (a finished branch steered again gets a new one); the text they
+    wrote stays here, and the nodes' view of the other branches (the sibling index in every
+    prompt) reads it instead of every branch.json again. The names are read from disk once,
+    then follow the engine's own creations and deletes.
+    """
+
+    def __init__(self, layout: RunLayout) -> None:
+        self.layout = layout
+        self._branches: dict[str, BranchFiles] = {}
+        self._names: set[str] | None = None
+
+    def branch(self, name: str) -> BranchFiles:
+        files = self._branches.get(name)
+        if files is None:
+            files = self._branches[name] = BranchFiles(self.layout.branch(name))
+        return files
+
+    def names(self) -> list[str]:
+        """The run's branches (those with a branch.json), sorted."""
+        if self._names is None:
+            self._names = set(self.layout.branch_names())
+        return sorted(self._names)
+
+    def created(self, name: str, m: BranchManifest) -> None:
+        """A new branch: its branch.json written through here (it has no worker yet)."""
+        self.branch(name).save_manifest(m)
+        if self._names is not None:
+            self._names.add(name)
+
+    def forget(self, name: str) -> None:
+        """A branch whose directory moved away (a delete)."""
+        self._branches.pop(name, None)
+        if self._names is not None:
+            self._names.discard(name)
+
+    def manifest(self, name: str) -> BranchManifest | None:
+        """A branch's manifest, None when it has none or it cannot be read (for prompts)."""
+        if name not in self.names():
+            return None
+        try:
+            return self.branch(name).manifest()
+        except StateFileError:
+            return None
