@@ -13,7 +13,7 @@ import contextlib
 from pathlib import Path
 
 from cacao_tui import __version__
-from cacao_tui.engine.branch_files import RunFiles
+from cacao_tui.engine.branch_files import BranchFiles, RunFiles
 from cacao_tui.engine.control import (
     queue_decision,
     queue_delete,
@@ -208,6 +208,14 @@ class Engine:
     # -- branches ----------------------------------------------------------------------------
     def manifest(self, name: str) -> BranchManifest:
         return self.files.branch(name).manifest()
+
+    def branch_files(self, name: str) -> BranchFiles:
+        """A branch's branch.json and state.json as this process holds them (WorkerHost)."""
+        return self.files.branch(name)
+
+    def note_budget_reached(self) -> None:
+        """The LLM budget ran out in a branch: no new branch starts (WorkerHost)."""
+        self.budget_reached = True
 
     def path_budget(self) -> int | None:
         """--path-budget N: iterations per root-to-leaf path; None or 0 means off."""

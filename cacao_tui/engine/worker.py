@@ -22,12 +22,14 @@ import shutil
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
+from cacao_tui.engine.branch_files import BranchFiles
 from cacao_tui.engine.control import read_branch_config, revert_problem
 from cacao_tui.engine.events import (
     BranchStatusChanged,
     DecisionMade,
+    EventBus,
     IterationStatusChanged,
     KernelWritten,
     NewBest,
@@ -38,7 +40,7 @@ from cacao_tui.engine.events import (
 from cacao_tui.llm import BudgetExceeded, LLMError
 from cacao_tui.nodes.author import AuthorFailed, author
 from cacao_tui.nodes.branch_queries import outcome_line
-from cacao_tui.nodes.context import BranchView, SourceFiles
+from cacao_tui.nodes.context import BranchView, RunDeps, SourceFiles
 from cacao_tui.nodes.decide import decide
 from cacao_tui.nodes.plan import plan
 from cacao_tui.nodes.profile import profile_best
@@ -51,6 +53,7 @@ from cacao_tui.store.layout import BranchLayout
 from cacao_tui.store.results import best_candidate
 from cacao_tui.store.state import (
     TERMINAL_BRANCH,
+    BestResult,
     BranchConfig,
     BranchManifest,
     ControlCommand,
@@ -62,9 +65,6 @@ from cacao_tui.store.state import (
     UserMessage,
 )
 from ktt.protocol import Progress
-
-if TYPE_CHECKING:
-    from cacao_tui.engine.engine import Engine
 
 T = TypeVar("T")
 PAUSE_POLL_S = 1.0
@@ -87,11 +87,11 @@ class BranchReporter:
         self.worker = worker
 
     def log(self, message: str, level: str = "info") -> None:
-        self.worker.engine.bus.log(message, level=level, branch=self.worker.name, iteration=self.worker.iteration)
+        self.worker.host.bus.log(message, level=level, branch=self.worker.name, iteration=self.worker.iteration)
 
     def tuning_progress(self, progress: Progress) -> None:
         w = self.worker
-        w.engine.bus.emit(
+        w.host.bus.emit(
             TuningProgress(
                 branch=w.name,
                 iteration=w.iteration or 0,
@@ -111,7 +111,7 @@ class BranchReporter:
 
     def kernel_written(self, kernel: Path, spec: Path | None) -> None:
         w = self.worker
-        w.engine.bus.emit(
+        w.host.bus.emit(
             KernelWritten(
                 branch=w.name,
                 iteration=w.iteration or 0,
@@ -121,18 +121,34 @@ class BranchReporter:
         )
 
 
+@runtime_checkable
+class WorkerHost(Protocol):
+    """What a branch worker needs from the engine that runs it, and no more."""
+
+    deps: RunDeps  # the run: problem, layout, LLM, tuner, settings (handed on to the nodes)
+    bus: EventBus
+    slots: asyncio.Semaphore  # how many branches may work at once
+
+    def branch_files(self, name: str) -> BranchFiles: ...
+    def can_branch(self, m: BranchManifest, upcoming: int = 1) -> tuple[bool, str]: ...
+    def create_children(self, parent: BranchManifest, iteration: int, subs: list[Strategy]) -> list[str]: ...
+    def spawn(self, name: str) -> None: ...
+    def offer_best(self, candidate: BestResult) -> bool: ...  # True: also the run's best
+    def note_budget_reached(self) -> None: ...  # the LLM budget ran out: start no more branches
+
+
 class BranchWorker:
-    def __init__(self, engine: Engine, name: str) -> None:
-        self.engine = engine
+    def __init__(self, host: WorkerHost, name: str) -> None:
+        self.host = host
         self.name = name
-        self.layout: BranchLayout = engine.layout.branch(name)
+        self.layout: BranchLayout = host.deps.layout.branch(name)
         self.iteration: int | None = None
         self.wake = asyncio.Event()
         self.kill_requested = False
         self._step: asyncio.Task | None = None
         self.reporter = BranchReporter(self)
         self._fresh: set[int] = set()  # iterations this worker began (see set_aside_records)
-        self.files = engine.files.branch(name)  # branch.json and state.json: this worker is their writer
+        self.files = host.branch_files(name)  # branch.json and state.json: this worker is their writer
 
     # -- files (branch.json and state.json: this worker is their one writer) -----------------
     def manifest(self) -> BranchManifest:
@@ -142,7 +158,7 @@ class BranchWorker:
         self.files.save_manifest(m)
 
     def config(self) -> BranchConfig:
-        return read_branch_config(self.layout, self.engine.deps.settings.max_iter)
+        return read_branch_config(self.layout, self.host.deps.settings.max_iter)
 
     def save_state(self, st: IterState) -> None:
         self.files.save_state(st)
@@ -159,7 +175,7 @@ class BranchWorker:
             m.stop_reason = reason
         self.save(m)
         cfg = self.config()
-        self.engine.bus.emit(
+        self.host.bus.emit(
             BranchStatusChanged(
                 branch=self.name,
                 status=status,
@@ -173,7 +189,7 @@ class BranchWorker:
     def set_iter_status(self, st: IterState, status: str, message: str | None = None) -> None:
         st.status = status  # type: ignore[assignment]
         self.save_state(st)
-        self.engine.bus.emit(
+        self.host.bus.emit(
             IterationStatusChanged(branch=self.name, iteration=st.index, status=status, message=message)
         )
 
@@ -263,7 +279,7 @@ class BranchWorker:
         return reopened
 
     def _announce_status(self, m: BranchManifest) -> None:
-        self.engine.bus.emit(
+        self.host.bus.emit(
             BranchStatusChanged(
                 branch=self.name,
                 status=m.status,
@@ -305,7 +321,7 @@ class BranchWorker:
 
         def announce() -> None:
             for i in new:
-                self.engine.bus.emit(IterationStatusChanged(branch=self.name, iteration=i, status="superseded"))
+                self.host.bus.emit(IterationStatusChanged(branch=self.name, iteration=i, status="superseded"))
             kept = f"; iterations {', '.join(map(str, new))} are superseded (kept on disk)" if new else ""
             self.reporter.log(f"reverted to iteration {target}: the next iteration starts from its kernel{kept}")
 
@@ -369,20 +385,20 @@ class BranchWorker:
                 m.seen_retry_nonce = cfg.retry_nonce
                 m.stop_reason = None
                 self.save(m)
-                self.engine.bus.log("retry requested: one more iteration", branch=self.name)
-        async with self.engine.slots:
+                self.host.bus.log("retry requested: one more iteration", branch=self.name)
+        async with self.host.slots:
             try:
                 await self._loop()
             except BranchKilled:
                 self.set_status(self.manifest(), "killed", "killed by the user")
             except BudgetExceeded as exc:
                 self.set_status(self.manifest(), "stopped", f"LLM budget reached: {exc}")
-                self.engine.budget_reached = True
+                self.host.note_budget_reached()
             except (LLMError, EnvironmentFailure) as exc:
                 m = self.manifest()
                 m.error = str(exc)
                 self.set_status(m, "failed", str(exc))
-                self.engine.bus.log(f"branch failed: {exc}", level="error", branch=self.name)
+                self.host.bus.log(f"branch failed: {exc}", level="error", branch=self.name)
 
     async def _loop(self) -> None:
         while True:
@@ -451,7 +467,7 @@ class BranchWorker:
                     label += " (the iteration the user reverted to)"
                 return SourceFiles(kernel=kernel, spec=spec, label=label, iteration=i)
         if m.parent is not None and m.parent_iteration is not None:
-            root = self.engine.layout.branch(m.parent).iteration(m.parent_iteration).root
+            root = self.host.deps.layout.branch(m.parent).iteration(m.parent_iteration).root
             kernel, spec = self._files(root)
             if kernel is not None:
                 return SourceFiles(
@@ -479,10 +495,10 @@ class BranchWorker:
             start = self.start_files(m, idx) if base is None else self._start_from(base, m, idx)
         best_files = None
         if m.best is not None and (start is None or m.best.iteration != start.iteration or m.best.branch != self.name):
-            kernel, spec = self._files(self.engine.layout.output / Path(m.best.kernel_path).parent)
+            kernel, spec = self._files(self.host.deps.layout.output / Path(m.best.kernel_path).parent)
             if kernel is not None and (start is None or kernel != start.kernel or spec != start.spec):
                 best_files = SourceFiles(kernel=kernel, spec=spec, label=f"iteration {m.best.iteration}")
-        can_branch, why = self.engine.can_branch(m)
+        can_branch, why = self.host.can_branch(m)
         path_note = ""
         if m.path_budget_total is not None:
             path_note = f" (path budget {m.path_budget_total}, {m.path_before} used before this branch)"
@@ -500,7 +516,7 @@ class BranchWorker:
             iterations_done=m.iterations_done,
             max_iter=cfg.max_iter,
             best=m.best,
-            run=self.engine.layout,
+            run=self.host.deps.layout,
             mode=st.mode,
             plan=m.plan,
             messages=list(m.messages),
@@ -549,7 +565,7 @@ class BranchWorker:
             shutil.move(str(p), target / p.name)
 
     async def run_iteration(self, m: BranchManifest, idx: int, st: IterState | None, cfg: BranchConfig) -> IterState:
-        deps = self.engine.deps
+        deps = self.host.deps
         self.iteration = idx
         start: SourceFiles | None = None
         if st is None:
@@ -593,8 +609,8 @@ class BranchWorker:
                 self.set_iter_status(st, "failed", st.error)
                 self.reporter.log(st.error, "warning")
                 return await self.decide_step(st, view)
-            st.kernel_path = str(view.it.kernel.relative_to(self.engine.layout.output))
-            st.spec_path = str(view.it.spec.relative_to(self.engine.layout.output))
+            st.kernel_path = str(view.it.kernel.relative_to(self.host.deps.layout.output))
+            st.spec_path = str(view.it.spec.relative_to(self.host.deps.layout.output))
             self.set_iter_status(st, "configuring")
 
         if st.error is not None and st.decision is None:  # a failed authoring, resumed
@@ -606,7 +622,7 @@ class BranchWorker:
             st.run = await self.guarded(lambda: run_tuning(deps, view))
             self.save_state(st)  # before the events: a crash after them must not lose the tuning
             r = st.run
-            self.engine.bus.emit(
+            self.host.bus.emit(
                 TuningFinished(
                     branch=self.name,
                     iteration=idx,
@@ -632,7 +648,7 @@ class BranchWorker:
             p = st.profile
             if not p.ran and p.message:
                 self.reporter.log(p.message, "info" if deps.settings.dry_run else "warning")
-            self.engine.bus.emit(
+            self.host.bus.emit(
                 ProfileMetrics(
                     branch=self.name,
                     iteration=idx,
@@ -672,7 +688,7 @@ class BranchWorker:
         return view.iterations_done + 1 >= view.max_iter and view.forced_action in (None, "stop")
 
     async def decide_step(self, st: IterState, view: BranchView) -> IterState:
-        deps = self.engine.deps
+        deps = self.host.deps
         if st.decision is not None:
             return st
         cfg = await self.honour_control(self.manifest())
@@ -718,12 +734,12 @@ class BranchWorker:
     def emit_decision(self, st: IterState) -> None:
         assert st.decision is not None
         d = st.decision
-        self.engine.bus.emit(
+        self.host.bus.emit(
             DecisionMade(branch=self.name, iteration=st.index, action=d.action, reason=d.reason, decision=d)
         )
 
     def note_best(self, m: BranchManifest, st: IterState) -> None:
-        require_score = self.engine.deps.problem.declared_cases
+        require_score = self.host.deps.problem.declared_cases
         candidate = best_candidate(st, require_score)
         if candidate is None:
             r = st.run
@@ -734,8 +750,8 @@ class BranchWorker:
             return
         m.best = candidate
         self.save(m)
-        run_best = self.engine.offer_best(candidate)
-        self.engine.bus.emit(
+        run_best = self.host.offer_best(candidate)
+        self.host.bus.emit(
             NewBest(
                 branch=self.name,
                 iteration=st.index,
@@ -763,12 +779,12 @@ class BranchWorker:
             self.set_status(m, "done" if d.automatic and d.override_id is None else "stopped", d.reason)
             return True
         if d.action == "branch":
-            can, why = self.engine.can_branch(m)
+            can, why = self.host.can_branch(m)
             if not can or not d.sub_strategies:
                 reason = why.strip(" :") if not can else "no sub-strategies given"
                 self.reporter.log(f"cannot branch ({reason}); continuing instead", "warning")
                 return False
-            children = self.engine.create_children(m, st.index, d.sub_strategies)
+            children = self.host.create_children(m, st.index, d.sub_strategies)
             if not children:
                 self.reporter.log("cannot branch (the path budget is used up); continuing instead", "warning")
                 return False
@@ -777,7 +793,7 @@ class BranchWorker:
             self.save(m)
             self.set_status(m, "done", f"branched into {', '.join(children)}")
             for child in children:
-                self.engine.spawn(child)
+                self.host.spawn(child)
             return True
         return False
 
