@@ -196,6 +196,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--gpus", type=_gpu_list, metavar="LIST", help="CUDA devices to use, e.g. 0,1 (default: gpu.index)"
     )
     run.add_argument(
+        "--cluster",
+        metavar="WHERE",
+        help="where GPU jobs run: local (default, this machine's GPUs) or ray[://ADDRESS] (docs/CLUSTER.md)",
+    )
+    run.add_argument(
         "--dry-run", action="store_true", help="everything but GPU execution (kernels are compile-checked)"
     )
     run.add_argument("--no-ui", action="store_true", help="print progress lines instead of the full-screen app")
@@ -240,6 +245,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         if not source.exists():
             raise UsageError(f"--from: {args.from_path}: no such file or directory")
         args.from_path = source.resolve()
+    if args.cluster is not None:
+        from cacao_tui.cluster.spec import ClusterError, parse_cluster, require_ray
+
+        try:
+            if parse_cluster(args.cluster).is_ray:
+                require_ray()
+        except ClusterError as exc:
+            raise UsageError(str(exc)) from None
     if args.dir is None:
         return _home_args(args)
     if args.problems is not None:
@@ -417,6 +430,11 @@ def _error(line: str, hint: str | None = None) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words and words[0] in ("suite", "collect"):  # cacao suite DIR... / cacao collect DIR...
+        from cacao_tui.suite.cli import main as suite_main
+
+        return suite_main(words)
     try:
         args = parse_args(argv)
         if args.mode == "run":

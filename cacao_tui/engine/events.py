@@ -94,6 +94,17 @@ class LogLine(_Event):
     iteration: int | None = None
 
 
+class JobPlaced(LogLine):
+    """Where a tuning or profiling job runs (host, Ray node, GPU); shown as a log line of its branch."""
+
+    type: Literal["job_placed"] = "job_placed"  # type: ignore[assignment]
+    job: str
+    host: str
+    node_id: str = "local"
+    gpu: str = ""
+    attempt: int = 1
+
+
 class LLMCallEvent(_Event):
     type: Literal["llm_call"] = "llm_call"
     branch: str | None = None
@@ -206,6 +217,7 @@ Event = Annotated[
     | BranchStatusChanged
     | IterationStatusChanged
     | LogLine
+    | JobPlaced
     | LLMCallEvent
     | KernelWritten
     | TuningProgress

@@ -14,10 +14,13 @@ import contextlib
 import errno
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+from cacao_tui.cluster.placement import PlacedTuner, Placement, branch_of
+from cacao_tui.cluster.spec import ClusterError, parse_cluster
 from cacao_tui.engine.engine import Engine
-from cacao_tui.engine.events import EventBus, LLMCallEvent, RunFinished
+from cacao_tui.engine.events import EventBus, JobPlaced, LLMCallEvent, RunFinished
 from cacao_tui.engine.gpu import arch_of, detect_gpus
 from cacao_tui.engine.scheduler import GpuScheduler
 from cacao_tui.headless import HeadlessRenderer
@@ -97,12 +100,39 @@ def _claim_directory(layout: RunLayout, *, walk_output: bool) -> None:
               file=sys.stderr)  # fmt: skip
 
 
+def _placed(layout: RunLayout, bus: Callable[[], EventBus]) -> Callable[[Placement], None]:
+    """A job's placement as a JobPlaced event of its branch (docs/CLUSTER.md)."""
+
+    def emit(p: Placement) -> None:
+        branch, iteration = branch_of(p.kernel, layout.output)
+        bus().emit(
+            JobPlaced(
+                message=p.describe(), branch=branch, iteration=iteration, job=p.job, host=p.host,
+                node_id=p.node_id, gpu=p.gpu, attempt=p.attempt,
+            )
+        )  # fmt: skip
+
+    return emit
+
+
 def build_engine(args: argparse.Namespace) -> tuple[Engine, EventBus]:
     problem = load_problem(args.dir)
     load_env(problem.directory)
     choice = select_provider(args.provider, args.model)
-    gpu = _gpu_info(args, problem)
+    cluster = parse_cluster(getattr(args, "cluster", None))
     layout = RunLayout(problem.directory)
+    on_placed = _placed(layout, lambda: bus)
+    backend = None
+    if cluster.is_ray:  # joined before anything is written: an unreachable cluster is one line, exit 2
+        from cacao_tui.cluster.ray_backend import open_ray_backend
+
+        backend = open_ray_backend(
+            cluster, problem.directory, arch=arch_of(problem.compute_capability), dry_run=bool(args.dry_run),
+            on_placed=on_placed, on_log=lambda message: bus.log(message, level="warning"),
+        )  # fmt: skip
+        gpu = backend.gpu
+    else:
+        gpu = _gpu_info(args, problem)
     _claim_directory(layout, walk_output=bool(args.resume or args.no_clean))
     if args.resume and not layout.context.exists() and not layout.master.exists():
         raise LaunchError(f"{layout.output}: nothing to resume (no earlier run here); start without --resume")
@@ -173,16 +203,21 @@ def build_engine(args: argparse.Namespace) -> tuple[Engine, EventBus]:
         write_inputs_hpp(problem)
     except OSError as exc:
         print(f"cacao: warning: could not write {problem.directory / 'inputs.hpp'}: {exc.strerror}", file=sys.stderr)
-    devices = NoDevices() if settings.dry_run else GpuScheduler(gpu.indices)
+    if backend is not None:  # --cluster ray: Ray tasks place each GPU job (cacao_tui/cluster)
+        devices: object = NoDevices() if settings.dry_run else backend.devices
+        tuner: object = backend.tuner
+    else:
+        devices = NoDevices() if settings.dry_run else GpuScheduler(gpu.indices)
+        tuner = PlacedTuner(KttTuner(on_log=lambda message: bus.log(message, level="warning")), on_placed)
     deps = RunDeps(
         problem=problem,
         layout=layout,
         llm=llm,
-        tuner=KttTuner(on_log=lambda message: bus.log(message, level="warning")),  # e.g. waiting for a GPU
+        tuner=tuner,  # type: ignore[arg-type]  # KttTuner (waiting-for-GPU lines) or a cluster's
         settings=settings,
         defaults=DEFAULTS,
         gpu=gpu,
-        devices=devices,
+        devices=devices,  # type: ignore[arg-type]
     )
     return Engine(deps, bus, concurrency=DEFAULTS.concurrency, resumed=bool(args.resume)), bus
 
@@ -272,7 +307,7 @@ async def run_with_ui(engine: Engine, bus: EventBus, args: argparse.Namespace) -
 def main(args: argparse.Namespace) -> int:
     try:
         engine, bus = build_engine(args)
-    except (ProblemError, LaunchError, LLMError) as exc:
+    except (ProblemError, LaunchError, LLMError, ClusterError) as exc:
         print(f"cacao: {exc}" if not isinstance(exc, ProblemError) else str(exc), file=sys.stderr)
         return EXIT_USAGE
     try:

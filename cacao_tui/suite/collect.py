@@ -1,0 +1,155 @@
+"""``cacao collect DIR...``: one row per problem from its output/ — best speedup, best
+time, run time, branches, tokens, cost, and where its GPU jobs ran — as a terminal table,
+CSV and Markdown.
+
+The best comes from final_results.json, or the branches of a run that did not finish
+(``store.results.load_results``, the same rule as ``cacao --best``); tokens, cost, run time
+and placements from the run log (``output/run.jsonl``), read with a size cap.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cacao_tui.store.atomic import write_text_atomic
+from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.results import load_results
+from cacao_tui.ui.formatting import safe_text
+
+MAX_RUN_LOG_BYTES = 256 * 1024 * 1024
+COLUMNS = ("problem", "status", "best speedup", "best ms", "run time s", "branches", "tokens", "cost usd", "ran on")
+
+
+@dataclass
+class Row:
+    problem: str
+    status: str = "no run"
+    speedup: float | None = None
+    best_ms: float | None = None
+    run_s: float | None = None
+    branches: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    ran_on: list[str] = field(default_factory=list)
+
+    def cells(self) -> list[str]:
+        return [
+            self.problem,
+            self.status,
+            "" if self.speedup is None else f"{self.speedup:.2f}",
+            "" if self.best_ms is None else f"{self.best_ms:.4g}",
+            "" if self.run_s is None else f"{self.run_s:.1f}",
+            str(self.branches),
+            str(self.tokens),
+            f"{self.cost_usd:.4f}",
+            " ".join(self.ran_on),
+        ]
+
+
+@dataclass
+class _LogFacts:
+    first_ts: float | None = None
+    last_ts: float | None = None
+    tokens: int = 0
+    cost_usd: float = 0.0
+    placements: list[str] = field(default_factory=list)
+    finished: str | None = None
+
+
+def _read_log(path: Path) -> _LogFacts:
+    facts = _LogFacts()
+    if not path.is_file():
+        return facts
+    read = 0
+    with open(path, "rb") as f:
+        for raw in f:
+            read += len(raw)
+            if read > MAX_RUN_LOG_BYTES:
+                break
+            try:
+                event = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                continue
+            if not isinstance(event, dict):
+                continue
+            ts = event.get("ts")
+            if isinstance(ts, int | float):
+                facts.first_ts = ts if facts.first_ts is None else facts.first_ts
+                facts.last_ts = ts
+            kind = event.get("type")
+            if kind == "llm_call":
+                facts.tokens = int(event.get("run_input_tokens") or 0) + int(event.get("run_output_tokens") or 0)
+                facts.cost_usd = float(event.get("run_cost_usd") or 0.0)
+            elif kind == "job_placed":
+                where = f"{event.get('host', '?')}:GPU{event.get('gpu', '?')}"
+                if where not in facts.placements:
+                    facts.placements.append(where)
+            elif kind == "run_finished":
+                facts.finished = str(event.get("status"))
+    return facts
+
+
+def collect_row(problem_dir: Path) -> Row:
+    layout = RunLayout(problem_dir)
+    row = Row(problem_dir.name)
+    loaded = load_results(layout)
+    facts = _read_log(layout.run_log)
+    results = loaded.results
+    if results is not None:
+        row.status = facts.finished or ("finished" if results.complete else "unfinished")
+        if results.dry_run:
+            row.status += " (dry run)"
+        if results.best is not None:
+            row.best_ms = results.best.time_ms
+            row.speedup = results.best.speedup
+        row.branches = results.total_branches or len(results.branches)
+        if results.tokens:
+            row.tokens = int(results.tokens.get("input", 0)) + int(results.tokens.get("output", 0))
+        if results.cost_usd is not None:
+            row.cost_usd = results.cost_usd
+    elif facts.finished:
+        row.status = facts.finished
+    if not row.tokens:
+        row.tokens = facts.tokens
+    if not row.cost_usd:
+        row.cost_usd = facts.cost_usd
+    if facts.first_ts is not None and facts.last_ts is not None:
+        row.run_s = facts.last_ts - facts.first_ts
+    row.ran_on = facts.placements
+    return row
+
+
+def render_table(rows: list[Row]) -> str:
+    table = [list(COLUMNS)] + [[safe_text(c) for c in r.cells()] for r in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in table)
+
+
+def to_csv(rows: list[Row]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(COLUMNS)
+    for r in rows:
+        w.writerow(r.cells())
+    return buf.getvalue()
+
+
+def to_markdown(rows: list[Row]) -> str:
+    def cell(text: str) -> str:
+        return safe_text(text).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(cell(c) for c in r.cells()) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_tables(rows: list[Row], prefix: Path) -> tuple[Path, Path]:
+    """``PREFIX.csv`` and ``PREFIX.md``, each written atomically."""
+    csv_path, md_path = prefix.with_name(prefix.name + ".csv"), prefix.with_name(prefix.name + ".md")
+    write_text_atomic(csv_path, to_csv(rows))
+    write_text_atomic(md_path, to_markdown(rows))
+    return csv_path, md_path

@@ -1,0 +1,95 @@
+"""Starts one ``cacao --dir P --no-ui`` per problem, as slots come free, and waits for all.
+
+Each run is an ordinary run of its own process (its lock, its output/, its --resume), so a
+suite adds no second way to run a problem; its lines go to ``<out>/logs/<name>.log``. A
+run is a trusted child (our own program, which needs the user's provider keys), in a
+session of its own: stopping the suite stops each run cleanly (SIGINT, like Ctrl-C), then
+kills what is still running after a grace period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from cacao_tui.suite.slots import Slot, SlotPool
+
+STOP_GRACE_S = 60.0
+
+
+@dataclass
+class SuiteRun:
+    problem: Path
+    name: str  # unique within the suite: the log's name
+    slot: str = ""
+    exit_code: int | None = None
+    seconds: float = 0.0
+    log: Path | None = None
+
+
+def unique_names(problems: list[Path]) -> list[str]:
+    seen: dict[str, int] = {}
+    names = []
+    for p in problems:
+        n = seen.get(p.name, 0)
+        seen[p.name] = n + 1
+        names.append(p.name if n == 0 else f"{p.name}-{n + 1}")
+    return names
+
+
+async def _run_one(run: SuiteRun, slot: Slot, flags: list[str], out: Path, say: Callable[[str], None]) -> None:
+    argv = [sys.executable, "-m", "cacao_tui", "--dir", str(run.problem), "--no-ui", *slot.flags, *flags]
+    run.slot = slot.label
+    run.log = out / "logs" / f"{run.name}.log"
+    say(f"suite: {run.name}: started on {slot.label} of {socket.gethostname()}")
+    start = time.monotonic()
+    with open(run.log, "wb") as log:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            run.exit_code = await proc.wait()
+        except asyncio.CancelledError:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGINT)  # the run stops cleanly and can be resumed
+            try:
+                await asyncio.wait_for(asyncio.shield(proc.wait()), STOP_GRACE_S)
+            except (TimeoutError, asyncio.CancelledError):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                await proc.wait()
+            run.exit_code = proc.returncode
+            raise
+        finally:
+            run.seconds = time.monotonic() - start
+    say(f"suite: {run.name}: finished on {slot.label} (exit {run.exit_code}) in {run.seconds:.1f} s")
+
+
+async def run_suite(
+    problems: list[Path], pool: SlotPool, flags: list[str], out: Path, say: Callable[[str], None] = print
+) -> list[SuiteRun]:
+    """Every problem's run, at most ``pool.size`` at once; returns them in the problems' order."""
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    runs = [SuiteRun(p, n) for p, n in zip(problems, unique_names(problems), strict=True)]
+
+    async def one(run: SuiteRun) -> None:
+        async with pool.acquire() as slot:
+            await _run_one(run, slot, flags, out, say)
+
+    tasks = [asyncio.ensure_future(one(r)) for r in runs]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return runs

@@ -1,0 +1,37 @@
+"""A local Ray cluster on loopback for the cluster tests: a head without GPUs and three
+nodes with two logical GPUs each. Started once per module (it takes ~30 s on 2 cores);
+the tests skip cleanly where Ray is not installed."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from tests.pathenv import child_pythonpath
+
+NODES, GPUS_PER_NODE = 3, 2
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[object]:
+    pytest.importorskip("ray", reason="Ray is the optional [cluster] extra")
+    import ray
+    from ray.cluster_utils import Cluster
+
+    os.environ["PYTHONPATH"] = child_pythonpath()  # the nodes' workers import tests.cluster.fakes
+    store = 80 * 2**20
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 1, "num_gpus": 0, "object_store_memory": store, "include_dashboard": False},
+    )
+    nodes = [cluster.add_node(num_cpus=1, num_gpus=GPUS_PER_NODE, object_store_memory=store) for _ in range(NODES)]
+    cluster.wait_for_nodes()
+    cluster.gpu_nodes = nodes  # type: ignore[attr-defined]
+    ray.init(address=cluster.address, log_to_driver=False, logging_level="ERROR", namespace="cacao")
+    try:
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()

@@ -1,0 +1,161 @@
+"""GPU jobs on a Ray cluster (3 nodes x 2 logical GPUs on loopback) with FAKE tuners:
+placement on every GPU, results streamed back while the job runs, a node killed mid-job,
+a whole engine run, and a run resumed on a different cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from cacao_tui.cluster.placement import Placement, branch_of
+from cacao_tui.cluster.ray_backend import RaySlots, RayTuner
+from cacao_tui.engine.events import EventBus, JobPlaced, parse_event
+from cacao_tui.fake_tuner import FakeTuner
+from cacao_tui.ktt_client import TuneRequest
+from cacao_tui.store.atomic import read_model
+from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.state import FinalResults
+from ktt.protocol import TuneSummary
+from tests.cluster.fakes import QuickFakeTuner, SlowFakeTuner
+from tests.engine.conftest import make_engine
+from tests.engine.scenario import SPEC, Scenario, kernel_source
+
+pytest.importorskip("ray", reason="Ray is the optional [cluster] extra")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def problem(tmp_path: Path) -> Path:
+    target = tmp_path / "mmul"
+    shutil.copytree(ROOT / "problems" / "mmul", target, ignore=shutil.ignore_patterns("output", "archive"))
+    (target / ".env").write_text("OPENAI_API_KEY=never-leaves-the-head\n")
+    return target
+
+
+def _job(problem: Path, branch: str, iteration: int, ms: float) -> TuneRequest:
+    it = problem / "output" / "branches" / branch / f"iter{iteration}"
+    it.mkdir(parents=True)
+    (it / "kernels.cu").write_text(kernel_source(ms))
+    (it / "tuning.yaml").write_text(SPEC)
+    reference = problem / "output" / "reference_time.json"
+    return TuneRequest(problem_dir=problem, kernel=it / "kernels.cu", spec=it / "tuning.yaml", out_dir=it / "tune",
+                       device=0, duration_s=5, watchdog_s=60, reference_time=reference)  # fmt: skip
+
+
+async def test_six_jobs_land_on_six_gpus_of_three_nodes(ray_cluster: object, problem: Path) -> None:
+    placed: list[Placement] = []
+    tuner = RayTuner(problem, on_placed=placed.append, tuner_factory=QuickFakeTuner)
+    requests = [_job(problem, f"b{i}", 1, 1.0 + i) for i in range(6)]
+    summaries = await asyncio.gather(*(tuner.tune(r, lambda p: None) for r in requests))
+    pairs = {(p.node_id, p.gpu) for p in placed}
+    assert len(placed) == 6 and len(pairs) == 6  # one job per logical GPU
+    assert len({p.node_id for p in placed}) == 3
+    for request, summary in zip(requests, summaries, strict=True):
+        assert summary.best is not None and summary.best.time_ms == pytest.approx(
+            float(request.kernel.read_text().split()[2])
+        )
+        # Files come back to the head; paths in them are the head's, never the node's temp dir.
+        on_disk = TuneSummary.model_validate_json((request.out_dir / "summary.json").read_text())
+        assert on_disk.results_file == str(request.out_dir / "results.jsonl") == summary.results_file
+        assert summary.kernel_file == str(request.kernel)
+        assert len((request.out_dir / "results.jsonl").read_text().splitlines()) == 4
+        assert branch_of(request.kernel, problem / "output")[0] == request.kernel.parent.parent.name
+
+
+async def test_results_lines_stream_back_while_the_job_runs(ray_cluster: object, problem: Path) -> None:
+    request = _job(problem, "b1", 1, 1.0)
+    progress: list[int] = []
+    seen_mid_job: list[int] = []
+    results = request.out_dir / "results.jsonl"
+
+    def on_progress(p: object) -> None:
+        progress.append(p.evaluated)  # type: ignore[attr-defined]
+        if results.exists():
+            seen_mid_job.append(len(results.read_text().splitlines()))
+
+    summary = await RayTuner(problem, tuner_factory=SlowFakeTuner).tune(request, on_progress)
+    assert summary.ok and progress == list(range(1, SlowFakeTuner.configs + 1))
+    # Lines were on the head's disk before the job ended (streamed, not copied at the end).
+    assert seen_mid_job and 0 < min(seen_mid_job) < SlowFakeTuner.configs
+    assert len(results.read_text().splitlines()) == SlowFakeTuner.configs
+
+
+async def test_secrets_and_run_state_stay_on_the_head(ray_cluster: object, problem: Path) -> None:
+    from cacao_tui.cluster.bundle import problem_bundle
+
+    (problem / "output" / "big.bin").parent.mkdir(parents=True, exist_ok=True)
+    (problem / "output" / "big.bin").write_bytes(b"x" * 1000)
+    (problem / "link.yaml").symlink_to("/etc/passwd")
+    sent = problem_bundle(problem).files
+    assert "problem.yaml" in sent and "inputs.yaml" in sent
+    assert not [k for k in sent if k.startswith((".env", "output/")) or k == "link.yaml"]
+
+
+async def test_a_node_killed_mid_job_is_retried_elsewhere_keeping_measured_lines(
+    ray_cluster: object, problem: Path
+) -> None:
+    cluster = ray_cluster
+    request = _job(problem, "b1", 1, 1.0)
+    placed: list[Placement] = []
+    logs: list[str] = []
+    tuner = RayTuner(problem, on_placed=placed.append, on_log=logs.append, tuner_factory=SlowFakeTuner,
+                     silence_timeout_s=30)  # fmt: skip
+    results = request.out_dir / "results.jsonl"
+    killed: list[object] = []
+
+    def on_progress(p: object) -> None:
+        if not killed and p.evaluated >= 2 and results.exists():  # type: ignore[attr-defined]
+            victim = next(n for n in cluster.gpu_nodes if n.node_id == placed[-1].node_id)  # type: ignore[attr-defined]
+            killed.append(victim)
+            cluster.remove_node(victim, allow_graceful=False)  # type: ignore[attr-defined]
+
+    start = time.monotonic()
+    summary = await asyncio.wait_for(tuner.tune(request, on_progress), 120)
+    assert killed, "the job never reported progress before the kill"
+    assert summary.ok and time.monotonic() - start < 120
+    assert [p.attempt for p in placed] == [1, 2]
+    assert placed[1].node_id != placed[0].node_id  # the dead node takes no more work
+    assert any("running it again elsewhere (attempt 2 of 3)" in line for line in logs)
+    lines = results.read_text().splitlines()
+    # The first attempt's measured configurations were kept; the second attempt's follow them.
+    assert SlowFakeTuner.configs + 2 <= len(lines) < 2 * SlowFakeTuner.configs
+    cluster.gpu_nodes.remove(killed[0])  # type: ignore[attr-defined]
+    cluster.gpu_nodes.append(cluster.add_node(num_cpus=1, num_gpus=2, object_store_memory=80 * 2**20))  # type: ignore[attr-defined]
+
+
+async def test_an_engine_run_on_the_cluster_and_resumed_on_another(ray_cluster: object, problem: Path) -> None:
+    import ray
+
+    bus = EventBus()
+    events: list[object] = []
+    bus.subscribe(events.append)
+
+    def placed(p: Placement) -> None:
+        branch, iteration = branch_of(p.kernel, problem / "output")
+        bus.emit(JobPlaced(message=p.describe(), branch=branch, iteration=iteration, job=p.job, host=p.host,
+                           node_id=p.node_id, gpu=p.gpu, attempt=p.attempt))  # fmt: skip
+
+    scenario = Scenario(strategies=["alpha", "beta"])
+    engine = make_engine(problem, scenario.provider(), bus=bus, max_iter=2,
+                         tuner=RayTuner(problem, on_placed=placed, tuner_factory=FakeTuner))  # fmt: skip
+    engine.deps.devices = RaySlots(int(ray.cluster_resources()["GPU"]))
+    finished = await engine.run()
+    assert finished.status == "ok"
+    jobs = [e for e in events if isinstance(e, JobPlaced)]
+    assert {(e.branch, e.iteration) for e in jobs if e.job == "tune"} == {(b, i) for b in ("b1-alpha", "b2-beta")
+                                                                           for i in (1, 2)}  # fmt: skip
+    assert jobs and all(e.job in ("tune", "profile") and e.node_id not in ("", "local") and e.gpu for e in jobs)
+    assert parse_event(jobs[0].model_dump_json()) == jobs[0]  # the run log reads it back
+    # The same run, resumed with more iterations on "another cluster": this machine (fake tuner).
+    scenario2 = Scenario(strategies=["alpha", "beta"])
+    resumed = make_engine(problem, scenario2.provider(), max_iter=3, resumed=True, tuner=FakeTuner())
+    assert (await resumed.run()).status == "ok"
+    final = read_model(RunLayout(problem).final_results, FinalResults)
+    assert final.best is not None and final.best.iteration == 3
+    assert json.loads((RunLayout(problem).branch("b1-alpha").iteration(1).tune_dir / "summary.json").read_text())
