@@ -1,6 +1,6 @@
 """The ``cacao`` command: flags -> one mode.
 
-Modes: a run (the full-screen app, or ``--no-ui``; handed to ``cacao_tui.engine.launch``),
+Modes: a run (the full-screen app, or ``--no-ui``; handed to ``cacao_tui.launch`` as a ``RunRequest``),
 the home screen (no ``--dir``: the problems under ``--problems``, default ./problems),
 ``--check``, ``--best``, ``--clone NAME`` and ``--prune-archives``. Every user mistake is
 one line on stderr (``FILE: FIELD: what is wrong`` for problem files, ``cacao: error: ...``
@@ -22,6 +22,7 @@ from cacao_tui.llm.registry import PROVIDER_NAMES, canonical_name, names_for_hel
 from cacao_tui.llm.timeouts import LLM_TIMEOUT_ENV
 from cacao_tui.problem import Problem, ProblemError, load_problem
 from cacao_tui.problem.summary import human_bytes, render_check
+from cacao_tui.run_request import RunRequest
 from cacao_tui.settings import DEFAULTS
 from cacao_tui.steer_flags import EPILOG_LINES as EPILOG_STEERING
 from cacao_tui.steer_flags import add_steering_flags, steer, steering_mode
@@ -40,7 +41,7 @@ EXIT_INTERRUPTED = 130
 
 # The provider registry (no SDK is imported by reading it): names, aliases, --help text.
 PROVIDERS = PROVIDER_NAMES
-ENGINE_MODULE = "cacao_tui.engine.launch"
+ENGINE_MODULE = "cacao_tui.launch"
 MODES = ("check", "clone", "best", "prune_archives")
 DEFAULT_PROBLEMS = "problems"  # the home screen's folder when --problems is not given
 
@@ -382,7 +383,7 @@ def _prune(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def load_engine() -> Callable[[argparse.Namespace], int] | None:
+def load_engine() -> Callable[[RunRequest], int] | None:
     """The engine's entry point, or None when this build has no engine (never a fake run)."""
     try:
         module = importlib.import_module(ENGINE_MODULE)
@@ -391,6 +392,31 @@ def load_engine() -> Callable[[argparse.Namespace], int] | None:
             return None
         raise
     return module.main
+
+
+def run_request(args: argparse.Namespace, problem: Problem) -> RunRequest:
+    """The typed hand-off to the launcher: the validated flags and the problem, loaded once."""
+    return RunRequest(
+        problem=problem,
+        front_end="json" if args.json else "lines" if args.no_ui else "app",
+        verbose=args.verbose,
+        resume=args.resume,
+        no_clean=args.no_clean,
+        dry_run=args.dry_run,
+        single_shot=args.single_shot,
+        max_iter=args.max_iter,
+        max_depth=args.max_depth,
+        path_budget=args.path_budget,
+        n_strategies=args.strategies,
+        timeout_s=args.timeout,
+        gpus=tuple(args.gpus) if args.gpus else None,
+        cluster=args.cluster,
+        provider=args.provider,
+        model=args.model,
+        budget_usd=args.budget_usd,
+        replay_from=args.from_path,
+        llm_timeout_s=args.llm_timeout,
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -402,7 +428,6 @@ def _run(args: argparse.Namespace) -> int:
         from ktt.problem.preflight import import_step
 
         import_step(problem)  # ref.py imports in its own process before any LLM call, or the run stops here
-    args.dir = problem.directory
     run_main = load_engine()
     if run_main is None:
         _error(
@@ -410,7 +435,7 @@ def _run(args: argparse.Namespace) -> int:
             "--check, --best, --clone and --prune-archives work without it",
         )
         return EXIT_USAGE
-    return run_main(args)
+    return run_main(run_request(args, problem))
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {

@@ -5,6 +5,11 @@
    headless and the TUI stays a front end.
 2. ``ktt/`` imports nothing from ``cacao_tui`` and no UI or LLM library (textual, rich,
    anthropic, openai, google.genai), so the tuner runs on a bare GPU box.
+3. Inside ``cacao_tui/`` dependencies point one way, down the layers of ``LAYERS``:
+   front ends and entry points (ui, headless, cli, launch, ...) -> engine -> nodes ->
+   services (llm, store, problem, settings, ...). A module may import its own layer and
+   those below, never one above; every top-level module or package of ``cacao_tui/`` must
+   be in a layer (a new one is reported until it is placed).
 
 Every ``import`` and ``from ... import`` counts, at module level or inside a function, plus
 ``importlib.import_module("...")`` and ``__import__("...")`` with a literal name.
@@ -21,6 +26,22 @@ from pathlib import Path
 
 UI_ONLY = ("textual",)
 KTT_FORBIDDEN = ("cacao_tui", "textual", "rich", "anthropic", "openai", "google.genai", "google.generativeai")
+
+# The layers of cacao_tui, top first, each a name and its top-level modules and packages
+# ("" is the package's own __init__). DESIGN.md: ui -> engine -> nodes -> (llm, store, problem).
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "front ends and entry points",
+        ("ui", "headless", "runs", "__main__", "cli", "steer_flags", "launch", "run_request", "suite"),
+    ),
+    ("engine", ("engine",)),
+    ("nodes", ("nodes",)),
+    (
+        "services",
+        ("", "llm", "store", "problem", "settings", "prompts", "ktt_client", "subprocesses", "fake_tuner", "cluster"),
+    ),
+)
+_RANK = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
 
 
 @dataclass(frozen=True)
@@ -78,15 +99,56 @@ def _matches(module: str, names: tuple[str, ...]) -> str | None:
     return next((n for n in names if module == n or module.startswith(n + ".")), None)
 
 
+def _top_level(root: Path) -> set[str]:
+    """The top-level modules and packages of cacao_tui/ ("" for the package itself)."""
+    base = root / "cacao_tui"
+    names = {""}
+    if base.is_dir():
+        for p in base.iterdir():
+            if p.suffix == ".py" and p.stem != "__init__":
+                names.add(p.stem)
+            elif p.is_dir() and any(p.glob("*.py")):
+                names.add(p.name)
+    return names
+
+
+def _unit(module: str, top: set[str]) -> str | None:
+    """The top-level unit of cacao_tui a module name belongs to; None outside cacao_tui.
+
+    ``from cacao_tui import __version__`` names an attribute of the package: its unit is "".
+    """
+    parts = module.split(".")
+    if parts[0] != "cacao_tui":
+        return None
+    return parts[1] if len(parts) > 1 and parts[1] in top else ""
+
+
+def _layer_rule(source: str, target: str) -> str | None:
+    """Why ``source`` may not import ``target`` (top-level units of cacao_tui), or None."""
+    if source == target or source not in _RANK or target not in _RANK:
+        return None
+    if _RANK[target] < _RANK[source]:
+        above, below = LAYERS[_RANK[target]][0], LAYERS[_RANK[source]][0]
+        return f"layers: {below} may not import {above} (ui -> engine -> nodes -> services)"
+    return None
+
+
 def check(root: Path) -> tuple[list[Violation], int]:
     """All violations under ``root`` and the number of files read."""
     violations: list[Violation] = []
     count = 0
+    top = _top_level(root)
+    for name in sorted(top - set(_RANK)):
+        where = root / "cacao_tui" / name
+        path = where / "__init__.py" if where.is_dir() else where.with_suffix(".py")
+        rule = "layers: not in a layer; add it to LAYERS in scripts/check_imports.py"
+        violations.append(Violation(path.relative_to(root), 1, f"cacao_tui.{name}", rule))
     for package in ("cacao_tui", "ktt"):
         for path in sorted((root / package).rglob("*.py")):
             relative = path.relative_to(root)
             count += 1
             in_ui = relative.parts[:2] == ("cacao_tui", "ui")
+            source = _unit(_module_of(path, root), top) if package == "cacao_tui" else None
             seen: set[tuple[int, str]] = set()  # one report per import statement and library
             for line, module in imported_modules(path, root):
                 rule = None
@@ -95,6 +157,8 @@ def check(root: Path) -> tuple[list[Violation], int]:
                 elif package == "ktt" and (hit := _matches(module, KTT_FORBIDDEN)):
                     why = "ktt must not depend on the application" if hit == "cacao_tui" else "no UI or LLM library"
                     rule = f"ktt/: {why}"
+                elif source is not None and (target := _unit(module, top)) is not None:
+                    rule, hit = _layer_rule(source, target), f"cacao_tui.{target}"
                 if rule is None or (line, hit) in seen:
                     continue
                 seen.add((line, hit))

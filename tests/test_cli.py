@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import sys
@@ -13,6 +12,7 @@ import pytest
 
 from cacao_tui import cli
 from cacao_tui.cli import ENGINE_MODULE, PROVIDERS, build_parser, main, parse_args
+from cacao_tui.run_request import RunRequest
 
 REPO = Path(__file__).resolve().parents[1]
 MMUL = REPO / "problems" / "mmul"
@@ -118,22 +118,28 @@ def test_from_is_resolved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
 class _FakeEngine(types.ModuleType):
     def __init__(self) -> None:
         super().__init__(ENGINE_MODULE)
-        self.calls: list[argparse.Namespace] = []
+        self.calls: list[RunRequest] = []
 
-    def main(self, args: argparse.Namespace) -> int:
-        self.calls.append(args)
+    def main(self, request: RunRequest) -> int:
+        self.calls.append(request)
         return 7
 
 
-def test_run_mode_hands_a_validated_namespace_to_the_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_mode_hands_a_typed_request_to_the_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     engine = _FakeEngine()
     monkeypatch.setitem(sys.modules, ENGINE_MODULE, engine)
     monkeypatch.chdir(tmp_path)
-    code = main(["--dir", str(MMUL), "--no-ui", "--dry-run", "--max-iter", "2", "--gpus", "0"])
+    code = main(["--dir", str(MMUL), "--no-ui", "--dry-run", "--max-iter", "2", "--gpus", "0", "--strategies", "3"])
     assert code == 7
-    (args,) = engine.calls
-    assert args.dir == MMUL and isinstance(args.dir, Path)
-    assert (args.no_ui, args.dry_run, args.max_iter, args.gpus, args.mode) == (True, True, 2, [0], "run")
+    (request,) = engine.calls
+    assert isinstance(request, RunRequest) and request.directory == MMUL
+    assert request.problem.name == "mmul"  # loaded once, by the CLI
+    assert (request.front_end, request.dry_run, request.max_iter, request.gpus) == ("lines", True, 2, (0,))
+    assert (request.n_strategies, request.resume, request.provider, request.max_depth) == (3, False, None, None)
+    main(["--dir", str(MMUL), "--json", "--provider", "replay", "--from", str(MMUL / "session.jsonl")])
+    assert engine.calls[-1].front_end == "json" and engine.calls[-1].replay_from == MMUL / "session.jsonl"
+    main(["--dir", str(MMUL)])
+    assert engine.calls[-1].front_end == "app"
 
 
 def test_relative_dir_from_another_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -141,7 +147,7 @@ def test_relative_dir_from_another_directory(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setitem(sys.modules, ENGINE_MODULE, engine)
     monkeypatch.chdir(tmp_path)
     assert main(["--dir", os.path.relpath(MMUL, tmp_path)]) == 7
-    assert engine.calls[0].dir == MMUL
+    assert engine.calls[0].directory == MMUL
 
 
 def test_without_an_engine_nothing_runs(

@@ -66,3 +66,44 @@ def test_exit_status_on_violation(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert "cacao_tui/x.py:1: imports textual: only cacao_tui/ui/ may import textual" in done.stdout
+
+
+def test_imports_against_the_layers_are_found(tmp_path: Path) -> None:
+    """ui -> engine -> nodes -> services: an import up the layers is one line; down or across is fine."""
+    for package in ("", "ui", "engine", "nodes", "llm", "store", "problem"):
+        _write(tmp_path, f"cacao_tui/{package}/__init__.py".replace("//", "/"), "")
+    _write(tmp_path, "ktt/__init__.py", "")
+    files = {
+        "cli.py": "from cacao_tui.launch import main\nfrom cacao_tui.ui import app\n",
+        "launch.py": "from cacao_tui.engine.engine import Engine\nimport cacao_tui.headless\n",
+        "headless.py": "from cacao_tui.engine.events import LogLine\n",
+        "ui/app.py": "from cacao_tui.engine import events as ev\nfrom cacao_tui import __version__\n",
+        "engine/engine.py": "from cacao_tui.nodes.plan import plan\nfrom ..store import atomic\n",
+        "engine/launch.py": "def run():\n    from cacao_tui.ui.app import CacaoApp\n",
+        "engine/bad.py": "from cacao_tui import headless\n",
+        "nodes/plan.py": "from cacao_tui.llm import TrackedLLM\nfrom cacao_tui.engine.events import X\n",
+        "nodes/rel.py": "from ..engine import worker\n",
+        "store/atomic.py": "from cacao_tui.problem import load\nimport cacao_tui.nodes.plan\n",
+        "problem/x.py": "from cacao_tui.store import atomic\n",
+        "llm/y.py": "import importlib\nimportlib.import_module('cacao_tui.ui.app')\n",
+    }
+    for rel, text in files.items():
+        _write(tmp_path, f"cacao_tui/{rel}", text)
+    _write(tmp_path, "cacao_tui/gadgets.py", "")  # in no layer
+    violations, _ = _checker().check(tmp_path)
+    found = sorted((str(v.path), v.line, v.module) for v in violations)
+    assert found == [
+        ("cacao_tui/engine/bad.py", 1, "cacao_tui.headless"),
+        ("cacao_tui/engine/launch.py", 2, "cacao_tui.ui.app"),
+        ("cacao_tui/gadgets.py", 1, "cacao_tui.gadgets"),
+        ("cacao_tui/llm/y.py", 2, "cacao_tui.ui.app"),
+        ("cacao_tui/nodes/plan.py", 2, "cacao_tui.engine.events"),
+        ("cacao_tui/nodes/rel.py", 1, "cacao_tui.engine"),
+        ("cacao_tui/store/atomic.py", 2, "cacao_tui.nodes.plan"),
+    ]
+    rules = {str(v.path): v.rule for v in violations}
+    assert rules["cacao_tui/nodes/plan.py"] == (
+        "layers: nodes may not import engine (ui -> engine -> nodes -> services)"
+    )
+    assert rules["cacao_tui/engine/launch.py"].startswith("layers: engine may not import front ends")
+    assert rules["cacao_tui/gadgets.py"] == "layers: not in a layer; add it to LAYERS in scripts/check_imports.py"

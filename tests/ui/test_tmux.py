@@ -84,8 +84,8 @@ def _python() -> str:
 
 @pytest.mark.slow
 @pytest.mark.skipif(
-    not (REPO / "cacao_tui" / "engine" / "launch.py").exists() or not (MMUL / "session.jsonl").exists(),
-    reason="needs the engine (cacao_tui/engine/launch.py) and the mmul replay session (problems/mmul/session.jsonl)",
+    not (REPO / "cacao_tui" / "launch.py").exists() or not (MMUL / "session.jsonl").exists(),
+    reason="needs the engine (cacao_tui/launch.py) and the mmul replay session (problems/mmul/session.jsonl)",
 )
 def test_real_app_replays_mmul_in_tmux(tmux: Tmux, tmp_path: Path) -> None:
     """cacao --dir <copy of problems/mmul> --provider replay --dry-run, watched and driven in a terminal."""
@@ -147,8 +147,8 @@ def test_scripted_app_pause_and_detach_in_tmux(tmux: Tmux, tmp_path: Path) -> No
 
 @pytest.mark.slow
 @pytest.mark.skipif(
-    not (REPO / "cacao_tui" / "engine" / "launch.py").exists() or not (MMUL / "session.jsonl").exists(),
-    reason="needs the engine (cacao_tui/engine/launch.py) and the mmul replay session (problems/mmul/session.jsonl)",
+    not (REPO / "cacao_tui" / "launch.py").exists() or not (MMUL / "session.jsonl").exists(),
+    reason="needs the engine (cacao_tui/launch.py) and the mmul replay session (problems/mmul/session.jsonl)",
 )
 def test_a_message_sent_with_m_mid_run_reaches_the_branchs_next_prompt(tmux: Tmux, tmp_path: Path) -> None:
     """The real app on the mmul replay: m on a running branch, type, Enter; every prompt of the

@@ -1,14 +1,14 @@
-"""From parsed CLI flags to a running engine, with the Textual app or headless.
+"""The composition root: from a ``RunRequest`` to a running engine, with the Textual app or headless.
 
-The CLI validates flags and the problem; this module picks the provider and GPUs,
-prepares output/ (archiving an earlier run), wires the engine's subscribers and runs
-it until it finishes, the user stops it (Ctrl-C: clean stop, twice: abort), or the
-app detaches and the run goes on headless.
+The CLI validates the flags, loads the problem and hands over a typed request; this
+module picks the provider and GPUs (or a cluster), prepares output/ (archiving an earlier
+run), builds the LLM client, the tuner and the engine, wires the engine's subscribers and
+runs it until it finishes, the user stops it (Ctrl-C: clean stop, twice: abort), or the
+app detaches and the run goes on headless. It is the one module that knows every layer.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import errno
@@ -27,13 +27,14 @@ from cacao_tui.headless import HeadlessRenderer
 from cacao_tui.ktt_client import KttTuner
 from cacao_tui.llm import LLMError, create_llm, llm_timeout_s, load_env, select_provider
 from cacao_tui.nodes.context import NoDevices, RunDeps
+from cacao_tui.run_request import RunRequest
 from cacao_tui.settings import DEFAULTS
 from cacao_tui.store.archive import ArchiveError, prepare_output
 from cacao_tui.store.atomic import DiskFull, disk_full, on_disk_full
 from cacao_tui.store.layout import RunLayout, UnsafeLayout, check_contained
 from cacao_tui.store.run_lock import RunLocked, acquire_run_lock
 from cacao_tui.store.state import GpuInfo, RunSettings
-from ktt.problem import Problem, ProblemError, load_problem
+from ktt.problem import Problem, ProblemError
 from ktt.problem.inputs_hpp import write_inputs_hpp
 from ktt.reference_times import ReferenceTimeError, read_reference_times
 from ktt.sandbox import landlock_abi
@@ -61,10 +62,10 @@ def exit_code(event: RunFinished | None) -> int:
     return EXIT_NO_RESULT
 
 
-def _gpu_info(args: argparse.Namespace, problem: Problem) -> GpuInfo:
-    wanted: list[int] = list(args.gpus) if getattr(args, "gpus", None) else list(problem.gpu_indices)
+def _gpu_info(request: RunRequest, problem: Problem) -> GpuInfo:
+    wanted: list[int] = list(request.gpus) if request.gpus else list(problem.gpu_indices)
     detected = detect_gpus()
-    if args.dry_run:
+    if request.dry_run:
         first = next((g for g in detected if g.index == wanted[0]), None)
         if first is not None:
             return GpuInfo(name=first.name, arch=first.arch, indices=wanted, detected=True)
@@ -115,11 +116,11 @@ def _placed(layout: RunLayout, bus: Callable[[], EventBus]) -> Callable[[Placeme
     return emit
 
 
-def build_engine(args: argparse.Namespace) -> tuple[Engine, EventBus]:
-    problem = load_problem(args.dir)
+def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
+    problem = request.problem
     load_env(problem.directory)
-    choice = select_provider(args.provider, args.model)
-    cluster = parse_cluster(getattr(args, "cluster", None))
+    choice = select_provider(request.provider, request.model)
+    cluster = parse_cluster(request.cluster)
     layout = RunLayout(problem.directory)
     on_placed = _placed(layout, lambda: bus)
     backend = None
@@ -127,16 +128,16 @@ def build_engine(args: argparse.Namespace) -> tuple[Engine, EventBus]:
         from cacao_tui.cluster.ray_backend import open_ray_backend
 
         backend = open_ray_backend(
-            cluster, problem.directory, arch=arch_of(problem.compute_capability), dry_run=bool(args.dry_run),
+            cluster, problem.directory, arch=arch_of(problem.compute_capability), dry_run=request.dry_run,
             on_placed=on_placed, on_log=lambda message: bus.log(message, level="warning"),
         )  # fmt: skip
         gpu = backend.gpu
     else:
-        gpu = _gpu_info(args, problem)
-    _claim_directory(layout, walk_output=bool(args.resume or args.no_clean))
-    if args.resume and not layout.context.exists() and not layout.master.exists():
+        gpu = _gpu_info(request, problem)
+    _claim_directory(layout, walk_output=request.resume or request.no_clean)
+    if request.resume and not layout.context.exists() and not layout.master.exists():
         raise LaunchError(f"{layout.output}: nothing to resume (no earlier run here); start without --resume")
-    if args.no_clean and not args.resume and (layout.master.exists() or layout.branch_names()):
+    if request.no_clean and not request.resume and (layout.master.exists() or layout.branch_names()):
         raise LaunchError(
             f"{layout.output}: holds an earlier run's state; a fresh run cannot share it. "
             "Use --resume to continue that run, or drop --no-clean to archive it first"
@@ -146,16 +147,16 @@ def build_engine(args: argparse.Namespace) -> tuple[Engine, EventBus]:
     except ReferenceTimeError as exc:
         raise LaunchError(str(exc)) from None
     settings = RunSettings(
-        max_iter=args.max_iter if args.max_iter is not None else DEFAULTS.max_iter,
-        max_depth=args.max_depth if args.max_depth is not None else DEFAULTS.max_depth,
-        path_budget=args.path_budget,
-        n_strategies=getattr(args, "strategies", None) or DEFAULTS.n_strategies,
-        timeout_s=args.timeout,
-        dry_run=bool(args.dry_run),
+        max_iter=request.max_iter if request.max_iter is not None else DEFAULTS.max_iter,
+        max_depth=request.max_depth if request.max_depth is not None else DEFAULTS.max_depth,
+        path_budget=request.path_budget,
+        n_strategies=request.n_strategies or DEFAULTS.n_strategies,
+        timeout_s=request.timeout_s,
+        dry_run=request.dry_run,
         provider=choice.provider,
         model=choice.model,
-        single_shot=bool(getattr(args, "single_shot", False)) or DEFAULTS.single_shot,
-        budget_usd=getattr(args, "budget_usd", None),
+        single_shot=request.single_shot or DEFAULTS.single_shot,
+        budget_usd=request.budget_usd,
     )
     bus = EventBus()
 
@@ -180,7 +181,7 @@ def build_engine(args: argparse.Namespace) -> tuple[Engine, EventBus]:
             )
         )
 
-    replay_from = getattr(args, "from_path", None)
+    replay_from = request.replay_from
     if choice.provider == "replay" and replay_from is None:
         replay_from = problem.directory / "session.jsonl"
     llm = create_llm(
@@ -189,12 +190,12 @@ def build_engine(args: argparse.Namespace) -> tuple[Engine, EventBus]:
         budget_usd=settings.budget_usd,
         replay_from=Path(replay_from) if replay_from else None,
         on_call=on_call,
-        timeout_s=llm_timeout_s(getattr(args, "llm_timeout", None)),
+        timeout_s=llm_timeout_s(request.llm_timeout_s),
     )
     # Archive only now: a replay source inside output/ has been read into memory above.
-    if not args.resume:
+    if not request.resume:
         try:
-            prepare_output(problem.directory, resume=False, no_clean=args.no_clean)
+            prepare_output(problem.directory, resume=False, no_clean=request.no_clean)
         except ArchiveError as exc:
             raise LaunchError(str(exc)) from None
     if not landlock_abi():  # docs/SECURITY.md: what degrades without Landlock
@@ -219,7 +220,7 @@ def build_engine(args: argparse.Namespace) -> tuple[Engine, EventBus]:
         gpu=gpu,
         devices=devices,  # type: ignore[arg-type]
     )
-    return Engine(deps, bus, concurrency=DEFAULTS.concurrency, resumed=bool(args.resume)), bus
+    return Engine(deps, bus, concurrency=DEFAULTS.concurrency, resumed=request.resume), bus
 
 
 async def run_headless(engine: Engine, bus: EventBus, renderer: HeadlessRenderer, *, replay: bool = False) -> int:
@@ -283,7 +284,7 @@ async def _drive(
     return exit_code(engine.finished)
 
 
-async def run_with_ui(engine: Engine, bus: EventBus, args: argparse.Namespace) -> int:
+async def run_with_ui(engine: Engine, bus: EventBus, request: RunRequest) -> int:
     from cacao_tui.ui.app import CacaoApp  # textual is imported only when the app is used
 
     task = asyncio.ensure_future(engine.run())
@@ -291,7 +292,7 @@ async def run_with_ui(engine: Engine, bus: EventBus, args: argparse.Namespace) -
     _stop_on_disk_full(asyncio.get_running_loop(), task, app.exit)
     result = await app.run_async()
     if result == "detach" and not task.done():
-        renderer = HeadlessRenderer(json_lines=False, verbose=bool(getattr(args, "verbose", False)))
+        renderer = HeadlessRenderer(json_lines=False, verbose=request.verbose)
         renderer.print_line("detached from the app; the run goes on here (Ctrl-C stops it cleanly)")
         bus.subscribe(renderer)
         return await _drive(asyncio.get_running_loop(), engine, task, renderer)
@@ -304,20 +305,19 @@ async def run_with_ui(engine: Engine, bus: EventBus, args: argparse.Namespace) -
     return exit_code(engine.finished)
 
 
-def main(args: argparse.Namespace) -> int:
+def main(request: RunRequest) -> int:
+    """Run ``request`` to its end; the exit status (0 ok, 1 no result or a failure, 2 a bad request, 130)."""
     try:
-        engine, bus = build_engine(args)
+        engine, bus = build_engine(request)
     except (ProblemError, LaunchError, LLMError, ClusterError) as exc:
         print(f"cacao: {exc}" if not isinstance(exc, ProblemError) else str(exc), file=sys.stderr)
         return EXIT_USAGE
     try:
-        if args.no_ui or getattr(args, "json", False):
-            renderer = HeadlessRenderer(
-                json_lines=bool(getattr(args, "json", False)), verbose=bool(getattr(args, "verbose", False))
-            )
+        if request.front_end != "app":
+            renderer = HeadlessRenderer(json_lines=request.front_end == "json", verbose=request.verbose)
             code = asyncio.run(run_headless(engine, bus, renderer))
         else:
-            code = asyncio.run(run_with_ui(engine, bus, args))
+            code = asyncio.run(run_with_ui(engine, bus, request))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except DiskFull:
