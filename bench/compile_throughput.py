@@ -255,7 +255,9 @@ def print_table(name: str, ex: dict[str, Any]) -> None:
         r = ex[key]
         print(f"{label:40s} {fmt(r['cpu_s']):>8s} {fmt(r['wall_s']):>8s}")
     b, p = ex["ktt_before"]["cpu_s"], ex["ktt_pch"]["cpu_s"]
-    if b and p:
+    if not ex["ktt_pch"]["used_pch"]:
+        print("(no precompiled header: the kernel does not start with <...> includes; the two rows are the same path)")
+    elif b and p:
         print(f"{'per-configuration speed-up (CPU)':40s} {b / p:>8.2f}x   (target for cub: >= 2x)")
     print(f"\n{'compile pool, cold cache':40s} {'conf/s':>8s} {'wall s':>8s}  counts")
     for label, key in (("no PCH", "pool_no_pch"), ("with PCH", "pool_pch")):
