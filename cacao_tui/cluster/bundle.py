@@ -42,8 +42,9 @@ class Bundle:
         self.files[rel] = data
 
 
-def read_capped(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
-    """A regular file's bytes (never a link, FIFO or device), at most ``limit``."""
+def read_capped(path: Path, limit: int | None = None) -> bytes:
+    """A regular file's bytes (never a link, FIFO or device), at most ``limit`` (default MAX_FILE_BYTES)."""
+    limit = MAX_FILE_BYTES if limit is None else limit
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
         info = os.fstat(fd)

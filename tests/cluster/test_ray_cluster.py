@@ -5,7 +5,6 @@ a whole engine run, and a run resumed on a different cluster."""
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
 import time
 from pathlib import Path
@@ -132,6 +131,8 @@ async def test_a_node_killed_mid_job_is_retried_elsewhere_keeping_measured_lines
 async def test_an_engine_run_on_the_cluster_and_resumed_on_another(ray_cluster: object, problem: Path) -> None:
     import ray
 
+    from cacao_tui.engine.events import TuningFinished
+
     bus = EventBus()
     events: list[object] = []
     bus.subscribe(events.append)
@@ -142,20 +143,44 @@ async def test_an_engine_run_on_the_cluster_and_resumed_on_another(ray_cluster: 
                            node_id=p.node_id, gpu=p.gpu, attempt=p.attempt))  # fmt: skip
 
     scenario = Scenario(strategies=["alpha", "beta"])
-    engine = make_engine(problem, scenario.provider(), bus=bus, max_iter=2,
+    engine = make_engine(problem, scenario.provider(), bus=bus, max_iter=3,
                          tuner=RayTuner(problem, on_placed=placed, tuner_factory=FakeTuner))  # fmt: skip
     engine.deps.devices = RaySlots(int(ray.cluster_resources()["GPU"]))
-    finished = await engine.run()
-    assert finished.status == "ok"
+    stopping: list[object] = []
+
+    def stop_after_first_tuning(event: object) -> None:  # a clean stop (Ctrl-C) once a tuning came back
+        if isinstance(event, TuningFinished) and not stopping:
+            stopping.append(asyncio.ensure_future(engine.stop()))
+
+    bus.subscribe(stop_after_first_tuning)
+    first = await engine.run()
+    assert first.status == "interrupted"
     jobs = [e for e in events if isinstance(e, JobPlaced)]
-    assert {(e.branch, e.iteration) for e in jobs if e.job == "tune"} == {(b, i) for b in ("b1-alpha", "b2-beta")
-                                                                           for i in (1, 2)}  # fmt: skip
     assert jobs and all(e.job in ("tune", "profile") and e.node_id not in ("", "local") and e.gpu for e in jobs)
+    assert all(e.branch in ("b1-alpha", "b2-beta") and e.iteration == 1 for e in jobs)
     assert parse_event(jobs[0].model_dump_json()) == jobs[0]  # the run log reads it back
-    # The same run, resumed with more iterations on "another cluster": this machine (fake tuner).
-    scenario2 = Scenario(strategies=["alpha", "beta"])
-    resumed = make_engine(problem, scenario2.provider(), max_iter=3, resumed=True, tuner=FakeTuner())
+    tuned = RunLayout(problem).branch(jobs[0].branch).iteration(1).tune_dir  # type: ignore[arg-type]
+    assert len((tuned / "results.jsonl").read_text().splitlines()) == 4
+    # The same run resumed on "another cluster": this machine, with the fake tuner.
+    resumed = make_engine(problem, Scenario(strategies=["alpha", "beta"]).provider(), max_iter=3, resumed=True,
+                          tuner=FakeTuner())  # fmt: skip
     assert (await resumed.run()).status == "ok"
     final = read_model(RunLayout(problem).final_results, FinalResults)
-    assert final.best is not None and final.best.iteration == 3
-    assert json.loads((RunLayout(problem).branch("b1-alpha").iteration(1).tune_dir / "summary.json").read_text())
+    assert final.best is not None and final.best.iteration == 3  # the fake times fall with each iteration
+
+
+def test_a_dry_run_suite_on_the_cluster_collects_a_table(ray_cluster: object, tmp_path: Path) -> None:
+    from tests.cluster.suite_helpers import cacao, mmul_copies
+
+    problems = mmul_copies(tmp_path, 2)
+    out = tmp_path / "results"
+    address = f"ray:{ray_cluster.address}"  # type: ignore[attr-defined]
+    done = cacao("suite", *map(str, problems), "--cluster", address, "--dry-run", "--provider", "replay",
+                 "--max-iter", "1", "--output", str(out), cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert "6 at a time (cluster slot 0" in done.stdout  # the cluster's six GPUs bound the runs in flight
+    for p in problems:
+        started = parse_event((p / "output" / "run.jsonl").read_text().splitlines()[0])
+        assert started.gpu_name == "Ray cluster: 6 GPU(s) on 4 node(s)"  # type: ignore[attr-defined]
+    table = (out / "summary.md").read_text()
+    assert "| mmul1 | ok (dry run) |" in table and "| mmul2 | ok (dry run) |" in table
