@@ -163,3 +163,31 @@ def test_names_read_is_conservative() -> None:
     assert names_read(["FOO_KNOBS_UNUSED"], ["int x = FOO_KNOB;"], dirs) == set()
     assert names_read(["BLOCK_THREADS"], ["int x;"], dirs) == {"BLOCK_THREADS"}  # cub reads it
     assert names_read(["FOO_KNOB"], ["#define J(a, b) a ## b"], dirs) is None
+
+
+# -- on the GPU: a whole tuning of the cub example ---------------------------------------------
+
+
+@pytest.mark.gpu
+def test_the_cub_example_tunes_with_a_shared_precompiled_header(tmp_path: Path) -> None:
+    """bench/cub_reduce through ``python -m ktt tune``: valid results, one header made, the others use it."""
+    import json
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    ex = root / "bench" / "cub_reduce"
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "ktt", "tune", "--problem", str(ex), "--kernel", str(ex / "kernels.cu"),
+            "--spec", str(ex / "tuning.yaml"), "--output", str(out), "--cache-dir", str(tmp_path / "cache"),
+            "--duration", "60", "--json"]  # fmt: skip
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=root)
+    lines = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = lines[-1]
+    assert summary["type"] == "result" and summary["ok"] and summary["evaluated"] == 60
+    pool = next(ln["message"] for ln in lines if ln.get("type") == "log" and "compile pool:" in ln["message"])
+    print(pool)
+    used = int(pool.split("precompiled header used ")[1].split(" ")[0])
+    assert "(created 1)" in pool and used >= 30, pool
+    assert not list(tmp_path.glob("cache/pch-*")), "the pool's store is removed at its end"

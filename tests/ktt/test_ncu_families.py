@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ktt.ncu import CATALOGUE, parse_raw_csv
 
 DATA = Path(__file__).parent / "data" / "ncu"
@@ -74,3 +76,43 @@ def test_the_propose_prompt_and_the_profile_tab_show_them() -> None:
     assert fmt_value(m.value, m.unit) == "1,048,576 bytes"
     m = by["l1tex__average_t_sectors_per_request_pipe_lsu_mem_global_op_ld.ratio"]
     assert fmt_value(m.value, m.unit) == "4.25 sectors (4 = coalesced 4-byte loads)"
+
+
+@pytest.mark.gpu
+def test_ncu_on_the_gpu_reports_the_new_families(tmp_path: Path) -> None:
+    """Profile one GEMM configuration with the catalogue: every new family comes back with a number."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    space = root / "bench" / "gemm_space"
+    config = {"BLOCK_SIZE_X": 16, "BLOCK_SIZE_Y": 16, "TILE_SIZE_X": 8, "TILE_SIZE_Y": 8, "TILE_K": 32, "PAD": 1}
+    argv = [sys.executable, "-m", "ktt", "profile", "--problem", str(space / "problem"), "--kernel",
+            str(space / "sgemm.cu"), "--spec", str(space / "tuning.yaml"), "--config", json.dumps(config),
+            "--output", str(tmp_path), "--json"]  # fmt: skip
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=root)
+    lines = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    report = lines[-1]
+    if report.get("error_kind") in ("ncu_missing", "no_permission"):
+        pytest.skip(f"ncu cannot profile here: {report.get('error')}")
+    assert proc.returncode == 0, (report.get("error"), proc.stderr[-2000:])
+    keep = os.environ.get("KTT_GPU_TEST_OUT")
+    if keep:  # the recorded CSV for the CPU tests
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(tmp_path / "profile_raw.csv", Path(keep) / "ncu_raw_sgemm_families.csv")
+    (k,) = report["kernels"]
+    by = {m["name"]: m for m in k["metrics"]}
+    for name in (
+        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+        "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
+        "smsp__inst_executed_op_local_st.sum",
+        "smsp__sass_average_branch_targets_threads_uniform.pct",
+        "smsp__thread_inst_executed_per_inst_executed.ratio",
+        "l1tex__average_t_sectors_per_request_pipe_lsu_mem_global_op_ld.ratio",
+    ):
+        assert name in by and isinstance(by[name]["value"], float), (name, by.get(name))
+    assert by["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"]["value"] < 1.0  # fp32 FMA GEMM
+    assert 24 <= by["smsp__thread_inst_executed_per_inst_executed.ratio"]["value"] <= 32
