@@ -200,9 +200,10 @@ class CompilePool:
         self.timeout_s = timeout_s if timeout_s is not None else compile_timeout_s()
         self.pch_dir: str | None = None
         if pch and os.environ.get("KTT_NO_PCH") is None:
-            base = cache_dir if cache_dir and os.path.isdir(cache_dir) else None
-            with contextlib.suppress(OSError):
-                self.pch_dir = tempfile.mkdtemp(prefix="pch-", dir=base)  # mode 0700, ours
+            base = cache_dir if cache_dir and os.path.isdir(cache_dir) else tempfile.gettempdir()
+            _remove_stale_stores(base)
+            with contextlib.suppress(OSError):  # mode 0700, ours; the pid lets a later pool clean up after a kill
+                self.pch_dir = tempfile.mkdtemp(prefix=f"pch-{os.getpid()}-", dir=base)
         self.stats = PoolStats()
         self._job_fn = job or _compile_job
         self._seq = itertools.count()
@@ -303,6 +304,7 @@ class CompilePool:
         for fd in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 os.close(fd)
+        self._wake_w = -1  # the number may be reused: never write to it again
         if self.pch_dir is not None:
             shutil.rmtree(self.pch_dir, ignore_errors=True)
 
@@ -330,6 +332,8 @@ class CompilePool:
         return fut
 
     def _wake(self) -> None:
+        if self._wake_w < 0:
+            return
         with contextlib.suppress(OSError, BlockingIOError):
             os.write(self._wake_w, b"x")
 
@@ -504,6 +508,19 @@ class CompilePool:
     def _requeue_or_fail(self, job: _Job, w: _Worker) -> None:
         self._finish(job, exc=RuntimeError("a compile worker could not take the job"))
         self._replace(w)
+
+
+def _remove_stale_stores(base: str) -> None:
+    """Remove precompiled-header stores of pools whose process is gone (a tuner killed with SIGKILL)."""
+    with contextlib.suppress(OSError):
+        for e in os.scandir(base):
+            parts = e.name.split("-")
+            if len(parts) < 3 or parts[0] != "pch" or not parts[1].isdigit():
+                continue
+            with contextlib.suppress(OSError):
+                st = e.stat(follow_symlinks=False)
+                if e.is_dir(follow_symlinks=False) and st.st_uid == os.getuid() and not pid_alive(int(parts[1])):
+                    shutil.rmtree(e.path, ignore_errors=True)
 
 
 def _resolve(fut: Future, value: Any = None, exc: BaseException | None = None) -> None:

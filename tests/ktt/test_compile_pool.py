@@ -160,3 +160,23 @@ def test_configurations_that_differ_in_an_unread_parameter_compile_once(tmp_path
         assert outs[1].deduplicated and outs[1].cubin == outs[0].cubin
     finally:
         pool.shutdown()
+
+
+def test_the_precompiled_header_store_is_private_and_cleaned_up(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = tmp_path / f"pch-{int(gone.stdout)}-abc"
+    stale.mkdir()
+    (stale / "x.pch").write_bytes(b"left by a killed tuner")
+    alive = tmp_path / f"pch-{os.getpid()}-other"  # a live process's store is left alone
+    alive.mkdir()
+    pool = CompilePool(0, str(tmp_path), pch=True)
+    try:
+        assert not stale.exists() and alive.exists()
+        assert pool.pch_dir is not None and Path(pool.pch_dir).parent == tmp_path
+        assert os.stat(pool.pch_dir).st_mode & 0o777 == 0o700
+    finally:
+        pool.shutdown()
+    assert not Path(pool.pch_dir).exists()
