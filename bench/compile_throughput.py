@@ -74,7 +74,7 @@ def raw_compile(source: str, req: Any, extra: list[bytes], defines: bool = True)
     """NVRTC through its API, unsandboxed, with ``--time``: (ok, {phase: ms})."""
     with tempfile.TemporaryDirectory() as d:
         timing = os.path.join(d, "time.csv")
-        opts = list(nvrtc._program_options(req).as_bytes("nvrtc")) if defines else nvrtc._pch_options(req)
+        opts = nvrtc.option_bytes(req) if defines else nvrtc._pch_options(req)
         opts += [*extra, f"--time={timing}".encode()]
         cubin, _, _ = nvrtc._nvrtc_compile(source, req.program_path, opts, pch.HEAP_BYTES)
         phases: dict[str, float] = {}
@@ -155,7 +155,7 @@ def per_config(reqs: list, cache_root: Path, store: str | None) -> dict[str, Any
 def raw_per_config(reqs: list) -> dict[str, Any]:
     cpu, wall = [], []
     for r in reqs:
-        opts = list(nvrtc._program_options(r).as_bytes("nvrtc"))
+        opts = nvrtc.option_bytes(r)
         _, c, w = timed(lambda r=r, opts=opts: nvrtc._nvrtc_compile(r.source, r.program_path, opts, pch.HEAP_BYTES))
         cpu.append(c)
         wall.append(w)

@@ -202,10 +202,39 @@ def precheck(req: CompileRequest) -> CompileOutput | None:
     return None
 
 
+_FLAG_SPELLING = {
+    ("lineinfo", True): "--generate-line-info",
+    ("device_as_default_execution_space", True): "--device-as-default-execution-space",
+    ("extra_device_vectorization", True): "--extra-device-vectorization",
+    ("restrict", True): "--restrict",
+}
+
+
+def option_bytes(req: CompileRequest) -> list[bytes]:
+    """The request's NVRTC command line, for compiles through NVRTC's API (the precompiled-header path)."""
+    opts = _program_options(req)
+    if hasattr(opts, "as_bytes"):
+        return list(opts.as_bytes("nvrtc"))
+    # A cuda.core without ProgramOptions.as_bytes: the same options, spelled as NVRTC documents them.
+    out = [f"-arch={req.arch}", f"--std={STD}"]
+    out += [f"--include-path={d}" for d in req.include_dirs]
+    out += [f"--define-macro={k}={v}" for k, v in req.defines]
+    for opt in req.options:
+        if opt in FLAG_OPTIONS:
+            spelling = _FLAG_SPELLING.get(FLAG_OPTIONS[opt])
+            if spelling is None:  # -dopt: how this cuda.core spells it is not known here; no PCH
+                raise AttributeError(f"no NVRTC spelling for {opt}")
+            out.append(spelling)
+        elif m := MAXRREG.fullmatch(opt):
+            out.append(f"--maxrregcount={int(m.group(1))}")
+        elif m := PTXAS_PREFIX.fullmatch(opt):
+            out += [f"--ptxas-options={p}" for p in m.group(1).split(",") if p]
+    return [o.encode() for o in out]
+
+
 def _pch_options(req: CompileRequest) -> list[bytes]:
     """The request's NVRTC options with only its fixed defines (the others move into the source, ktt.pch)."""
-    base = dataclasses.replace(req, defines=tuple(d for d in req.defines if d[0] in req.fixed_defines))
-    return list(_program_options(base).as_bytes("nvrtc"))
+    return option_bytes(dataclasses.replace(req, defines=tuple(d for d in req.defines if d[0] in req.fixed_defines)))
 
 
 def _nvrtc_compile(source: str, name: str, options: list[bytes], heap: int) -> tuple[bytes | None, str, int | None]:

@@ -191,3 +191,25 @@ def test_the_cub_example_tunes_with_a_shared_precompiled_header(tmp_path: Path) 
     used = int(pool.split("precompiled header used ")[1].split(" ")[0])
     assert "(created 1)" in pool and used >= 30, pool
     assert not list(tmp_path.glob("cache/pch-*")), "the pool's store is removed at its end"
+
+
+def test_the_command_line_fallback_spells_what_cuda_core_spells(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For a cuda.core without ProgramOptions.as_bytes the precompiled-header path builds the same options."""
+    from ktt import nvrtc
+
+    opts = ("-lineinfo", "-maxrregcount=64", "-Xptxas=-v,-O3", "--extra-device-vectorization", "-restrict",
+            "-default-device")  # fmt: skip
+    req = CompileRequest("x", "/tmp/k.cu", "k.cu", "sm_90", (("A", "1"),), ("/a", "/b"), options=opts)
+    if not hasattr(nvrtc._program_options(req), "as_bytes"):
+        pytest.skip("this cuda.core has no as_bytes to compare with")
+    expected = sorted(nvrtc.option_bytes(req))
+    real = nvrtc._program_options
+
+    class Without:
+        def __init__(self, r: CompileRequest) -> None:
+            self._o = real(r)
+
+    monkeypatch.setattr(nvrtc, "_program_options", Without)
+    assert sorted(nvrtc.option_bytes(req)) == expected
+    with pytest.raises(AttributeError):
+        nvrtc.option_bytes(CompileRequest("x", "/tmp/k.cu", "k.cu", "sm_90", (), (), options=("-dopt=off",)))
