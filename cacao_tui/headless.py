@@ -96,23 +96,25 @@ class HeadlessRenderer:
             if now - self._progress_at.get(key, 0.0) < PROGRESS_EVERY_S:
                 return None
             self._progress_at[key] = now
-            budget = f"/{e.budget_s:.0f}" if e.budget_s else ""
+            p = e.progress
+            budget = f"/{p.budget_s:.0f}" if p.budget_s else ""
             return (
-                f"{e.branch} #{e.iteration}: tuning {e.phase} {e.evaluated}/{e.space_size} evaluated, "
-                f"{e.valid} valid, best {_ms(e.best_ms)} [{e.elapsed_s:.0f}{budget} s]"
+                f"{e.branch} #{e.iteration}: tuning {e.phase} {p.evaluated}/{p.space_size} evaluated, "
+                f"{p.valid} valid, best {_ms(p.best_ms)} [{p.elapsed_s:.0f}{budget} s]"
             )
         if isinstance(e, TuningFinished):
-            if not e.ran:
-                return f"{e.branch} #{e.iteration}: {e.message or 'not run'}"
-            fails = ", ".join(f"{k} {v}" for k, v in sorted(e.by_status.items()) if k != "ok")
+            r = e.outcome
+            if not r.ran:
+                return f"{e.branch} #{e.iteration}: {r.message or 'not run'}"
+            fails = ", ".join(f"{k} {v}" for k, v in sorted(r.by_status.items()) if k != "ok")
             return (
-                f"{e.branch} #{e.iteration}: tuned: best {_ms(e.best_ms)} ({_x(e.speedup)}), "
-                f"{e.valid}/{e.evaluated} valid" + (f"; {fails}" if fails else "")
+                f"{e.branch} #{e.iteration}: tuned: best {_ms(r.best_ms)} ({_x(r.speedup)}), "
+                f"{r.valid}/{r.evaluated} valid" + (f"; {fails}" if fails else "")
             )
         if isinstance(e, ProfileMetrics):
-            if not e.ran:
+            if not e.outcome.ran:
                 return None
-            return f"{e.branch} #{e.iteration}: profile: {e.roofline}"
+            return f"{e.branch} #{e.iteration}: profile: {e.outcome.roofline}"
         if isinstance(e, DecisionMade):
             d = e.decision
             extra = " (configuration only next)" if d is not None and d.skip_implement else ""
@@ -130,12 +132,13 @@ class HeadlessRenderer:
             tag = "" if e.level == "info" else f"{e.level}: "
             return f"{where}{tag}{e.message}"
         if isinstance(e, LLMCallEvent):
-            if e.error:
-                return f"{e.branch or 'master'}: LLM call {e.node}#{e.index} failed: {e.error}"
+            c = e.call
+            if c.error:
+                return f"{c.branch or 'master'}: LLM call {c.node}#{c.index} failed: {c.error}"
             if self.verbose:
                 return (
-                    f"{e.branch or 'master'}: LLM {e.node}#{e.index} {e.input_tokens}+{e.output_tokens} tokens "
-                    f"{e.latency_s:.1f} s"
+                    f"{c.branch or 'master'}: LLM {c.node}#{c.index} {c.usage.input_tokens}+{c.usage.output_tokens} "
+                    f"tokens {c.latency_s:.1f} s"
                 )
             return None
         if isinstance(e, RunFinished):

@@ -26,6 +26,7 @@ from cacao_tui.engine.scheduler import GpuScheduler
 from cacao_tui.headless import HeadlessRenderer
 from cacao_tui.ktt_client import KttTuner
 from cacao_tui.llm import LLMError, create_llm, llm_timeout_s, load_env, select_provider
+from cacao_tui.llm.recording import CallRecord
 from cacao_tui.nodes.context import NoDevices, RunDeps
 from cacao_tui.run_request import RunRequest
 from cacao_tui.settings import DEFAULTS
@@ -160,26 +161,8 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     )
     bus = EventBus()
 
-    def on_call(record: object) -> None:
-        usage = llm.usage.run
-        bus.emit(
-            LLMCallEvent(
-                branch=record.branch,
-                iteration=record.iteration,
-                node=record.node,
-                index=record.index,  # type: ignore[attr-defined]
-                input_tokens=record.usage.input_tokens,
-                output_tokens=record.usage.output_tokens,  # type: ignore[attr-defined]
-                cached_tokens=record.usage.cached_tokens,
-                cost_usd=record.usage.cost_usd,  # type: ignore[attr-defined]
-                latency_s=record.latency_s,
-                error=record.error,  # type: ignore[attr-defined]
-                record_path=str(record.path) if getattr(record, "path", None) else None,
-                run_input_tokens=usage.input_tokens,
-                run_output_tokens=usage.output_tokens,
-                run_cost_usd=usage.cost_usd,
-            )
-        )
+    def on_call(record: CallRecord) -> None:
+        bus.emit(LLMCallEvent.of(record, llm.usage.run.as_usage()))
 
     replay_from = request.replay_from
     if choice.provider == "replay" and replay_from is None:

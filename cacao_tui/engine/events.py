@@ -15,9 +15,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from cacao_tui.store.state import Decision
-
-ParamValue = int | float | str
+from cacao_tui.llm.recording import CallRecord
+from cacao_tui.llm.types import Usage
+from cacao_tui.store.state import Decision, ProfileOutcome, TuneOutcome
+from ktt.protocol import Progress
 
 
 class _Event(BaseModel):
@@ -106,21 +107,28 @@ class JobPlaced(LogLine):
 
 
 class LLMCallEvent(_Event):
+    """One LLM call, as the LLM layer recorded it, and the run's totals after it."""
+
     type: Literal["llm_call"] = "llm_call"
-    branch: str | None = None
-    iteration: int | None = None
-    node: str
-    index: int
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
-    cost_usd: float = 0.0
-    latency_s: float = 0.0
-    error: str | None = None
+    # The call's record without its texts (system, messages, tools, response), which can be
+    # large; they stay in the record's file, ``record_path``.
+    call: CallRecord
     record_path: str | None = None
-    run_input_tokens: int = 0  # running totals for the status bar
-    run_output_tokens: int = 0
-    run_cost_usd: float = 0.0
+    run: Usage = Field(default_factory=Usage)  # the run's totals so far (tokens, cost), for the status bar
+
+    @classmethod
+    def of(cls, record: CallRecord, run: Usage | None = None) -> LLMCallEvent:
+        head = record.model_copy(update={"system": None, "messages": [], "tools": [], "response": None})
+        path = str(record.path) if record.path is not None else None
+        return cls(call=head, record_path=path, run=run if run is not None else Usage())
+
+    @property
+    def branch(self) -> str | None:
+        return self.call.branch
+
+    @property
+    def iteration(self) -> int | None:
+        return self.call.iteration
 
 
 class KernelWritten(_Event):
@@ -132,45 +140,38 @@ class KernelWritten(_Event):
 
 
 class TuningProgress(_Event):
+    """A progress line of the tuner (``ktt tune``), as it sent it."""
+
     type: Literal["tuning_progress"] = "tuning_progress"
     branch: str
     iteration: int
-    evaluated: int
-    valid: int
-    space_size: int
-    best_ms: float | None = None
-    best_config: dict[str, ParamValue] | None = None
-    by_status: dict[str, int] = Field(default_factory=dict)
-    elapsed_s: float = 0.0
-    budget_s: float | None = None
-    phase: str = "search"
+    progress: Progress
+
+    @property
+    def phase(self) -> str:
+        """The phase, with the case being tuned when there are several."""
+        p = self.progress
+        if p.cases_total <= 1 or not p.case:
+            return p.phase
+        return f"{p.phase} {p.case} ({p.case_index + 1}/{p.cases_total})"
 
 
 class TuningFinished(_Event):
+    """The tuning step's outcome (``nodes/run.py``), as saved in the iteration's state."""
+
     type: Literal["tuning_finished"] = "tuning_finished"
     branch: str
     iteration: int
-    ran: bool
-    best_ms: float | None = None
-    speedup: float | None = None
-    score: float | None = None
-    evaluated: int = 0
-    valid: int = 0
-    by_status: dict[str, int] = Field(default_factory=dict)
-    best_config: dict[str, ParamValue] | None = None
-    summary_path: str | None = None
-    message: str | None = None
+    outcome: TuneOutcome
 
 
 class ProfileMetrics(_Event):
+    """The profiling step's outcome (``nodes/profile.py``), as saved in the iteration's state."""
+
     type: Literal["profile_metrics"] = "profile_metrics"
     branch: str
     iteration: int
-    ran: bool
-    roofline: str | None = None
-    path: str | None = None
-    headline: dict[str, str] = Field(default_factory=dict)
-    message: str | None = None
+    outcome: ProfileOutcome
 
 
 class DecisionMade(_Event):

@@ -91,23 +91,7 @@ class BranchReporter:
 
     def tuning_progress(self, progress: Progress) -> None:
         w = self.worker
-        w.host.bus.emit(
-            TuningProgress(
-                branch=w.name,
-                iteration=w.iteration or 0,
-                evaluated=progress.evaluated,
-                valid=progress.valid,
-                space_size=progress.space_size,
-                best_ms=progress.best_ms,
-                best_config=progress.best_config,
-                by_status=progress.by_status,
-                elapsed_s=progress.elapsed_s,
-                budget_s=progress.budget_s,
-                phase=progress.phase
-                if progress.cases_total <= 1 or not progress.case
-                else f"{progress.phase} {progress.case} ({progress.case_index + 1}/{progress.cases_total})",
-            )
-        )
+        w.host.bus.emit(TuningProgress(branch=w.name, iteration=w.iteration or 0, progress=progress))
 
     def kernel_written(self, kernel: Path, spec: Path | None) -> None:
         w = self.worker
@@ -621,23 +605,7 @@ class BranchWorker:
             self.set_iter_status(st, "running")
             st.run = await self.guarded(lambda: run_tuning(deps, view))
             self.save_state(st)  # before the events: a crash after them must not lose the tuning
-            r = st.run
-            self.host.bus.emit(
-                TuningFinished(
-                    branch=self.name,
-                    iteration=idx,
-                    ran=r.ran,
-                    best_ms=r.best_ms,
-                    speedup=r.speedup,
-                    score=r.score,
-                    evaluated=r.evaluated,
-                    valid=r.valid,
-                    by_status=r.by_status,
-                    best_config=r.best_config,
-                    summary_path=r.summary_path,
-                    message=r.message,
-                )
-            )
+            self.host.bus.emit(TuningFinished(branch=self.name, iteration=idx, outcome=st.run))
             self.note_best(self.manifest(), st)
 
         if st.profile is None:
@@ -648,17 +616,7 @@ class BranchWorker:
             p = st.profile
             if not p.ran and p.message:
                 self.reporter.log(p.message, "info" if deps.settings.dry_run else "warning")
-            self.host.bus.emit(
-                ProfileMetrics(
-                    branch=self.name,
-                    iteration=idx,
-                    ran=p.ran,
-                    roofline=p.roofline,
-                    path=p.path,
-                    headline=p.headline,
-                    message=p.message,
-                )
-            )
+            self.host.bus.emit(ProfileMetrics(branch=self.name, iteration=idx, outcome=p))
 
         if st.proposal is None:
             cfg = await self.honour_control(self.manifest())

@@ -32,6 +32,16 @@ class UsageSum:
         self.cache_write_tokens += usage.cache_write_tokens
         self.cost_usd += usage.cost_usd
 
+    def as_usage(self) -> Usage:
+        """The sum as one ``Usage`` (a run's totals in an event)."""
+        return Usage(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cached_tokens=self.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens,
+            cost_usd=self.cost_usd,
+        )
+
 
 @dataclass
 class UsageTotals:

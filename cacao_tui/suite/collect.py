@@ -82,8 +82,9 @@ def _read_log(path: Path) -> _LogFacts:
                 facts.last_ts = ts
             kind = event.get("type")
             if kind == "llm_call":
-                facts.tokens = int(event.get("run_input_tokens") or 0) + int(event.get("run_output_tokens") or 0)
-                facts.cost_usd = float(event.get("run_cost_usd") or 0.0)
+                run = event.get("run") if isinstance(event.get("run"), dict) else {}  # the run's totals so far
+                facts.tokens = int(run.get("input_tokens") or 0) + int(run.get("output_tokens") or 0)
+                facts.cost_usd = float(run.get("cost_usd") or 0.0)
             elif kind == "job_placed":
                 where = f"{event.get('host', '?')}:GPU{event.get('gpu', '?')}"
                 if where not in facts.placements:

@@ -152,22 +152,23 @@ class RunView:
 
     def _llm_call(self, e: ev.LLMCallEvent) -> set[str]:
         self.llm_calls += 1
-        self.llm_errors += 1 if e.error else 0
-        if e.run_input_tokens or e.run_output_tokens or e.run_cost_usd:
-            self.input_tokens, self.output_tokens = e.run_input_tokens, e.run_output_tokens
-            self.cost_usd = e.run_cost_usd
+        self.llm_errors += 1 if e.call.error else 0
+        run, usage = e.run, e.call.usage
+        if run.input_tokens or run.output_tokens or run.cost_usd:
+            self.input_tokens, self.output_tokens, self.cost_usd = run.input_tokens, run.output_tokens, run.cost_usd
         else:  # an engine that does not keep running totals
-            self.input_tokens += e.input_tokens
-            self.output_tokens += e.output_tokens
-            self.cost_usd += e.cost_usd
+            self.input_tokens += usage.input_tokens
+            self.output_tokens += usage.output_tokens
+            self.cost_usd += usage.cost_usd
         return {RUN}
 
     def _tuning_finished(self, e: ev.TuningFinished) -> set[str]:
         b = self.branch(e.branch)
         it = b.iteration(e.iteration)
-        it.best_ms, it.speedup = e.best_ms, e.speedup
-        if e.best_ms is not None and (b.best_ms is None or e.best_ms < b.best_ms):
-            b.best_ms, b.speedup = e.best_ms, e.speedup
+        r = e.outcome
+        it.best_ms, it.speedup = r.best_ms, r.speedup
+        if r.best_ms is not None and (b.best_ms is None or r.best_ms < b.best_ms):
+            b.best_ms, b.speedup = r.best_ms, r.speedup
         return {e.branch}
 
     def _new_best(self, e: ev.NewBest) -> set[str]:

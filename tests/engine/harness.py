@@ -44,11 +44,7 @@ def main() -> int:
     provider = build_provider(choice, replay_from=args.problem / "session.jsonl")
     engine = make_engine(args.problem, provider, bus=bus, max_iter=5, max_depth=2, n_strategies=4, resumed=args.resume)
     # As launch.py does: every call is an event (the totals test counts them).
-    engine.deps.llm.on_call = lambda r: bus.emit(
-        LLMCallEvent(
-            branch=r.branch, iteration=r.iteration, node=r.node, index=r.index, input_tokens=r.usage.input_tokens
-        )
-    )
+    engine.deps.llm.on_call = lambda r: bus.emit(LLMCallEvent.of(r))
     finished = asyncio.run(engine.run())
     print(f"FINISHED {finished.status}")
     return 0 if finished.status == "ok" else 1

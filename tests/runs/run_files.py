@@ -11,6 +11,7 @@ from pathlib import Path
 
 from cacao_tui.engine import events as ev
 from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.state import TuneOutcome
 
 REPO = Path(__file__).resolve().parents[2]
 MMUL = REPO / "problems" / "mmul"
@@ -66,8 +67,8 @@ def finished_run_events(problem: str = "mmul", t0: float = T0) -> list[ev._Event
         ev.BranchStatusChanged(ts=t0 + 3, branch="b1-tiling", status="running", iteration=1, max_iter=3),
         ev.IterationStatusChanged(ts=t0 + 3, branch="b1-tiling", iteration=1, status="planning"),
         ev.LogLine(ts=t0 + 4, message="plan: 16x16 tiles in shared memory", branch="b1-tiling", iteration=1),
-        ev.TuningFinished(ts=t0 + 9, branch="b1-tiling", iteration=1, ran=True, best_ms=1.2, speedup=3.25,
-                          evaluated=12, valid=10, best_config={"TILE": 16}),
+        ev.TuningFinished(ts=t0 + 9, branch="b1-tiling", iteration=1, outcome=TuneOutcome(
+            ran=True, best_ms=1.2, speedup=3.25, evaluated=12, valid=10, best_config={"TILE": 16})),
         ev.NewBest(ts=t0 + 9, branch="b1-tiling", iteration=1, time_ms=1.2, speedup=3.25, run_best=True),
         ev.IterationStatusChanged(ts=t0 + 10, branch="b1-tiling", iteration=1, status="decided"),
         ev.BranchStatusChanged(ts=t0 + 11, branch="b1-tiling", status="done", iterations_done=1, max_iter=3,

@@ -34,7 +34,7 @@ from cacao_tui.store.state import (
     Strategy,
     TuneOutcome,
 )
-from ktt.protocol import ConfigResult, KernelProfile, Metric, ProfileReport, TuneSummary
+from ktt.protocol import ConfigResult, KernelProfile, Metric, ProfileReport, Progress, TuneSummary
 
 T0 = 1_700_000_000.0  # every scripted timestamp is T0 + seconds, so screens are reproducible
 REFERENCE_MS = 3.9
@@ -365,15 +365,15 @@ def script(layout: RunLayout) -> list[ev._Event]:
         ev.MasterPhase(ts=at(), phase="analyzing"),
         ev.LLMCallEvent(
             ts=at(),
-            node="analyze",
-            index=0,
-            input_tokens=1200,
-            output_tokens=340,
-            cost_usd=0.0123,
-            latency_s=2.5,
-            run_input_tokens=1200,
-            run_output_tokens=340,
-            run_cost_usd=0.0123,
+            call=CallRecord(
+                node="analyze",
+                index=0,
+                provider="scripted",
+                model="scripted",
+                latency_s=2.5,
+                usage=Usage(input_tokens=1200, output_tokens=340, cost_usd=0.0123),
+            ),
+            run=Usage(input_tokens=1200, output_tokens=340, cost_usd=0.0123),
         ),
         ev.MasterPhase(ts=at(), phase="strategizing"),
         ev.MasterPhase(ts=at(), phase="dispatched", message="2 strategies"),
@@ -391,13 +391,9 @@ def script(layout: RunLayout) -> list[ev._Event]:
                 ts=at(),
                 branch="tiled",
                 iteration=i,
-                evaluated=2,
-                valid=2,
-                space_size=4,
-                best_ms=ms,
-                best_config={"TILE": 16},
-                elapsed_s=6,
-                budget_s=20,
+                progress=Progress(
+                    evaluated=2, valid=2, space_size=4, best_ms=ms, best_config={"TILE": 16}, elapsed_s=6, budget_s=20
+                ),
             )
         )
         events.append(
@@ -405,19 +401,22 @@ def script(layout: RunLayout) -> list[ev._Event]:
                 ts=at(),
                 branch="tiled",
                 iteration=i,
-                ran=True,
-                best_ms=ms,
-                speedup=REFERENCE_MS / ms,
-                evaluated=4,
-                valid=3,
-                by_status={"ok": 3, "launch_failed": 1},
-                best_config={"TILE": 16},
+                outcome=TuneOutcome(
+                    ran=True,
+                    best_ms=ms,
+                    speedup=REFERENCE_MS / ms,
+                    evaluated=4,
+                    valid=3,
+                    by_status={"ok": 3, "launch_failed": 1},
+                    best_config={"TILE": 16},
+                ),
             )
         )
         events.append(
             ev.NewBest(ts=at(), branch="tiled", iteration=i, time_ms=ms, speedup=REFERENCE_MS / ms, run_best=True)
         )
-        events.append(ev.ProfileMetrics(ts=at(), branch="tiled", iteration=i, ran=True, roofline="compute-bound"))
+        profile = ProfileOutcome(ran=True, roofline="compute-bound")
+        events.append(ev.ProfileMetrics(ts=at(), branch="tiled", iteration=i, outcome=profile))
         events.append(ev.IterationStatusChanged(ts=at(), branch="tiled", iteration=i, status="decided"))
         events.append(ev.DecisionMade(ts=at(), branch="tiled", iteration=i, action="continue", reason="improving"))
         events.append(
@@ -465,28 +464,30 @@ def script(layout: RunLayout) -> list[ev._Event]:
             ts=at(),
             branch="tiled",
             iteration=3,
-            evaluated=2,
-            valid=2,
-            space_size=4,
-            best_ms=1.0,
-            best_config={"TILE": 16},
-            by_status={"ok": 2},
-            elapsed_s=8,
-            budget_s=20,
+            progress=Progress(
+                evaluated=2,
+                valid=2,
+                space_size=4,
+                best_ms=1.0,
+                best_config={"TILE": 16},
+                by_status={"ok": 2},
+                elapsed_s=8,
+                budget_s=20,
+            ),
         ),
         ev.LLMCallEvent(
             ts=at(),
-            branch="tiled",
-            iteration=3,
-            node="author",
-            index=0,
-            input_tokens=5000,
-            output_tokens=900,
-            cost_usd=0.05,
-            latency_s=9.1,
-            run_input_tokens=20_000,
-            run_output_tokens=5_000,
-            run_cost_usd=0.42,
+            call=CallRecord(
+                branch="tiled",
+                iteration=3,
+                node="author",
+                index=0,
+                provider="scripted",
+                model="scripted",
+                latency_s=9.1,
+                usage=Usage(input_tokens=5000, output_tokens=900, cost_usd=0.05),
+            ),
+            run=Usage(input_tokens=20_000, output_tokens=5_000, cost_usd=0.42),
         ),
         ev.LogLine(ts=at(), message="tuning: 2/4 configurations, best 1.00 ms", branch="tiled", iteration=3),
     ]

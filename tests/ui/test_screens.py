@@ -13,9 +13,11 @@ from ui_helpers import Run, select, settle, start
 
 from cacao_tui.engine import events as ev
 from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.state import TuneOutcome
 from cacao_tui.ui.app import ResultsApp
 from cacao_tui.ui.screens.results import ResultsScreen
 from cacao_tui.ui.widgets.kernel_pane import KernelPane
+from ktt.protocol import Progress
 
 
 def text_of(widget: Widget) -> str:
@@ -108,8 +110,9 @@ async def test_the_run_selection_shows_master_llm_calls(run: Run) -> None:
 
 async def test_live_tuning_progress_moves_the_bar(run: Run) -> None:
     def progress(evaluated: int, elapsed: float) -> ev.TuningProgress:
-        return ev.TuningProgress(branch="tiled", iteration=3, evaluated=evaluated, valid=evaluated, space_size=4,
-                                 best_ms=0.9, elapsed_s=elapsed, budget_s=20, by_status={"ok": evaluated})  # fmt: skip
+        p = Progress(evaluated=evaluated, valid=evaluated, space_size=4, best_ms=0.9, elapsed_s=elapsed, budget_s=20,
+                     by_status={"ok": evaluated})  # fmt: skip
+        return ev.TuningProgress(branch="tiled", iteration=3, progress=p)
 
     async with run.app().run_test() as pilot:
         app = await start(pilot, run)
@@ -132,7 +135,8 @@ async def test_sparkline_shows_best_time_per_iteration_of_the_selected_branch(ru
         await select(pilot, "tiled")
         spark = app.main_screen.query_one("#spark", Sparkline)
         assert list(spark.data) == [1.8, 1.2]
-        run.bus.emit(ev.TuningFinished(branch="tiled", iteration=3, ran=True, best_ms=1.0, speedup=3.9))
+        outcome = TuneOutcome(ran=True, best_ms=1.0, speedup=3.9)
+        run.bus.emit(ev.TuningFinished(branch="tiled", iteration=3, outcome=outcome))
         await settle(pilot)
         assert list(spark.data) == [1.8, 1.2, 1.0]
         await select(pilot, "vectorized")

@@ -97,21 +97,23 @@ class TuningPane(Vertical):
     def show_progress(self, e: TuningProgress) -> None:
         """Live: one event per throttled progress line of the tuner."""
         bar = self.query_one("#tuning-progress", ProgressBar)
-        if e.budget_s:
-            bar.update(total=e.budget_s, progress=min(e.elapsed_s, e.budget_s))
-        elif e.space_size:
-            bar.update(total=e.space_size, progress=e.evaluated)
-        budget = f"{e.elapsed_s:.0f}/{e.budget_s:.0f} s" if e.budget_s else f"{e.elapsed_s:.0f} s"
-        self._counts(e.phase, e.evaluated, e.valid, e.space_size, e.best_ms, budget)
-        self.query_one("#tuning-failures", TextLine).update(by_status_text(e.by_status))
-        if e.best_config is not None and e.best_ms is not None:
+        p = e.progress
+        if p.budget_s:
+            bar.update(total=p.budget_s, progress=min(p.elapsed_s, p.budget_s))
+        elif p.space_size:
+            bar.update(total=p.space_size, progress=p.evaluated)
+        budget = f"{p.elapsed_s:.0f}/{p.budget_s:.0f} s" if p.budget_s else f"{p.elapsed_s:.0f} s"
+        self._counts(e.phase, p.evaluated, p.valid, p.space_size, p.best_ms, budget)
+        self.query_one("#tuning-failures", TextLine).update(by_status_text(p.by_status))
+        if p.best_config is not None and p.best_ms is not None:
             table = self.query_one("#tuning-top", KeyTable)
             if table.row_count == 0:
-                table.sync({"1": ("1", fmt_ms(e.best_ms), NONE, fmt_config(e.best_config))})
+                table.sync({"1": ("1", fmt_ms(p.best_ms), NONE, fmt_config(p.best_config))})
 
     def show_finished(self, e: TuningFinished) -> None:
         bar = self.query_one("#tuning-progress", ProgressBar)
-        bar.update(total=max(1, e.evaluated), progress=e.evaluated)
-        extra = f"speedup {fmt_speedup(e.speedup)}" + (f" · {e.message}" if e.message else "")
-        self._counts("done" if e.ran else "not tuned", e.evaluated, e.valid, 0, e.best_ms, extra)
-        self.query_one("#tuning-failures", TextLine).update(by_status_text(e.by_status))
+        r = e.outcome
+        bar.update(total=max(1, r.evaluated), progress=r.evaluated)
+        extra = f"speedup {fmt_speedup(r.speedup)}" + (f" · {r.message}" if r.message else "")
+        self._counts("done" if r.ran else "not tuned", r.evaluated, r.valid, 0, r.best_ms, extra)
+        self.query_one("#tuning-failures", TextLine).update(by_status_text(r.by_status))
