@@ -59,7 +59,7 @@ def _read_slices(path: Path) -> tuple[bytes, bytes, float] | None:
             return None
         head = os.pread(fd, HEAD_BYTES, 0)
         start = max(0, st.st_size - TAIL_BYTES)
-        tail = head if start == 0 else os.pread(fd, TAIL_BYTES, start)
+        tail = os.pread(fd, TAIL_BYTES, start)
         if start > 0:
             tail = tail.split(b"\n", 1)[-1]  # the first line is cut
         return head, tail, st.st_mtime

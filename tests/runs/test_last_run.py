@@ -75,3 +75,15 @@ def test_catalog_lists_problems_with_errors_and_skips_the_trash(tmp_path: Path) 
     assert [e.key for e in entries] == ["a_broken", "b_ok"]
     assert entries[0].error and "problem.yaml" in entries[0].error and entries[0].reference is None
     assert entries[1].error is None and entries[1].reference == "cuda" and entries[1].cases == 1
+
+
+def test_a_log_between_the_head_and_the_tail_sizes_is_read_to_its_end(tmp_path: Path) -> None:
+    """A log a little over the head's 64 KiB: its end (the run_finished line) is still read."""
+    problem = copy_problem(tmp_path)
+    filler = [ev.LogLine(message="x" * 500) for _ in range(150)]  # ~ 90 KiB
+    write_log(problem, [started(), *filler, ev.RunFinished(status="ok", best_ms=1.0, speedup=2.0)])
+    assert 64 * 1024 < (problem / "output" / "run.jsonl").stat().st_size < 256 * 1024
+    assert last_run(problem).status == "ok"
+    write_log(problem, [ev.LogLine(message="y" * 500) for _ in range(600)])  # past the tail's 256 KiB
+    write_log(problem, [ev.RunFinished(status="failed")])
+    assert last_run(problem).status == "failed"

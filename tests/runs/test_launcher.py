@@ -104,3 +104,41 @@ def test_the_run_outlives_the_process_that_started_it(tmp_path: Path) -> None:
     events = [json.loads(line) for line in layout.run_log.read_text().splitlines()]
     assert events[0]["type"] == "run_started" and events[-1]["type"] == "run_finished"
     assert (layout.final_results).is_file()
+
+
+def _wait_finished(problems: list[Path], timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not all(last_run(p).finished for p in problems):
+        time.sleep(0.5)
+
+
+@pytest.mark.slow
+def test_two_problems_run_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two runs started one after the other are both live at once, and both finish."""
+    monkeypatch.chdir(tmp_path)
+    first, second = copy_problem(tmp_path, "one"), copy_problem(tmp_path, "two")
+    a = start_detached(first, RunOptions(provider="replay", dry_run=True, max_iter=2))
+    b = start_detached(second, RunOptions(provider="replay", dry_run=True, max_iter=2))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (last_run(first).live and last_run(second).live):
+        time.sleep(0.2)
+    assert last_run(first).live and last_run(second).live, "the two runs were not live together"
+    _wait_finished([first, second])
+    assert [last_run(p).status for p in (first, second)] == ["ok", "ok"]
+    assert a.process.wait(timeout=30) == 0 and b.process.wait(timeout=30) == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_two_real_replays_on_the_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GPU: two replays of mmul started from the launcher at once (not dry runs) both time a
+    valid kernel; on one GPU the per-device lock makes them take turns, never fail."""
+    monkeypatch.chdir(tmp_path)
+    first, second = copy_problem(tmp_path, "one"), copy_problem(tmp_path, "two")
+    started = [start_detached(p, RunOptions(provider="replay", max_iter=2, gpus=[0])) for p in (first, second)]
+    _wait_finished([first, second], timeout=900)
+    for problem, run in zip((first, second), started, strict=True):
+        last = last_run(problem)
+        assert last.status == "ok" and not last.dry_run, (problem / "output" / LAUNCH_LOG).read_text()[-2000:]
+        assert last.best_ms is not None and last.best_ms > 0
+        assert run.process.wait(timeout=30) == 0

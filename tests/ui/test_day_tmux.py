@@ -61,6 +61,15 @@ class Shell:
         self._tmux("send-keys", "-t", "t", "-l", line)
         self._tmux("send-keys", "-t", "t", "Enter")
 
+    def choose_replay(self) -> None:
+        """In the run dialog: open the provider list, type to search, pick replay."""
+        self.keys("Enter")
+        self.wait_text("✗ gemini")  # the list is open
+        self._tmux("send-keys", "-t", "t", "-l", "replay")
+        time.sleep(0.3)
+        self.keys("Enter")
+        self.wait_for(lambda s: "✗ gemini" not in s and "✓ replay · no key needed" in s, what="replay chosen")
+
     def keys(self, *keys: str) -> None:
         for key in keys:
             self._tmux("send-keys", "-t", "t", key)
@@ -135,9 +144,7 @@ def test_the_whole_day(width: int, height: int, tmp_path: Path, cleanup: list[Ca
     shell.wait_for(lambda s: "mmul  " in s and "not run yet" in s, what="mmul's details")
     shell.keys("r")
     shell.wait_text("Run · mmul")
-    shell.keys("Enter")  # the provider list
-    shell.keys(*["Down"] * 5, "Enter")  # auto, cerit, anthropic, openai, gemini, replay
-    shell.wait_text("✓ replay · no key needed")
+    shell.choose_replay()
     shell.keys(*["Tab"] * 9, "Space")  # Dry run
     shell.keys("C-s")
     shell.wait_text("b1-tiling", timeout=90)  # attached: the run's branches, from its log
@@ -181,4 +188,32 @@ def test_the_whole_day(width: int, height: int, tmp_path: Path, cleanup: list[Ca
     shell.wait_for(lambda s: "Results · mmul" not in s, what="the results view to close")
     shell.keys("q")
     shell.wait_text("APP-EXIT-2 0")
+    assert last_run(mmul).status == "ok"
+
+
+def test_dropping_the_terminal_leaves_the_run(tmp_path: Path, cleanup: list[Callable[[], None]]) -> None:
+    """SSH drops: the terminal goes away (the tmux server is killed: the app gets SIGHUP) while
+    a run started from the app is live; the run goes on to its end."""
+    folder = tmp_path / "problems"
+    mmul = folder / "mmul"
+    shutil.copytree(MMUL, mmul, ignore=shutil.ignore_patterns("output", "archive", "demo"))
+    env = {"TERM": "xterm-256color", "LANG": "C.UTF-8", "PYTHONPATH": child_pythonpath(), "HOME": str(tmp_path)}
+    shell = Shell(100, 30, env)
+    cleanup.append(shell.kill)
+    cleanup.append(lambda: (pid := _holder_pid(mmul)) and pid_alive(pid) and os.kill(pid, 15))
+    shell.type_line(f"cd {shlex.quote(str(tmp_path))} && {shlex.quote(sys.executable)} -m cacao_tui")
+    shell.wait_text("1 problem ·")
+    shell.keys("r")
+    shell.wait_text("Run · mmul")
+    shell.choose_replay()
+    shell.keys(*["Tab"] * 9, "Space", "C-s")
+    shell.wait_text("b1-tiling", timeout=90)
+    pid = _holder_pid(mmul)
+    assert pid is not None and pid_alive(pid)
+    shell.kill()  # the terminal is gone: the shell and the app get SIGHUP
+    time.sleep(1)
+    assert pid_alive(pid), "the run died with the terminal"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not last_run(mmul).finished:
+        time.sleep(0.5)
     assert last_run(mmul).status == "ok"
