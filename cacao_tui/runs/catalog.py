@@ -44,16 +44,45 @@ def problem_dirs(folder: Path) -> list[Path]:
     return found
 
 
-def describe_problem(directory: Path) -> ProblemEntry:
-    """One row: loads the problem (no compiling; --check does that) and reads its last run."""
-    last = last_run(directory)
+_Loaded = tuple[str, str | None, int | None, str | None]  # name, reference, cases, error
+_loaded: dict[Path, tuple[tuple[tuple[int, int], ...], _Loaded]] = {}  # the list re-reads every 2 s
+
+
+def _signature(directory: Path) -> tuple[tuple[int, int], ...]:
+    """What a change to the problem's definition changes: its two files' mtimes and sizes."""
+    out = []
+    for name in ("problem.yaml", "inputs.yaml"):
+        try:
+            st = (directory / name).stat()
+            out.append((st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append((0, -1))
+    return tuple(out)
+
+
+def _load(directory: Path) -> _Loaded:
+    signature = _signature(directory)
+    cached = _loaded.get(directory)
+    if cached is not None and cached[0] == signature:
+        return cached[1]
     try:
         problem = load_problem(directory)
+        loaded: _Loaded = (problem.name, problem.reference.type, len(problem.shapes), None)
     except ProblemError as exc:
-        return ProblemEntry(directory, directory.name, None, None, exc.line(), last)
+        loaded = (directory.name, None, None, exc.line())
     except (OSError, ValueError) as exc:
-        return ProblemEntry(directory, directory.name, None, None, f"{directory}: {exc}", last)
-    return ProblemEntry(directory, problem.name, problem.reference.type, len(problem.shapes), None, last)
+        loaded = (directory.name, None, None, f"{directory}: {exc}")
+    if len(_loaded) > 4 * MAX_PROBLEMS:
+        _loaded.clear()
+    _loaded[directory] = (signature, loaded)
+    return loaded
+
+
+def describe_problem(directory: Path) -> ProblemEntry:
+    """One row: loads the problem (no compiling; --check does that; again only when its files
+    changed) and reads its last run."""
+    name, reference, cases, error = _load(directory)
+    return ProblemEntry(directory, name, reference, cases, error, last_run(directory))
 
 
 def scan_problems(folder: Path) -> list[ProblemEntry]:

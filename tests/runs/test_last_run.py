@@ -87,3 +87,14 @@ def test_a_log_between_the_head_and_the_tail_sizes_is_read_to_its_end(tmp_path: 
     write_log(problem, [ev.LogLine(message="y" * 500) for _ in range(600)])  # past the tail's 256 KiB
     write_log(problem, [ev.RunFinished(status="failed")])
     assert last_run(problem).status == "failed"
+
+
+def test_catalog_loads_a_problem_again_only_when_its_files_change(tmp_path: Path) -> None:
+    problem = copy_problem(tmp_path, "p")
+    assert scan_problems(tmp_path)[0].error is None
+    text = (problem / "problem.yaml").read_text()
+    (problem / "problem.yaml").write_text(text + "\nnot: [valid\n")
+    (entry,) = scan_problems(tmp_path)
+    assert entry.error is not None and "problem.yaml" in entry.error
+    (problem / "problem.yaml").write_text(text)
+    assert scan_problems(tmp_path)[0].error is None
