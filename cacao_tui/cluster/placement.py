@@ -27,6 +27,7 @@ class Placement:
     node_id: str  # Ray's node id; "local" on one machine
     gpu: str  # the GPU id on that node ("" for a compile check)
     attempt: int = 1
+    pid: int | None = None  # the Ray worker's process on the node
 
     def describe(self) -> str:
         node = "" if self.node_id in ("", "local") else f" (node {self.node_id[:8]})"

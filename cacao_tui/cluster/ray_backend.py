@@ -101,6 +101,19 @@ class RaySlots:
             self._free.put_nowait(slot)
 
 
+_REMOTE: Any = None
+
+
+def _remote_job() -> Any:
+    """``run_job`` as a Ray remote function, made once per process (Ray exports it once)."""
+    global _REMOTE
+    if _REMOTE is None:
+        import ray
+
+        _REMOTE = ray.remote(run_job)
+    return _REMOTE
+
+
 def _json_path(path: str) -> str:
     return json.dumps(path)[1:-1]
 
@@ -210,7 +223,7 @@ class RayTuner:
     ) -> tuple[Message, _Receiver]:
         import ray
 
-        remote = ray.remote(run_job)
+        remote = _remote_job()
         problem = await asyncio.to_thread(self._problem)
         lost: list[str] = []
         receiver = _Receiver(out_dir)
@@ -276,9 +289,10 @@ class RayTuner:
                 raise JobLost(f"{where} was lost ({type(exc).__name__})") from None
             kind = message.get("kind")
             if kind == "placed":
+                pid = message.get("pid")
                 placement = Placement(
                     job.kind, kernel, str(message.get("host", "?")), str(message.get("node_id", "")),
-                    str(message.get("gpu", "")), attempt,
+                    str(message.get("gpu", "")), attempt, pid if isinstance(pid, int) else None,
                 )  # fmt: skip
                 deadline = loop.time() + bound_s
                 receiver.rewrites = {

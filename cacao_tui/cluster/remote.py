@@ -13,6 +13,7 @@ which is not retried). A stream that ends without either means the node or worke
 from __future__ import annotations
 
 import asyncio
+import os
 import queue
 import shutil
 import socket
@@ -83,7 +84,7 @@ def where_am_i() -> Message:
         gpu = ",".join(str(g) for g in gpus)
     except Exception:  # outside a Ray worker (unit tests): no node id, no GPU id
         pass
-    return {"kind": "placed", "host": socket.gethostname(), "node_id": node_id, "gpu": gpu}
+    return {"kind": "placed", "host": socket.gethostname(), "node_id": node_id, "gpu": gpu, "pid": os.getpid()}
 
 
 class _Tail:

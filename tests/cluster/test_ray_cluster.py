@@ -184,3 +184,23 @@ def test_a_dry_run_suite_on_the_cluster_collects_a_table(ray_cluster: object, tm
         assert started.gpu_name == "Ray cluster: 6 GPU(s) on 4 node(s)"  # type: ignore[attr-defined]
     table = (out / "summary.md").read_text()
     assert "| mmul1 | ok (dry run) |" in table and "| mmul2 | ok (dry run) |" in table
+
+
+async def test_a_job_that_falls_silent_is_given_up_and_run_again(ray_cluster: object, problem: Path) -> None:
+    import os
+    import signal
+
+    request = _job(problem, "b1", 1, 1.0)
+    placed: list[Placement] = []
+    logs: list[str] = []
+
+    def freeze_first(p: Placement) -> None:  # the first attempt's worker stops dead (no heartbeat, no exit)
+        placed.append(p)
+        if p.attempt == 1 and p.pid:
+            os.kill(p.pid, signal.SIGSTOP)
+
+    tuner = RayTuner(problem, on_placed=freeze_first, on_log=logs.append, tuner_factory=QuickFakeTuner,
+                     silence_timeout_s=4)  # fmt: skip
+    summary = await asyncio.wait_for(tuner.tune(request, lambda p: None), 90)
+    assert summary.ok and [p.attempt for p in placed] == [1, 2]
+    assert any("fell silent for 4 s" in line and "attempt 2 of 3" in line for line in logs)
