@@ -20,6 +20,7 @@ def ray_cluster() -> Iterator[object]:
     import ray
     from ray.cluster_utils import Cluster
 
+    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "RAY_ADDRESS")}
     os.environ["PYTHONPATH"] = child_pythonpath()  # the nodes' workers import tests.cluster.fakes
     store = 80 * 2**20
     cluster = Cluster(
@@ -35,3 +36,8 @@ def ray_cluster() -> Iterator[object]:
     finally:
         ray.shutdown()
         cluster.shutdown()
+        for key, value in saved.items():  # later tests' children see the environment they had
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
