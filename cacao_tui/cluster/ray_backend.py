@@ -39,6 +39,7 @@ PLACEMENT_TIMEOUT_S = 900.0  # waiting for a GPU of the cluster to come free
 SILENCE_TIMEOUT_S = 60.0  # a placed job sends at least a heartbeat every few seconds
 AFTER_WATCHDOG_S = 120.0  # a job's own watchdog, plus this, bounds it on the head
 CONNECT_TIMEOUT_S = 10.0
+DRAIN_S = 10.0  # after a job's result, the wait for its task to clean up and end
 PROFILE_BOUND_S = PROFILE_TIMEOUT_S + AFTER_WATCHDOG_S
 
 
@@ -235,18 +236,17 @@ class RayTuner:
                 message = await self._follow(stream, job, kernel, attempt, receiver, head_paths, bound_s, on_progress)
                 return message, receiver
             except JobLost as exc:
+                with contextlib.suppress(Exception):
+                    ray.cancel(stream, force=True)  # a silent worker is killed, not left holding its GPU
                 lost.append(str(exc))
                 kept = f"; {receiver.lines} measured configurations kept" if receiver.lines else ""
                 if attempt < self.max_attempts:
                     self._log(f"{job.kind}: {exc}{kept}; running it again elsewhere (attempt {attempt + 1} "
                               f"of {self.max_attempts})")  # fmt: skip
-            except BaseException:
+            except BaseException:  # cancelled (branch killed, run stopped) or a tuner error: stop the task
                 with contextlib.suppress(Exception):
                     ray.cancel(stream, force=True)
                 raise
-            finally:
-                with contextlib.suppress(Exception):
-                    ray.cancel(stream, force=True)
         kept = f" ({receiver.lines} measured configurations kept in results.jsonl)" if receiver.lines else ""
         raise TunerError(f"{job.kind} was lost {len(lost)} times on the cluster{kept}: {lost[-1]}")
 
@@ -312,9 +312,16 @@ class RayTuner:
                     environment=bool(message.get("environment")),
                 )
             elif kind == "done":
+                await self._drain(it)
                 return message
         where = placement.describe() if placement else "an unplaced task"
         raise JobLost(f"{where} ended without a result (node or worker lost)")
+
+    async def _drain(self, it: Any) -> None:
+        """Let the task end by itself (it removes its temp dir after the last message), briefly."""
+        with contextlib.suppress(Exception):
+            while True:
+                await asyncio.wait_for(it.__anext__(), DRAIN_S)
 
     def _log(self, text: str) -> None:
         if self.on_log is not None:
