@@ -533,6 +533,7 @@ class BranchWorker:
         The redo numbers its calls from 0 again (so a replay finds them); the calls of the
         interrupted attempt were made and paid for, so their records move to
         ``llm/superseded/`` (still counted in the run's totals) instead of being overwritten.
+        An iteration this worker began has no earlier attempt, so its folder is not listed.
         """
         if idx in self._fresh:
             return
