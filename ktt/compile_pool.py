@@ -216,11 +216,14 @@ class CompilePool:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
         self._thread: threading.Thread | None = None
+        self._started = threading.Event()
         if self.workers > 0:
             self._ctx = multiprocessing.get_context("forkserver")
             self._ctx.set_forkserver_preload(["ktt.compile_pool", "ktt.nvrtc_heap"])
             self._thread = threading.Thread(target=self._dispatch, daemon=True, name="ktt-compile-pool")
             self._thread.start()
+        else:
+            self._started.set()
 
     # -- the caller's side -----------------------------------------------------------------
 
@@ -267,7 +270,9 @@ class CompilePool:
         with self._lock:
             return len(self._heap)
 
-    def worker_pids(self) -> list[int]:
+    def worker_pids(self, wait_s: float = 60.0) -> list[int]:
+        """The workers' pids, once the first ones have started (they start in the background)."""
+        self._started.wait(wait_s)
         with self._lock:
             return [w.process.pid for w in self._pool if w.process.pid is not None]
 
@@ -413,10 +418,13 @@ class CompilePool:
 
     def _dispatch(self) -> None:
         try:
-            for _ in range(self.workers):
-                w = self._spawn()
-                with self._lock:
-                    self._pool.append(w)
+            try:
+                for _ in range(self.workers):
+                    w = self._spawn()
+                    with self._lock:
+                        self._pool.append(w)
+            finally:
+                self._started.set()
             while True:
                 with self._lock:
                     if self._closing:
