@@ -11,7 +11,9 @@ runs; each compile is cut off at ``KTT_COMPILE_TIMEOUT_S`` (ktt.nvrtc), and once
 of the kernel was cut off the remaining ones are not started (the same source would spin
 again), so a check lasts about one compile timeout at worst. A compile that was cut off
 still runs in its thread (a thread cannot be killed): ``exit_code`` ends the process
-without the interpreter's shutdown, which NVRTC running under it would crash.
+without the interpreter's shutdown, which NVRTC running under it would crash. NVRTC is
+warmed up before the compile threads start: its untimed warm-up compile, run in a thread
+next to a spinning compile, blocked behind it and held the check for good.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from ktt.candidates import CompileContext, KernelSource, geometry_problems, laun
 from ktt.capped_read import MAX_KERNEL_BYTES, describe_read_error, read_text_capped
 from ktt.compile_cache import compile_cached, default_cache_dir
 from ktt.expressions import ExpressionError
-from ktt.nvrtc import CompileOutput, compile_timeout_s, kernel_definition_lines
+from ktt.nvrtc import CompileOutput, compile_timeout_s, kernel_definition_lines, warm_up
 from ktt.problem import ProblemError
 from ktt.problem.model import Problem, Shape, strip_c_comments
 from ktt.protocol import CheckedConfig, CheckReport
@@ -182,6 +184,9 @@ def check_kernel(
 
         for shape in {s.name: s for _, s in jobs}.values():
             ctx._inputs_hpp(shape)
+        # NVRTC's first use, here and not in the threads: a warm-up compile has no time limit,
+        # and one started next to a kernel that spins waited behind it for good.
+        warm_up(arch_name)
         with ThreadPoolExecutor(max_workers=min(4, len(jobs))) as ex:
             outcomes = list(ex.map(run, jobs))
 
