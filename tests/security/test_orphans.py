@@ -117,6 +117,9 @@ def test_compile_workers_die_with_the_tuner(tmp_path: Path) -> None:
         from ktt.compile_pool import CompilePool
         pool = CompilePool(1, None)
         pool.submit(request(Path({str(tmp_path)!r}), spinning_kernel(15)))
+        deadline = time.monotonic() + 60  # a loaded machine starts the forkserver's worker late
+        while not pool.worker_pids() and time.monotonic() < deadline:
+            time.sleep(0.2)
         time.sleep(1.0)
         print(*pool.worker_pids(), flush=True)
         time.sleep(600)
