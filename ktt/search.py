@@ -2,7 +2,8 @@
 
 ``Search`` owns the history (what was proposed, what was reported) and asks the chosen
 strategy for the next configuration. It is also the guard: a proposal that is not a valid,
-unvisited configuration of the restricted space is never handed to the tuner (it is counted
+unvisited configuration of the restricted space (``Strategy.valid``: the listed keys, else the
+restrictions) is never handed to the tuner (it is counted
 in ``rejected``, which the tests keep at zero). ``pace`` passes the measured rate and the
 budget left to the strategy, which may change course (``auto`` does). Proposals depend only
 on the seed and the results reported, so a run is reproducible up to timing noise.
@@ -28,7 +29,6 @@ class Search:
         self.seed = seed
         self.history = History()
         self.strategy: Strategy = strategies.make(mode, space, keys, self.history, seed)
-        self._valid = set(keys) if keys is not None else None
         self.rejected = 0
         self._given_up = False
 
@@ -87,6 +87,4 @@ class Search:
     def _acceptable(self, key: Key) -> bool:
         if key in self.history.proposed:
             return False
-        if self._valid is not None:
-            return key in self._valid
-        return self.space.contains(key)
+        return self.strategy.valid(key)  # the listed keys' set (one, the strategy's), else the restrictions

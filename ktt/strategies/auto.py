@@ -46,6 +46,9 @@ class Auto(Strategy):
     def exhausted(self) -> bool:
         return self.inner.exhausted()
 
+    def valid(self, key: Key) -> bool:
+        return self.inner.valid(key)
+
     def pace(self, pace: Pace) -> str | None:
         if isinstance(self.inner, RandomLocal) and self.keys is not None and pace.evaluated >= SETTLED:
             remaining = len(self.keys) - len(self.history.proposed)

@@ -75,7 +75,7 @@ class Strategy:
         self.history = history
         self.seed = seed
         self.rng = random.Random(f"{self.name}:{seed}")
-        self._valid: set[Key] | None = set(keys) if keys is not None else None
+        self._valid: set[Key] | None = None  # the listed keys as a set, built on first use
         self._shuffled: list[Key] | None = None
         self._cursor = 0
         self._sample_failed = False
@@ -111,7 +111,9 @@ class Strategy:
 
     def valid(self, key: Key) -> bool:
         """Inside the restricted space (the listed keys when there are some, else the restrictions)."""
-        if self._valid is not None:
+        if self.keys is not None:
+            if self._valid is None:
+                self._valid = set(self.keys)
             return key in self._valid
         return self.space.contains(key)
 
