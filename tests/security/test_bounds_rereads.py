@@ -67,9 +67,8 @@ def test_importing_a_hostile_ref_py_is_one_line(how: str, tmp_path: Path) -> Non
     ref = tmp_path / "ref.py"
     ref.write_text("def ref(x):\n    return x\n")
     HOSTILE[how](ref)
-    start = time.monotonic()
     result = import_reference(ref, None, timeout_s=30)
-    assert time.monotonic() - start < 20  # not the import's time limit
+    # refused as what it is: not the import's time limit (kind "timeout"), not a MemoryError
     assert not result.ok and result.kind == "error" and REASONS[how] in result.message, result
 
 
