@@ -33,6 +33,7 @@ import yaml
 from pydantic import BaseModel
 
 from cacao_tui.problem.names import directory_name_error
+from ktt.capped_read import MAX_SOURCE_BYTES, read_text_capped
 from ktt.problem import Problem, ProblemError, load_problem
 from ktt.problem.files import DTYPES, InputsFile, ProblemFile
 from ktt.problem.legacy import LEGACY_KEYS, convert_inline_inputs, has_legacy_form
@@ -140,7 +141,7 @@ def read_problem_source(directory: Path) -> ProblemSource:
     ref = root / source.reference_name
     with contextlib.suppress(OSError):
         if ref.is_file() and ref.resolve().is_relative_to(root):
-            source.reference_text = ref.read_text(encoding="utf-8", errors="replace")
+            source.reference_text = read_text_capped(ref, MAX_SOURCE_BYTES, errors="replace")  # regular, capped
     return source
 
 
