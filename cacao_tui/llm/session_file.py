@@ -34,8 +34,10 @@ from cacao_tui.llm.errors import LLMError
 from cacao_tui.llm.recording import CallRecord, read_records
 from cacao_tui.llm.types import CallKey, ChatResponse
 from cacao_tui.store.atomic import write_text_atomic
+from ktt.capped_read import MIB, describe_read_error, read_text_capped
 
 SESSION_FORMAT = "cacao-llm-session"
+MAX_SESSION_BYTES = 256 * MIB  # a problem directory's session.jsonl: read as a regular file up to this
 SESSION_VERSION = 1
 
 
@@ -76,9 +78,9 @@ def read_session_file(path: Path) -> dict[CallKey, SessionEntry]:
     """Entries keyed by (branch, iteration, node, index); errors name the file and line."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise LLMError(f"cannot read session file {path}: {exc.strerror}") from None
+        lines = read_text_capped(path, MAX_SESSION_BYTES).splitlines()  # a FIFO or /dev/zero: one line
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LLMError(f"cannot read session file {path}: {describe_read_error(exc)}") from None
     entries: dict[CallKey, SessionEntry] = {}
     next_index: dict[tuple[str | None, int | None, str], int] = {}
     for lineno, line in enumerate(lines, start=1):

@@ -127,3 +127,17 @@ def test_clone_copies_links_as_links(tmp_path: Path) -> None:
     assert shared.read_text() == before  # renaming the clone did not write through the link
     if cloned.renamed:
         assert not (cloned.target / "problem.yaml").is_symlink()
+
+
+@pytest.mark.parametrize("how", ["fifo", "dev_zero"])
+def test_a_hostile_replay_session_file_is_one_line(how: str, tmp_path: Path) -> None:
+    """session.jsonl sits in the problem directory (``--provider replay`` reads it)."""
+    from cacao_tui.llm.errors import LLMError
+    from cacao_tui.llm.session_file import read_session_file
+
+    session = tmp_path / "session.jsonl"
+    session.write_text("")
+    HOSTILE[how](session)
+    with pytest.raises(LLMError) as info:
+        read_session_file(session)
+    assert REASONS[how] in str(info.value) and one_line(str(info.value))
