@@ -272,9 +272,29 @@ def _nvrtc_compile(source: str, name: str, options: list[bytes], heap: int) -> t
 _PCH_NOTE = "precompiled header"
 
 
-def _without_pch_notes(log: str) -> str:
-    """NVRTC's lines about the precompiled header itself are ours, not the kernel's: the model never sees them."""
-    return "\n".join(ln for ln in log.splitlines() if _PCH_NOTE not in ln or "error" in ln)
+_SUPPRESS_REMARK = "Remark: The warnings can be suppressed"
+_pch_refused = False  # NVRTC refused a header in this process (its heap moved): no more tries here
+
+
+def _note_pch_refused() -> None:
+    global _pch_refused
+    _pch_refused = True
+
+
+def _without_pch_notes(log: str) -> tuple[str, bool]:
+    """(the log without NVRTC's lines about the precompiled header, whether NVRTC refused it).
+
+    Those lines are ours, not the kernel's: the model never sees them. A successful use
+    says "using precompiled header file"; anything else about it (a warning that it is
+    incompatible) means NVRTC parsed the includes itself.
+    """
+    lines = log.splitlines()
+    notes = [ln for ln in lines if _PCH_NOTE in ln and "error" not in ln]
+    kept = [ln for ln in lines if ln not in notes]
+    refused = any(not re.search(r"(?:using|creating) precompiled header file", ln) for ln in notes)
+    if refused and not any("warning" in ln.lower() for ln in kept if _SUPPRESS_REMARK not in ln):
+        kept = [ln for ln in kept if _SUPPRESS_REMARK not in ln]
+    return "\n".join(kept).strip("\n\x00 "), refused
 
 
 def compile_cubin(req: CompileRequest, timeout_s: float | None = None, pch_dir: str | None = None) -> CompileOutput:
@@ -293,7 +313,7 @@ def compile_cubin(req: CompileRequest, timeout_s: float | None = None, pch_dir: 
     view = _view(req)
     warm_up(req.arch)
     plan = None
-    if pch_dir:
+    if pch_dir and not _pch_refused:
         moved = tuple(d for d in req.defines if d[0] not in req.fixed_defines)
         with contextlib.suppress(AttributeError):  # a cuda.core without ProgramOptions.as_bytes: no PCH
             plan = pch.plan(req.source, moved, req.header_texts, req.arch, _pch_options(req), pch_dir)
@@ -313,11 +333,14 @@ def compile_cubin(req: CompileRequest, timeout_s: float | None = None, pch_dir: 
         opts = [*_pch_options(req), f"--create-pch={plan.tmp}".encode()]
         return _nvrtc_compile(pch.header_only(plan), req.program_path, opts, plan.heap)
 
+    refused = [False]
+
     def with_pch() -> tuple[bytes | None, str]:
         assert plan is not None
         opts = [*_pch_options(req), f"--use-pch={plan.path}".encode()]
         cubin, log, _ = _nvrtc_compile(plan.source, req.program_path, opts, plan.heap)
-        return cubin, _without_pch_notes(log)
+        text, refused[0] = _without_pch_notes(log)
+        return cubin, text
 
     made = False
     try:
@@ -347,7 +370,9 @@ def compile_cubin(req: CompileRequest, timeout_s: float | None = None, pch_dir: 
         return out
     except sandbox.SandboxError as exc:  # Landlock present but refused: do not compile unconfined
         return _refusal(req, req.display_name, None, f"could not confine the compiler: {exc}", start)
-    used = "" if plan is None else ("created" if made else "used")
+    if refused[0]:
+        _note_pch_refused()
+    used = "" if plan is None or refused[0] else ("created" if made else "used")
     text = clean_log(raw)
     ok = cubin is not None
     seconds = time.perf_counter() - start

@@ -213,3 +213,18 @@ def test_the_command_line_fallback_spells_what_cuda_core_spells(monkeypatch: pyt
     assert sorted(nvrtc.option_bytes(req)) == expected
     with pytest.raises(AttributeError):
         nvrtc.option_bytes(CompileRequest("x", "/tmp/k.cu", "k.cu", "sm_90", (), (), options=("-dopt=off",)))
+
+
+def test_nvrtc_notes_about_the_header_are_dropped_and_a_refusal_is_noticed() -> None:
+    from ktt.nvrtc import _without_pch_notes
+
+    ok = '"/w/kernels.cu": using precompiled header file "/s/a.pch"\n\x00'
+    assert _without_pch_notes(ok) == ("", False)
+    refused = (
+        'Warning #20282-D: incompatible precompiled header (PCH) heap allocation address from PCH file "/s/a.pch".\n'
+        '\nRemark: The warnings can be suppressed with "-diag-suppress <warning-number>"\n'
+    )
+    assert _without_pch_notes(refused) == ("", True)
+    kernel_warning = 'kernels.cu(3): warning #177-D: variable "x" was declared but never referenced\n' + ok
+    text, was_refused = _without_pch_notes(kernel_warning)
+    assert not was_refused and "declared but never referenced" in text and "precompiled" not in text
