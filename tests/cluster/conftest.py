@@ -5,6 +5,7 @@ the tests skip cleanly where Ray is not installed."""
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -21,6 +22,9 @@ def ray_cluster() -> Iterator[object]:
     from ray.cluster_utils import Cluster
 
     saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "RAY_ADDRESS")}
+    # Ray's node code installs its own SIGTERM/SIGINT handlers in this process (they call sys.exit):
+    # put back pytest's afterwards, so no later test meets them.
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     os.environ["PYTHONPATH"] = child_pythonpath()  # the nodes' workers import tests.cluster.fakes
     store = 80 * 2**20
     cluster = Cluster(
@@ -36,6 +40,8 @@ def ray_cluster() -> Iterator[object]:
     finally:
         ray.shutdown()
         cluster.shutdown()
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
         for key, value in saved.items():  # later tests' children see the environment they had
             if value is None:
                 os.environ.pop(key, None)
