@@ -173,6 +173,9 @@ def test_the_whole_day(width: int, height: int, tmp_path: Path, cleanup: list[Ca
     shell.wait_for(lambda s: "b1-tiling" in s and "‖" in s, timeout=60, what="the paused run, attached")
     shell.keys("P")  # every branch paused: P resumes them all
     shell.wait_text("· finished", timeout=300)
+    deadline = time.monotonic() + 60  # the run writes its end, prints its summary, then exits
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert not pid_alive(pid)
     shell.keys("b")
     shell.wait_text("Results · mmul")
