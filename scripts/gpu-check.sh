@@ -73,7 +73,7 @@ fi
 if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
   start=$(date +%s)
   KTT_GPU_TEST_OUT="$OUT/artifacts" timeout "${TESTS_TIMEOUT:-280}" "$PY" -m pytest -m gpu -p no:cacheprovider \
-    -q -rs --continue-on-collection-errors --ignore=tests/ui tests > "$OUT/pytest_gpu.log" 2>&1
+    -q -rs tests > "$OUT/pytest_gpu.log" 2>&1
   rc=$?
   note "pytest -m gpu: exit $rc in $(( $(date +%s) - start )) s: $(tail -1 "$OUT/pytest_gpu.log")"
 fi
