@@ -239,6 +239,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args.mode = next((m for m in MODES if getattr(args, m)), "run")
     if steering_mode(args, UsageError):
         args.mode = "steer"
+    if args.export is not None and args.mode != "best":
+        raise UsageError("--export writes the results of --best; give --best --export FILE")
     if args.from_path is not None:
         if args.provider != "replay":
             raise UsageError("--from names a recorded session; it needs --provider replay")

@@ -80,6 +80,8 @@ def test_values_are_parsed() -> None:
         (["--provider", "replay", "--from", "/nonexistent/x.jsonl"], "--from: /nonexistent/x.jsonl: no such file"),
         (["--check", "--best"], "not allowed with argument"),
         (["--clone", "a", "--prune-archives"], "not allowed with argument"),
+        (["--export", "r.md"], "--export writes the results of --best"),  # a run with an ignored flag: refused
+        (["--check", "--export", "r.md"], "--export writes the results of --best"),
         (["--bogus"], "unrecognized arguments: --bogus"),
         (["--max-i", "3"], "unrecognized arguments"),  # no abbreviations: a typo is an error
     ],

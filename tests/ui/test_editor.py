@@ -208,3 +208,22 @@ def test_editor_snapshot(snap_compare, tmp_path: Path) -> None:
         screen.query_one("#editor-title").update("Edit problem · problems/spmv_files")
 
     assert snap_compare(EditorApp(tmp_path / "spmv_files"), terminal_size=(150, 40), run_before=before)
+
+
+async def test_f1_lists_the_editors_keys(tmp_path: Path) -> None:
+    app = EditorApp(tmp_path / "keys", new=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _editor(pilot)
+        await pilot.press("f1")
+        await pilot.pause(0.2)
+        from cacao_tui.ui.home.help import KeysScreen
+
+        assert isinstance(app.screen, KeysScreen)
+        shown = app.export_screenshot().replace("&#160;", " ")
+        expected = ("ctrl+s", "ctrl+r", "ctrl+t", "f1", "Cancel: leave without writing", "move the highlighted")
+        for text in expected:
+            assert text in shown, text
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, ProblemEditorScreen)
+    assert not (tmp_path / "keys").exists()

@@ -69,6 +69,8 @@ EDITOR_KEYS: tuple[keymap.Key, ...] = (
                section="Editor"),
     keymap.Key("ctrl+t", "next_tab", "next tab", "Next tab (Problem, Args, Reference, Rules & cases, Check)",
                display="ctrl+t", priority=True, section="Editor"),
+    keymap.Key("f1", "keys", "keys", "This list of keys (? types a character in the editor's fields)",
+               display="f1", priority=True, section="Editor"),
 )  # fmt: skip
 
 REFERENCE_TYPES = (("cuda (ref_kernel.cu)", "cuda"), ("cpu_c (ref_cpu.c)", "cpu_c"), ("python (ref.py)", "python"))
@@ -549,6 +551,13 @@ class ProblemEditorScreen(Screen[Path | None]):
     @on(Button.Pressed, "#editor-cancel")
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+    def action_keys(self) -> None:
+        from cacao_tui.ui.editor.args_pane import ARGS_KEYS
+        from cacao_tui.ui.home.help import KeysScreen
+
+        sections = [("Editor", list(EDITOR_KEYS)), ("Args tab (table focused)", list(ARGS_KEYS))]
+        self.app.push_screen(KeysScreen(sections, "Tab / shift+tab move between fields."))
 
     def action_next_tab(self) -> None:
         tabs = self.query_one("#editor-tabs", TabbedContent)
