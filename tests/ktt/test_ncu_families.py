@@ -17,6 +17,9 @@ from ktt.ncu import CATALOGUE, parse_raw_csv
 DATA = Path(__file__).parent / "data" / "ncu"
 QUERY = DATA / "query_metrics_h200_excerpt.txt"
 FAMILIES = DATA / "raw_mmul_h200_families.csv"
+# A real recording: the gpu test below on the H200 (2026-12-01, ncu 2025.3.1, bench/gemm_space's
+# SGEMM at BLOCK 16x16, TILE 8x8x32, PAD 1), kept by KTT_GPU_TEST_OUT.
+RECORDED = DATA / "raw_sgemm_h200_families.csv"
 ROLLUPS = {"Counter": {"sum", "avg", "min", "max"}, "Throughput": {"avg", "min", "max", "sum"},
            "Ratio": {"ratio", "pct", "max_rate"}}  # fmt: skip
 # Launch statistics and occupancy limits are attributes of the launch, not queried metrics.
@@ -64,6 +67,22 @@ def test_the_new_families_parse_with_labels_sections_and_units() -> None:
     assert {"local_memory", "divergence", "compute", "memory"} <= sections
     # catalogue order, as before
     assert [m.name for m in k.metrics] == [m.name for m in CATALOGUE if m.name in by]
+
+
+def test_a_real_h200_recording_has_every_new_family_as_a_number() -> None:
+    (k,) = parse_raw_csv(RECORDED.read_text())
+    by = {m.name: m for m in k.metrics}
+    for name in (
+        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+        "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
+        "smsp__inst_executed_op_local_st.sum",
+        "smsp__sass_average_branch_targets_threads_uniform.pct",
+        "smsp__thread_inst_executed_per_inst_executed.ratio",
+        "l1tex__average_t_sectors_per_request_pipe_lsu_mem_global_op_ld.ratio",
+    ):
+        assert name in by and isinstance(by[name].value, float), name
+    assert by["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"].value < 1.0  # an fp32 FMA GEMM
+    assert 24 <= by["smsp__thread_inst_executed_per_inst_executed.ratio"].value <= 32
 
 
 def test_the_propose_prompt_and_the_profile_tab_show_them() -> None:
