@@ -197,8 +197,12 @@ def test_highlighting_for_cuda_c_and_python() -> None:
     assert highlighting_available("python")
 
 
-def test_editor_snapshot(snap_compare, tmp_path: Path) -> None:
-    shutil.copytree(COMPAT / "spmv_files", tmp_path / "spmv_files")
+def test_editor_snapshot(snap_compare) -> None:
+    # A fixed folder, not tmp_path: the editor shows the problem's absolute path, which must not
+    # change from one run to the next (pytest-of-root/pytest-N differs every session).
+    fixed = Path("/tmp/cacao-editor-snapshot")
+    shutil.rmtree(fixed, ignore_errors=True)
+    shutil.copytree(COMPAT / "spmv_files", fixed / "spmv_files")
 
     async def before(pilot) -> None:
         screen = await _editor(pilot)
@@ -207,7 +211,10 @@ def test_editor_snapshot(snap_compare, tmp_path: Path) -> None:
         await pilot.pause(0.2)
         screen.query_one("#editor-title").update("Edit problem · problems/spmv_files")
 
-    assert snap_compare(EditorApp(tmp_path / "spmv_files"), terminal_size=(150, 40), run_before=before)
+    try:
+        assert snap_compare(EditorApp(fixed / "spmv_files"), terminal_size=(150, 40), run_before=before)
+    finally:
+        shutil.rmtree(fixed, ignore_errors=True)
 
 
 async def test_f1_lists_the_editors_keys(tmp_path: Path) -> None:
