@@ -14,12 +14,11 @@ A fresh worker (a spawn, a ``--resume``) starts with nothing in memory and reads
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from cacao_tui.store.atomic import StateFileError, write_text_atomic
+from cacao_tui.store.atomic import StateFileError, parse_model, read_state_text, write_text_atomic
 from cacao_tui.store.layout import BranchLayout, RunLayout
 from cacao_tui.store.state import BranchManifest, IterState
 
@@ -39,29 +38,13 @@ class BranchFiles:
         self._states: dict[int, str] = {}
         self._indices: set[int] | None = None
 
-    @staticmethod
-    def _parse(text: str, path: Path, model: type[M]) -> M:
-        try:
-            return model.model_validate_json(text)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-            raise StateFileError(path, f"{where}: {first['msg']}") from None
-
-    @staticmethod
-    def _read(path: Path) -> str:
-        try:
-            return path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise StateFileError(path, f"cannot read ({exc.strerror})") from None
-
     # -- branch.json ---------------------------------------------------------------------------
     def manifest(self) -> BranchManifest:
         """A fresh copy (callers change it and save it)."""
         path = self.layout.manifest
         if self._manifest is None:
-            self._manifest = self._read(path)
-        return self._parse(self._manifest, path, BranchManifest)
+            self._manifest = read_state_text(path)
+        return parse_model(self._manifest, path, BranchManifest)
 
     def save_manifest(self, m: BranchManifest) -> None:
         m.updated_at = time.time()
@@ -85,12 +68,12 @@ class BranchFiles:
             if not path.exists():
                 return None
             try:
-                text = self._read(path)
-                self._parse(text, path, IterState)
+                text = read_state_text(path)
+                parse_model(text, path, IterState)
             except StateFileError:
                 return None
             self._states[index] = text
-        return self._parse(text, path, IterState)
+        return parse_model(text, path, IterState)
 
     def save_state(self, st: IterState) -> None:
         st.updated_at = time.time()

@@ -123,17 +123,25 @@ class StateFileError(Exception):
         super().__init__(f"{path}: {message}")
 
 
-def read_model(path: Path, model: type[M]) -> M:
+def read_state_text(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise StateFileError(path, f"cannot read ({exc.strerror})") from None
+
+
+def parse_model(text: str, path: Path, model: type[M]) -> M:
+    """``text`` (read from ``path``) as ``model``; a mismatch is a StateFileError naming the field."""
     try:
         return model.model_validate_json(text)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         raise StateFileError(path, f"{where}: {first['msg']}") from None
+
+
+def read_model(path: Path, model: type[M]) -> M:
+    return parse_model(read_state_text(path), path, model)
 
 
 def read_model_or_none(path: Path, model: type[M]) -> M | None:

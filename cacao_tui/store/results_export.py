@@ -9,13 +9,11 @@ The file is written atomically (temp file, then rename).
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
-import os
-import tempfile
 from pathlib import Path
 
+from cacao_tui.store.atomic import write_text_atomic
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.results import LoadedResults
 
@@ -191,15 +189,5 @@ def export_results(loaded: LoadedResults, layout: RunLayout, path: Path) -> Path
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise ExportError(f"--export: {parent}: no such directory")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_text_atomic(path, text)
     return path
