@@ -4,8 +4,12 @@ Each repetition: flush L2 (write a buffer twice the L2's size) unless the proble
 out, record the start event, run the whole launch sequence (side streams fork from and
 join back to the main stream), record the end event, then synchronise the whole device
 before reading it - work hidden on another stream is inside the measured span. The median
-of the repetitions is the time; min and max are kept for the spread. A configuration
-already twice as slow as the best after three repetitions stops early.
+of the repetitions is the time; min and max are kept for the spread.
+
+Repetitions of a configuration that cannot be the best are GPU time the search could spend on
+the next one, so timing stops early (flag ``early_stop``) once the configuration is clearly
+slower than the best confirmed time: three times slower on the first repetition, twice as slow
+over three, or 25 % slower over the minimum count of repetitions. A contender is timed in full.
 """
 
 from __future__ import annotations
@@ -29,7 +33,9 @@ class TimingSettings:
     max_reps: int = 30
     target_ms: float = 15.0  # stop once this much time was measured (and min_reps reached)
     warmup_ms: float = 1.0  # warm-up runs until at least this much GPU time (at least one run)
-    early_stop_factor: float = 2.0
+    early_stop_factor: float = 2.0  # median of 3 repetitions this many times the best: stop
+    first_rep_factor: float = 3.0  # the first repetition alone this many times the best: stop
+    contender_factor: float = 1.25  # median of min_reps repetitions this many times the best: stop
     flush_l2: bool = True
 
 
@@ -68,15 +74,20 @@ def measure(
     launch_events: int = 0,
     before_rep: Callable[[], None] | None = None,
     beat: Callable[[], None] | None = None,
+    warmed: bool = False,
 ) -> Timing:
-    """Time ``run`` (one launch sequence, given a list of events to record between launches)."""
+    """Time ``run`` (one launch sequence, given a list of events to record between launches).
+
+    ``warmed``: the caller has just run the sequence (the worker's race re-run: module loaded,
+    buffers touched, clocks up), so the warm-up runs are skipped.
+    """
     start, end = gpu.events("timing", 2)
     between = gpu.events("between", launch_events + 1) if launch_events > 1 else None
 
     # Warm-up: module load, first touch, clocks.
     warm = 0.0
     runs = 0
-    while runs == 0 or (warm < settings.warmup_ms and runs < 20):
+    while not warmed and (runs == 0 or (warm < settings.warmup_ms and runs < 20)):
         if before_rep:
             before_rep()
         gpu.record(start)
@@ -105,11 +116,7 @@ def measure(
             per_launch.append([gpu.elapsed_ms(between[i], between[i + 1]) for i in range(launch_events)])
         if len(samples) >= settings.min_reps and sum(samples) >= settings.target_ms:
             break
-        if (
-            best_ms is not None
-            and len(samples) >= 3
-            and statistics.median(samples) > settings.early_stop_factor * best_ms
-        ):
+        if best_ms is not None and _not_a_contender(samples, best_ms, settings):
             early = True
             break
         if beat and len(samples) % 10 == 0:
@@ -118,6 +125,17 @@ def measure(
     if per_launch:
         launch_ms = [statistics.median(col) for col in zip(*per_launch, strict=True)]
     return Timing(statistics.median(samples), min(samples), max(samples), samples, launch_ms, early)
+
+
+def _not_a_contender(samples: list[float], best_ms: float, settings: TimingSettings) -> bool:
+    """Whether the repetitions so far already show a configuration clearly slower than the best."""
+    n = len(samples)
+    if n == 1:
+        return samples[0] > settings.first_rep_factor * best_ms
+    median = statistics.median(samples)
+    if n >= 3 and median > settings.early_stop_factor * best_ms:
+        return True
+    return n >= settings.min_reps and median > settings.contender_factor * best_ms
 
 
 def measure_bandwidth(gpu: Gpu, nbytes: int = 512 * 1024 * 1024, reps: int = 5) -> float:

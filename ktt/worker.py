@@ -338,6 +338,7 @@ class Session:
                 launch_events=seq.launch_events(),
                 before_rep=(lambda: bufs.restore_readwrite(0)) if has_rw else None,
                 beat=beat,
+                warmed=bool(req.get("race", True)),  # the race re-run just ran it
             )
             result.update(
                 time_ms=timing.median_ms,
