@@ -7,7 +7,8 @@
 #    with PYTHONPATH=/tmp/site:. (the project itself is not pip-installed there);
 # 2. probes the machine (GPU, driver, NVRTC, ncu) into $OUT/probe.txt;
 # 3. runs the gpu-marked tests (pytest -m gpu) -> $OUT/pytest_gpu.log, artifacts in $OUT/artifacts;
-# 4. runs the benchmark against Kernel Tuner -> $OUT/bench/ (bench.json, logs);
+# 4. runs the benchmark against Kernel Tuner -> $OUT/bench/ (bench.json, logs), and the compile
+#    throughput benchmark (bench/compile_throughput.py) -> $OUT/compile/;
 # 5. replays the mmul demo session through the engine without --dry-run (real tuning and ncu),
 #    and runs the engine-overhead benchmark -> $OUT/engine_replay.log, engine_output/;
 # 6. writes $OUT/summary.txt and prints it last.
@@ -85,6 +86,12 @@ if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
   rc=$?
   note "benchmark: exit $rc in $(( $(date +%s) - start )) s"
   sed -n '/^figure/,$p' "$OUT/bench.log" | tee -a "$summary"
+  # Where NVRTC time goes (GEMM and the cub block reduce), with and without precompiled headers.
+  start=$(date +%s)
+  timeout "${COMPILE_BENCH_TIMEOUT:-150}" "$PY" bench/compile_throughput.py --configs "${COMPILE_CONFIGS:-60}" \
+    --phase-configs 8 --out "$OUT/compile" > "$OUT/compile_throughput.log" 2>&1
+  note "compile throughput benchmark: exit $? in $(( $(date +%s) - start )) s"
+  tail -40 "$OUT/compile_throughput.log" >> "$summary"
 fi
 
 tar czf "$FINAL/bundle.tgz" -C "$OUT" --exclude='*.npy' --exclude='*.cubin' --exclude='*.ncu-rep' . \
