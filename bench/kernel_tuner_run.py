@@ -13,27 +13,10 @@ import pathlib
 import time
 
 import kernel_tuner
-import kernel_tuner.backends.nvcuda as kt_backend
-import kernel_tuner.utils.nvcuda as kt_utils
 import numpy as np
-from kernel_tuner.observers.observer import BenchmarkObserver
+from kernel_tuner_harness import WallClock, patch_launch_check  # bench/, this script's folder
 
-# Kernel Tuner 1.5.0's nvcuda backend passes cuLaunchKernel's return value, which cuda-bindings 13
-# gives as a 1-tuple, to cuda_error_check, which only inspects a bare CUresult: a launch that fails
-# (too many registers for the block) goes unnoticed, verification then fails on the untouched
-# output and tune_kernel aborts. Unpacking the tuple restores Kernel Tuner's own handling (it skips
-# such configurations); nothing else is changed.
-_check_error = kt_utils.cuda_error_check
-
-
-def _check_error_unpacked(error):
-    if isinstance(error, tuple) and error:
-        error = error[0]
-    return _check_error(error)
-
-
-kt_utils.cuda_error_check = _check_error_unpacked
-kt_backend.cuda_error_check = _check_error_unpacked
+patch_launch_check()  # cuda-bindings 13's 1-tuples (see kernel_tuner_harness)
 
 here = pathlib.Path(__file__).parent / "gemm_space"
 spec = json.loads((here / "space.json").read_text())
@@ -43,16 +26,6 @@ ap.add_argument("--time-limit", type=float, default=240)
 ap.add_argument("--fraction", type=float, default=0.1)
 ap.add_argument("--iterations", type=int, default=7)
 args = ap.parse_args()
-
-T0 = time.perf_counter()
-
-
-class WallClock(BenchmarkObserver):
-    """Adds the seconds since the start to each result (get_results is called once per configuration)."""
-
-    def get_results(self) -> dict:
-        return {"wall_s": time.perf_counter() - T0}
-
 
 M, N, K = (spec["sizes"][k] for k in "MNK")
 rng = np.random.default_rng(0)
@@ -81,7 +54,7 @@ results, env = kernel_tuner.tune_kernel(
     compiler_options=["-std=c++17"],
     verbose=False,
     quiet=True,
-    observers=[WallClock()],
+    observers=[WallClock(T0)],
 )
 wall = time.perf_counter() - T0
 valid = [r for r in results if isinstance(r.get("time"), float) and math.isfinite(r["time"])]

@@ -12,46 +12,25 @@ import argparse
 import json
 import math
 import random
+import sys
 import time
 from pathlib import Path
 
 import kernel_tuner
-import kernel_tuner.backends.nvcuda as kt_backend
-import kernel_tuner.utils.nvcuda as kt_utils
 import numpy as np
 import yaml
-from kernel_tuner.observers.observer import BenchmarkObserver
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for the shared Kernel Tuner harness
+from kernel_tuner_harness import WallClock, patch_launch_check
+
+patch_launch_check()  # cuda-bindings 13's 1-tuples (see bench/kernel_tuner_harness.py)
 
 HERE = Path(__file__).resolve().parent
 M = N = K = 2048
 TOLERANCE = 0.01  # as bench/gemm_space/problem/problem.yaml
 
-# Kernel Tuner 1.5.0 with cuda-bindings 13 misses failed launches (cuLaunchKernel returns a 1-tuple
-# its error check does not unpack); unpacking restores its own handling, as bench/kernel_tuner_run.py does.
-_check_error = kt_utils.cuda_error_check
-
-
-def _check_error_unpacked(error):  # type: ignore[no-untyped-def]
-    if isinstance(error, tuple) and error:
-        error = error[0]
-    return _check_error(error)
-
-
-kt_utils.cuda_error_check = _check_error_unpacked
-kt_backend.cuda_error_check = _check_error_unpacked
-
-T0 = time.perf_counter()
-
-
-class WallClock(BenchmarkObserver):
-    """Stamps each benchmarked configuration with the seconds since tune_kernel was called."""
-
-    def get_results(self) -> dict:
-        return {"wall_s": time.perf_counter() - T0}
-
 
 def main() -> int:
-    global T0
     ap = argparse.ArgumentParser()
     ap.add_argument("--strategy", required=True)
     ap.add_argument("--seed", type=int, default=0)
@@ -76,7 +55,7 @@ def main() -> int:
     options = {"time_limit": args.time_limit}
     if args.strategy == "random_sample":
         options["fraction"] = 1.0
-    T0 = time.perf_counter()
+    t0 = time.perf_counter()
     results, env = kernel_tuner.tune_kernel(
         "sgemm",
         str(HERE / "sgemm_large.cu"),
@@ -95,9 +74,9 @@ def main() -> int:
         compiler_options=["-std=c++17"],
         verbose=False,
         quiet=True,
-        observers=[WallClock()],
+        observers=[WallClock(t0)],
     )
-    wall = time.perf_counter() - T0
+    wall = time.perf_counter() - t0
     events = []
     last = 0.0
     for r in results:
