@@ -1,0 +1,151 @@
+"""Build problems/multipass_sum/session.jsonl: a scripted session for `cacao --provider replay`.
+
+WRITTEN BY HAND for demos, tests and suites; no model produced it. The kernels it writes
+(the *.cu / *.yaml files beside this script) are real CUDA for this problem, compile-checked
+by the tests and tuned for real when the session is replayed on a GPU. Two root branches,
+both launch programs (tuning.yaml names each launch's arguments and a scratch buffer):
+
+- "two-pass": PARTS partial sums per row, then one block per row adds them; then the same
+  with int4 loads in the first pass;
+- "atomics": one pass in which every block adds its total to a zeroed scratch row total
+  with an integer atomic, then a copy into SUMS; one iteration.
+
+The texts' numbers are expectations, not measurements: a replay re-tunes every kernel on the
+GPU at hand. Run it after editing a kernel or a text here:
+python problems/multipass_sum/demo/build_session.py
+(tests/cluster/test_shipped_sessions.py checks that session.jsonl is up to date with it).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SESSION = HERE.parent / "session.jsonl"
+PROBLEM = "multipass_sum"
+
+
+def build() -> list[dict]:
+    b1, b2 = "b1-two-pass", "b2-atomics"
+    return [
+        text(None, None, "analyze", """
+1. SUMS[r] is the sum of row r of an int matrix: 16 rows of 2^20 values (the primary case) and
+4096 rows of 4096 (many_rows). The reference runs one block of 256 threads per row, so the
+primary case has only 16 blocks: 16 of the GPU's SMs work and the rest idle.
+2. Minimum traffic: every element read once, 64 MiB = 67 MB in both cases, about 0.016 ms at
+4.3 TB/s; one add per element. Memory-bound, if the whole GPU is kept busy.
+3. Levers: split each long row over many blocks (a second step combines the partial sums),
+wide loads (int4), enough blocks for every SM in both cases, and a cheap combining step
+(a second launch, or integer atomics into a zeroed total).
+4. Traps: the tolerance is 0, but integer adds are exact in any order and do not overflow at
+these sizes; COLS differs per case (2^20 and 4096), so the split must follow it; the partial
+buffers and totals live in tuning.yaml's scratch (zeroed before each run).
+"""),
+        structured(None, None, "strategize", {"strategies": [
+            {"name": "two-pass", "title": "Partial sums, then one block per row",
+             "description": "A first launch writes PARTS partial sums per row (grid PARTS x ROWS), a "
+                            "second adds them per row. Two launches whatever the configuration; tune "
+                            "PARTS and the block size, then widen the loads."},
+            {"name": "atomics", "title": "One pass with integer atomics",
+             "description": "Every block adds BS * IPT values of a row and atomically adds its total to "
+                            "a zeroed scratch total per row; a tiny launch copies the totals into SUMS."},
+        ]}),
+        text(b1, 1, "plan", """
+Two steps: (1) a fixed two-launch program: pass 1 on a PARTS x ROWS grid writes one partial sum
+per block into a scratch buffer, pass 2 adds each row's PARTS partials into SUMS; tune PARTS in
+{16..256} and the block size; (2) the same with int4 loads in pass 1, four times fewer load
+instructions for the same bytes.
+"""),
+        *authoring(b1, 1, "1_two_pass", "Two launches: PARTS partial sums per row, then a block per row adds them."),
+        text(b1, 1, "propose", """
+With enough PARTS every SM has blocks in both cases. Pass 1 issues one 4-byte load per value;
+at full bandwidth that is many load instructions per byte, so the LSU pipe and the number of
+bytes in flight limit it. Read the chunks as int4: the chunk of each block becomes a whole
+number of int4s, and the scalar loop stays for sizes that are not multiples of 4.
+"""),
+        decision(b1, 1, "continue", "Wider loads cut the load instructions of the pass that moves all the bytes.",
+                 "two launches, PARTS partial sums per row -> all SMs busy in both cases",
+                 feedback="Keep both launches; in pass 1 read the row as int4 when COLS % 4 == 0 (chunks "
+                          "counted in int4s), else keep the scalar loop. Same tuning space."),
+        *authoring(b1, 2, "2_two_pass_vec", "Pass 1 reads int4s (scalar path kept for other sizes)."),
+        text(b1, 2, "propose", """
+Pass 1 now moves 16 bytes a load. Pass 2 reads ROWS * PARTS partials, a small fraction of
+the input. The remaining overhead is the second launch and its dependency on the first, a few
+microseconds that the atomics branch avoids at the price of contention on the row totals.
+"""),
+        decision(b1, 2, "stop", "Near the floor for a two-launch program; the one-launch idea is the sibling's.",
+                 "pass 1 with int4 loads -> four times fewer load instructions"),
+        text(b2, 1, "plan", """
+One iteration: pass 1 on a ceil(COLS / (BS * IPT)) x ROWS grid, each thread adding IPT values
+(coalesced, BS apart), a block reduction with warp shuffles, and one atomicAdd per block into
+a zeroed scratch total per row; a second, tiny launch copies the ROWS totals into SUMS. Tune BS
+in {128, 256, 512} and IPT in {4..32}.
+"""),
+        *authoring(b2, 1, "3_atomic", "One pass with an atomic add per block into zeroed totals, then a copy."),
+        text(b2, 1, "propose", """
+One atomic per block is a few hundred atomics per row at most, negligible next to the reads,
+and the copy launch moves ROWS ints. The pass reads 4-byte values; wider loads would help as
+in the two-pass branch, but that branch already measures that change.
+"""),
+        decision(b2, 1, "stop", "The single-pass idea is complete; wider loads are measured by the two-pass branch.",
+                 "one pass with integer atomics, then a copy -> one pass over X"),
+    ]
+
+
+def src(name: str) -> str:
+    return (HERE / name).read_text(encoding="utf-8")
+
+
+def text(branch: str | None, iteration: int | None, node: str, body: str) -> dict:
+    return {"branch": branch, "iteration": iteration, "node": node, "response": {"text": body.strip()}}
+
+
+def structured(branch: str | None, iteration: int | None, node: str, value: dict) -> dict:
+    return {"branch": branch, "iteration": iteration, "node": node, "response": {"text": json.dumps(value)}}
+
+
+def authoring(branch: str, iteration: int, stem: str, summary: str) -> list[dict]:
+    """Write kernels.cu and tuning.yaml, check them, end the step: a clean authoring step."""
+    calls = [
+        {"name": "write_file", "arguments": {"path": "kernels.cu", "content": src(f"{stem}.cu")}},
+        {"name": "write_file", "arguments": {"path": "tuning.yaml", "content": src(f"{stem}.yaml")}},
+        {"name": "check_compilation", "arguments": {}},
+    ]
+    key = {"branch": branch, "iteration": iteration, "node": "author"}
+    return [
+        {**key, "response": {"text": "Writing the kernel and its tuning space, then checking.", "tool_calls": calls}},
+        {**key, "response": {"text": "", "tool_calls": [{"name": "end_step", "arguments": {"summary": summary}}]}},
+    ]
+
+
+def decision(branch: str, iteration: int, action: str, reason: str, summary: str, feedback: str = "") -> dict:
+    return structured(branch, iteration, "decide", {
+        "action": action, "reason": reason, "feedback": feedback, "iteration_summary": summary,
+        "skip_implement": False, "sub_strategies": [],
+    })  # fmt: skip
+
+
+def render(lines: list[dict]) -> str:
+    header = {"format": "cacao-llm-session", "version": 1, "problem": PROBLEM,
+              "note": "hand-written demo session (see demo/build_session.py); not model output"}  # fmt: skip
+    body = [json.dumps({k: v for k, v in line.items() if v is not None}, ensure_ascii=False) for line in lines]
+    return "\n".join([json.dumps(header), *body]) + "\n"
+
+
+def main() -> int:
+    out = render(build())
+    if "--check" in sys.argv[1:]:
+        current = SESSION.read_text(encoding="utf-8") if SESSION.exists() else ""
+        if current != out:
+            print(f"{SESSION} is out of date; run python {Path(__file__)}", file=sys.stderr)
+            return 1
+        return 0
+    SESSION.write_text(out, encoding="utf-8")
+    print(f"wrote {SESSION} ({out.count(chr(10)) - 1} calls)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
