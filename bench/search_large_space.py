@@ -500,7 +500,8 @@ def compare(args: argparse.Namespace) -> int:
     ref_time = args.out / "reference_time.json"
     runs: list[Run] = []
     started = time.monotonic()
-    for seed in range(args.seeds):  # seeds outermost: drift over the session hits every strategy alike
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    for seed in seeds:  # seeds outermost: drift over the session hits every strategy alike
         for s in ours:
             where = args.out / "ktt" / f"{s}_{seed}"
             run = world.ktt(s, seed, args.budget) if world else ktt_run(s, seed, args.budget, where, ref_time)
@@ -543,10 +544,12 @@ def compare(args: argparse.Namespace) -> int:
         "fake": bool(args.dry_run),
         "budget_s": args.budget,
         "seeds": args.seeds,
+        "seed_list": list(seeds),
         "band": BAND,
         "best_known": best,
         "best_known_retimed_ms": retimed_best,
         "kt_retimed": len(times or {}),
+        "retimed": times or {},
         "retime_error": retime_error,
         "analysis": analyse(runs, args.budget, best, times),
         "runs": [asdict(r) for r in runs],
@@ -567,12 +570,63 @@ def compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def merge(paths: list[Path], out: Path) -> int:
+    """One table from comparisons run in several calls (``--first-seed``): the runs and the re-timings, joined.
+
+    Each part re-timed its own Kernel Tuner configurations (and the best-known) in its own
+    call; a configuration re-timed in two parts keeps the later part's time.
+    """
+    reports = []
+    for p in paths:
+        try:
+            reports.append(json.loads(p.read_text()))
+        except (OSError, ValueError) as exc:
+            print(f"error: {p}: {exc}", file=sys.stderr)
+            return 2
+    budgets = {r["budget_s"] for r in reports}
+    if len(budgets) != 1 or (any(r.get("fake") for r in reports) and not all(r.get("fake") for r in reports)):
+        print("error: --merge: the parts differ in budget or in being fake runs", file=sys.stderr)
+        return 2
+    seen: set[int] = set()
+    for r in reports:
+        part = set(r.get("seed_list") or range(r["seeds"]))
+        if part & seen:
+            print(f"error: --merge: seed {min(part & seen)} is in two parts", file=sys.stderr)
+            return 2
+        seen |= part
+    budget = budgets.pop()
+    runs = [Run(**run) for r in reports for run in r["runs"]]
+    times: dict[str, float | None] = {}
+    for r in reports:
+        times.update(r.get("retimed") or {})
+    best = reports[-1]["best_known"]
+    report = {
+        **reports[-1],
+        "seeds": len(seen),
+        "seed_list": sorted(seen),
+        "parts": [str(p) for p in paths],
+        "part_dates": [r["date"] for r in reports],
+        "best_known_retimed_ms_by_part": [r.get("best_known_retimed_ms") for r in reports],
+        "retimed": times,
+        "analysis": analyse(runs, budget, best, times or None),
+        "runs": [asdict(r) for r in runs],
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "search_large_space.json").write_text(json.dumps(report, indent=1))
+    print(f"merged {len(paths)} parts, seeds {sorted(seen)}")
+    print_table(report, budget, len(seen))
+    print(f"\nwritten: {out / 'search_large_space.json'}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--establish", action="store_true", help="record the best-known time (a long ktt run)")
     ap.add_argument("--establish-budget", type=float, default=90.0, help="seconds of the long run (default 90)")
     ap.add_argument("--budget", type=float, default=10.0, help="wall-clock seconds per run (default 10)")
     ap.add_argument("--seeds", type=int, default=3, help="seeds per strategy (default 3; 5 for the issue's figure)")
+    ap.add_argument("--first-seed", type=int, default=0, help="the first seed (to split the seeds over calls)")
+    ap.add_argument("--merge", type=Path, nargs="+", default=None, help="join search_large_space.json parts")
     ap.add_argument("--strategies", default=None, help=f"ktt strategies (default {','.join(KTT_STRATEGIES)})")
     ap.add_argument(
         "--kt-strategies", default=None, help=f"Kernel Tuner's (default {','.join(KT_STRATEGIES)}; '' for none)"
@@ -581,9 +635,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp")) / "search_large_space")
     ap.add_argument("--dry-run", action="store_true", help="FAKE tuners on a fake model, CPU only (tests the harness)")
     args = ap.parse_args(argv)
-    if args.budget <= 0 or args.seeds < 1 or args.establish_budget <= 0:
+    if args.budget <= 0 or args.seeds < 1 or args.establish_budget <= 0 or args.first_seed < 0:
         print("error: --budget, --establish-budget and --seeds must be positive", file=sys.stderr)
         return 2
+    if args.merge:
+        return merge(args.merge, args.out)
     return establish(args) if args.establish else compare(args)
 
 
