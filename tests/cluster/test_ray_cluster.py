@@ -5,6 +5,7 @@ a whole engine run, and a run resumed on a different cluster."""
 from __future__ import annotations
 
 import asyncio
+import csv
 import shutil
 import time
 from pathlib import Path
@@ -18,9 +19,11 @@ from cacao_tui.fake_tuner import FakeTuner
 from cacao_tui.ktt_client import TuneRequest
 from cacao_tui.store.atomic import read_model
 from cacao_tui.store.layout import RunLayout
-from cacao_tui.store.state import FinalResults
+from cacao_tui.store.state import FinalResults, IterState
+from cacao_tui.suite.collect import COLUMNS
 from ktt.protocol import TuneSummary
 from tests.cluster.fakes import QuickFakeTuner, SlowFakeTuner
+from tests.cluster.suite_helpers import SHIPPED, cacao, problem_files, shipped_copies
 from tests.engine.conftest import make_engine
 from tests.engine.scenario import SPEC, Scenario, kernel_source
 
@@ -169,21 +172,55 @@ async def test_an_engine_run_on_the_cluster_and_resumed_on_another(ray_cluster: 
     assert final.best is not None and final.best.iteration == 3  # the fake times fall with each iteration
 
 
-def test_a_dry_run_suite_on_the_cluster_collects_a_table(ray_cluster: object, tmp_path: Path) -> None:
-    from tests.cluster.suite_helpers import cacao, mmul_copies
-
-    problems = mmul_copies(tmp_path, 2)
+def test_a_dry_run_suite_of_every_shipped_problem_on_the_cluster_collects_a_table(
+    ray_cluster: object, tmp_path: Path
+) -> None:
+    """The issue's "suite of the shipped problems to a collected table with --cluster" on CPU: every
+    shipped problem (a copy) replays its recorded session; its kernels are compile-checked as Ray tasks."""
+    assert {"mmul", "softmax", "stencil", "transpose", "multipass_sum"} <= set(SHIPPED)
+    problems = shipped_copies(tmp_path)
+    before = {p.name: problem_files(ROOT / "problems" / p.name) for p in problems}
     out = tmp_path / "results"
     address = f"ray:{ray_cluster.address}"  # type: ignore[attr-defined]
     done = cacao("suite", *map(str, problems), "--cluster", address, "--dry-run", "--provider", "replay",
-                 "--max-iter", "1", "--output", str(out), cwd=tmp_path)  # fmt: skip
+                 "--output", str(out), cwd=tmp_path, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     assert "6 at a time (cluster slot 0" in done.stdout  # the cluster's six GPUs bound the runs in flight
+    assert len([line for line in done.stdout.splitlines() if ": started on cluster slot" in line]) == len(SHIPPED)
     for p in problems:
         started = parse_event((p / "output" / "run.jsonl").read_text().splitlines()[0])
         assert started.gpu_name == "Ray cluster: 6 GPU(s) on 4 node(s)"  # type: ignore[attr-defined]
-    table = (out / "summary.md").read_text()
-    assert "| mmul1 | ok (dry run) |" in table and "| mmul2 | ok (dry run) |" in table
+        # Every recorded iteration wrote a kernel that compiled, in the author's check and the dry run's.
+        states = [read_model(s, IterState) for s in sorted((p / "output" / "branches").glob("*/iter*/state.json"))]
+        assert len(states) >= 3, p.name
+        for st in states:
+            assert st.author is not None and st.author.ok, (p.name, st.branch, st.index)
+            assert st.run is not None and st.run.message.startswith("dry run: not run on a GPU"), st.run
+            compiled, sampled = st.run.message.split("; ")[1].split()[0].split("/")
+            assert compiled == sampled and int(sampled) > 0 and "check failed" not in st.run.message, st.run
+        # The run wrote only what .gitignore keeps out of the checkout; the problem's own files are as shipped.
+        assert problem_files(p) == before[p.name]
+        shipped_entries = {rel.split("/")[0] for rel in before[p.name]}
+        assert {e.name for e in p.iterdir()} - shipped_entries <= {"output", "output.lock", "inputs.hpp"}
+    with (out / "summary.csv").open(newline="") as f:
+        reader = csv.DictReader(f)
+        assert tuple(reader.fieldnames or ()) == COLUMNS
+        rows = list(reader)
+    assert [r["problem"] for r in rows] == SHIPPED  # one row per problem, in the order given
+    branches = {"mmul": 5, "softmax": 2, "stencil": 2, "transpose": 2, "multipass_sum": 2}
+    for r in rows:
+        assert r["status"] == "ok (dry run)", r
+        assert r["best speedup"] == "" and r["best ms"] == ""  # a dry run times nothing
+        assert 0 < float(r["run time s"]) < 600 and int(r["tokens"]) == 0 and float(r["cost usd"]) == 0
+        assert int(r["branches"]) == branches.get(r["problem"], int(r["branches"])) >= 1
+    table = (out / "summary.md").read_text().splitlines()
+    assert table[0] == "| " + " | ".join(COLUMNS) + " |" and len(table) == 2 + len(SHIPPED)
+    assert all(f"| {name} | ok (dry run) |" in "\n".join(table) for name in SHIPPED)
+    # collect alone reads the same runs into the same table
+    again = cacao("collect", *map(str, problems), "--output", str(tmp_path / "again"), cwd=tmp_path, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "again.csv").read_text() == (out / "summary.csv").read_text()
+    assert (tmp_path / "again.md").read_text() == (out / "summary.md").read_text()
 
 
 async def test_a_job_that_falls_silent_is_given_up_and_run_again(ray_cluster: object, problem: Path) -> None:
