@@ -3,13 +3,19 @@
 #
 #   scripts/suite-gpu.sh [bench|suite|both]      (default: bench)
 #
-# bench  bench/suite_two_gpus.py: the four shipped problems' example kernels tuned by ktt tune,
-#        placed by the suite's slot pool on 1 GPU, then on 2; prints the throughput table
-#        (target >= 1.8x). About 3 minutes.
-# suite  cacao suite without --cluster on two copies of problems/mmul (its recorded session,
-#        --provider replay, real tuning and profiling, --max-iter 1 --timeout 2): each run on its
-#        own GPU, the placement lines and the collected table. About 2 minutes.
-# Wheels carried in .whl/ go to /tmp/site (as scripts/gpu-check.sh does); results under $OUT.
+# bench  bench/suite_two_gpus.py: every shipped problem's example kernel tuned by ktt tune, placed
+#        by the suite's slot pool on 1 GPU, then on 2; prints the throughput table (target >= 1.8x).
+#        About 4 minutes.
+# suite  cacao suite without --cluster over copies of every shipped problem (problems/*), each
+#        replaying its recorded session (--provider replay) with real tuning and profiling and a
+#        short budget (--timeout 2 s a case): one GPU per run, the next problem on the GPU that
+#        comes free first. Prints the placement lines, the collected table and a verdict (every
+#        problem finished and validated a kernel). About 4 minutes.
+#
+# Environment: OUT (results, default /tmp/suite-gpu), PYTHON, SUITE_TIMEOUT (default 2),
+# SUITE_ARGS (more flags for cacao suite, e.g. "--max-iter 1"; "--dry-run" checks this script on
+# a machine without a GPU). Wheels carried in .whl/ go to /tmp/site (as scripts/gpu-check.sh
+# does); the project runs from the checkout with PYTHONPATH=/tmp/site:$PWD, and needs no Ray here.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/suite-gpu}"
@@ -24,6 +30,11 @@ fi
 export PYTHONPATH="/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 status=0
 
+case "$WHAT" in
+  bench|suite|both) ;;
+  *) echo "usage: scripts/suite-gpu.sh [bench|suite|both]" >&2; exit 2 ;;
+esac
+
 if [ "$WHAT" = bench ] || [ "$WHAT" = both ]; then
   "$PY" bench/suite_two_gpus.py --out "$OUT" || status=1
 fi
@@ -31,20 +42,39 @@ fi
 if [ "$WHAT" = suite ] || [ "$WHAT" = both ]; then
   work=/tmp/cacao-suite-gpu
   rm -rf "$work" && mkdir -p "$work"
-  for n in mmul_a mmul_b; do
-    cp -r problems/mmul "$work/$n" && rm -rf "$work/$n/output" "$work/$n/archive"
+  dirs=()
+  for p in problems/*/; do
+    p="${p%/}"
+    [ -f "$p/problem.yaml" ] || continue
+    n="$(basename "$p")"
+    # a copy without an earlier run's files: the checkout's problems stay as they are
+    cp -r "$p" "$work/$n" && rm -rf "$work/$n/output" "$work/$n/archive" "$work/$n/output.lock" "$work/$n/inputs.hpp"
+    dirs+=("$work/$n")
   done
-  "$PY" -m cacao_tui suite "$work/mmul_a" "$work/mmul_b" --provider replay --max-iter 1 --timeout 2 \
+  # shellcheck disable=SC2086  # SUITE_ARGS is a list of flags
+  "$PY" -m cacao_tui suite "${dirs[@]}" --provider replay --timeout "${SUITE_TIMEOUT:-2}" ${SUITE_ARGS:-} \
     --output "$OUT/suite" 2>&1 | tee "$OUT/suite.txt" || status=1
-  echo "placements (job_placed events of each run):" | tee -a "$OUT/suite.txt"
-  for n in mmul_a mmul_b; do
-    "$PY" - "$work/$n/output/run.jsonl" "$n" <<'PYEOF' | tee -a "$OUT/suite.txt"
-import json, sys
-for line in open(sys.argv[1], encoding="utf-8"):
-    e = json.loads(line)
-    if e.get("type") == "job_placed":
-        print(f"  {sys.argv[2]}: {e.get('branch')} #{e.get('iteration')}: {e['message']}")
+  "$PY" - "$OUT/suite/summary.csv" "${dirs[@]}" <<'PYEOF' 2>&1 | tee -a "$OUT/suite.txt" || status=1
+"""Where each run's GPU jobs ran (its job_placed events), and a verdict on the collected table."""
+import csv, json, sys
+from pathlib import Path
+
+summary, dirs = Path(sys.argv[1]), [Path(d) for d in sys.argv[2:]]
+print("placements (job_placed events of each run):")
+for d in dirs:
+    log = d / "output" / "run.jsonl"
+    for line in log.open(encoding="utf-8") if log.is_file() else []:
+        e = json.loads(line)
+        if e.get("type") == "job_placed":
+            print(f"  {d.name}: {e.get('branch')} #{e.get('iteration')}: {e['message']}")
+rows = list(csv.DictReader(summary.open(newline=""))) if summary.is_file() else []
+dry = any("dry run" in r["status"] for r in rows)
+bad = [r["problem"] for r in rows if not r["status"].startswith("ok") or (not dry and not r["best speedup"])]
+missing = sorted({d.name for d in dirs} - {r["problem"] for r in rows})
+print(f"verdict: {len(rows)} row(s) for {len(dirs)} problem(s); "
+      + ("every run finished" + ("" if dry else " with a validated, timed kernel") if not bad and not missing
+         else f"NOT OK: {', '.join(bad + missing)}"))
+sys.exit(1 if bad or missing else 0)
 PYEOF
-  done
 fi
 exit $status
