@@ -7,6 +7,12 @@ belongs to a search (the proposals, the counts, the best, the deadline) lives he
 
 Three things run at once: the search proposes; the pool compiles ahead of need; one thread
 feeds the GPU worker from a short queue, so the GPU never waits on the compiler.
+
+What waits to compile, and what waits for the GPU, goes in the order the strategy wants:
+most urgent first (``Strategy.urgency``), then proposal order. When the strategy changes
+course (a new best, an annealing chain that moved) the waiting proposals are ranked again,
+and those it no longer wants are withdrawn if their compile has not started (handed back
+as unvisited, never counted); one whose compile started is measured after the rest.
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ if TYPE_CHECKING:
 PROGRESS_INTERVAL_S = 0.5
 GPU_QUEUE = 2
 MAX_CONSECUTIVE_WORKER_FAILURES = 3
+URGENCY_STEP = 1e9  # compile priority = proposal number - urgency * URGENCY_STEP (the pool runs the lowest first)
+ABANDONED = -1  # the urgency of a proposal the strategy gave up on after its compile started
 
 
 class TuneError(Exception):
@@ -61,6 +69,13 @@ class Candidate:
     compile_out: CompileOutput | None = None
     cache_key: str | None = None
     cubin_path: str | None = None
+    seq: int = 0  # proposal number within the search
+    urgency: int = 0  # the strategy's (``Strategy.urgency``), or ABANDONED
+
+    @property
+    def priority(self) -> float:
+        """Lower first: the most urgent, then the oldest proposal."""
+        return self.seq - self.urgency * URGENCY_STEP
 
 
 @dataclass
@@ -144,9 +159,12 @@ class CaseSearch:
 
     # -- candidates ------------------------------------------------------------------------
 
-    def make_candidate(self, key: Key, compile_here: bool = False) -> Candidate:
+    def make_candidate(
+        self, key: Key, compile_here: bool = False, seq: int | None = None, urgency: int = 0
+    ) -> Candidate:
+        """A proposal, its compile submitted; ``seq`` (the proposal number) ranks it, else submission order."""
         config = self.space.config(key)
-        cand = Candidate(key, config, self.shape)
+        cand = Candidate(key, config, self.shape, seq=seq or 0, urgency=urgency)
         try:
             cand.launches, cand.scratch = launch_plan(self.tuner.spec, config, self.shape)
             cand.error = geometry_problems(cand.launches)
@@ -158,7 +176,7 @@ class CaseSearch:
                 cand.future = Future()
                 cand.future.set_result(compile_cached(req, self.tuner.cache_dir))
             else:
-                cand.future = self.tuner.pool.submit(req)
+                cand.future = self.tuner.pool.submit(req, priority=cand.priority if seq is not None else None)
         return cand
 
     def finish_compile(self, cand: Candidate) -> str | None:
@@ -261,7 +279,10 @@ class CaseSearch:
         self.search = Search(self.space, self.keys, t.opts.strategy, t.opts.seed)
         self.compiling: deque[Candidate] = deque()
         self.ready: deque[Candidate] = deque()
-        self.proposed = 0
+        self.proposed = 0  # in flight or measured (withdrawn proposals are not counted)
+        self.withdrawn = 0
+        self._seq = 0
+        self._course = self.search.course()
         self.lookahead = max(4, 2 * max(1, t.workers))
         self.phase = "search"
         self.search_start = time.monotonic()
@@ -273,6 +294,9 @@ class CaseSearch:
             self.search_s = time.monotonic() - self.search_start
             self.strategy_name = self.search.strategy_name()
             self.phase = "done"
+        if self.withdrawn:
+            label = f" [case {self.name}]" if len(t.problem.shapes) > 1 else ""
+            t.log(f"{self.withdrawn} proposals withdrawn before compiling (the strategy changed course){label}")
 
     def _fill_compile_queue(self) -> None:
         while len(self.compiling) + len(self.ready) < self.lookahead and self._budget_open():
@@ -280,7 +304,45 @@ class CaseSearch:
             if key is None:
                 break
             self.proposed += 1
-            self.compiling.append(self.make_candidate(key))
+            self._seq += 1
+            urgency = max(0, self.search.urgency(key) or 0)
+            self.compiling.append(self.make_candidate(key, seq=self._seq, urgency=urgency))
+
+    def _follow_course(self) -> None:
+        """The strategy changed course: rank what waits again, withdraw what it no longer wants."""
+        course = self.search.course()
+        if course == self._course:
+            return
+        self._course = course
+        pool = self.tuner.pool
+        for cand in list(self.compiling):
+            future = cand.future
+            if future is None or future.done():
+                continue
+            urgency = self.search.urgency(cand.key)
+            if urgency is None:
+                if future.cancel():  # not started: nothing was spent on it
+                    self.compiling.remove(cand)
+                    self.proposed -= 1
+                    self.withdrawn += 1
+                    self.search.withdraw(cand.key)
+                    continue
+                urgency = ABANDONED
+            if urgency != cand.urgency:
+                cand.urgency = urgency
+                if pool is not None:
+                    pool.reprioritize(future, cand.priority)
+        for cand in self.ready:
+            urgency = self.search.urgency(cand.key)
+            cand.urgency = ABANDONED if urgency is None else urgency
+
+    def _next_ready(self) -> Candidate:
+        """The compiled candidate the search wants measured first."""
+        ready = self.ready
+        i = 0 if len(ready) == 1 else min(range(len(ready)), key=lambda j: ready[j].priority)
+        cand = ready[i]
+        del ready[i]
+        return cand
 
     def _loop(self) -> None:
         t = self.tuner
@@ -343,7 +405,7 @@ class CaseSearch:
                             if inbox.get_nowait() is not None:
                                 in_gpu -= 1
                 while self.ready and in_gpu < GPU_QUEUE:
-                    inbox.put(self.ready.popleft())
+                    inbox.put(self._next_ready())
                     in_gpu += 1
                 try:
                     item = outbox.get(timeout=0.005)
@@ -361,6 +423,7 @@ class CaseSearch:
                     except queue.Empty:
                         item = None
                 self._maybe_refine()
+                self._follow_course()
                 self.progress()
                 if not self._budget_open() and not self.compiling and not self.ready and in_gpu == 0:
                     break

@@ -181,7 +181,8 @@ class CompilePool:
     """A fixed number of compile processes fed in priority order; see the module docstring.
 
     ``job`` replaces the compile for tests (a fake that sleeps): it is called in the worker
-    as ``job(req, cache_dir, pch_dir)`` and must be a module-level function. ``pch``: let
+    as ``job(req, cache_dir, pch_dir)`` and must be a module-level function; identical
+    requests share one job only for the real compile unless ``dedup`` says so. ``pch``: let
     kernels that start with heavy includes share precompiled headers (ktt.pch) in a private
     directory that lives as long as the pool.
     """
@@ -194,6 +195,7 @@ class CompilePool:
         timeout_s: float | None = None,
         pch: bool = True,
         job: Callable[..., Any] | None = None,
+        dedup: bool | None = None,
     ) -> None:
         self.workers = workers if workers is not None else default_workers()
         self.cache_dir = cache_dir
@@ -206,6 +208,7 @@ class CompilePool:
                 self.pch_dir = tempfile.mkdtemp(prefix=f"pch-{os.getpid()}-", dir=base)
         self.stats = PoolStats()
         self._job_fn = job or _compile_job
+        self._dedup = dedup if dedup is not None else self._job_fn is _compile_job
         self._seq = itertools.count()
         self._lock = threading.Lock()
         self._heap: list[_Job] = []
@@ -246,21 +249,31 @@ class CompilePool:
             except Exception as exc:  # pragma: no cover
                 fut.set_exception(exc)
             return fut
-        key = cache_key(effective_request(req)) if self._job_fn is _compile_job else None
+        key = cache_key(effective_request(req)) if self._dedup else None
         with self._lock:
-            if key is not None and key in self._inflight:
+            leader = self._inflight.get(key) if key is not None else None
+            if leader is not None and (
+                not leader.future.cancelled() or any(not f.cancelled() for f in leader.followers)
+            ):  # an identical compile is queued or running (one cancelled by all its callers is not)
                 follower: Future = Future()
-                self._inflight[key].followers.append(follower)
+                leader.followers.append(follower)
                 self.stats.deduplicated += 1
+                if seq_priority < leader.priority and not leader.future.running():  # still queued: wanted sooner now
+                    leader.priority = seq_priority
+                    heapq.heapify(self._heap)
                 return follower
         return self._enqueue(self._job_fn, (req, self.cache_dir, self.pch_dir), seq_priority, key, self.timeout_s)
 
     def reprioritize(self, future: Future, priority: float) -> bool:
-        """Move a job that has not started; False when it already runs, finished or is unknown."""
+        """Move a job that has not started; False when it already runs, finished or is unknown.
+
+        ``future`` may be a duplicate's (a follower of an identical compile): its job then
+        moves only forward, as the other callers still want it at least as soon as before.
+        """
         with self._lock:
             for job in self._heap:
-                if job.future is future:
-                    job.priority = priority
+                if job.future is future or any(f is future for f in job.followers):
+                    job.priority = priority if job.future is future else min(job.priority, priority)
                     heapq.heapify(self._heap)
                     self._wake()
                     return True

@@ -7,6 +7,10 @@ restrictions) is never handed to the tuner (it is counted
 in ``rejected``, which the tests keep at zero). ``pace`` passes the measured rate and the
 budget left to the strategy, which may change course (``auto`` does). Proposals depend only
 on the seed and the results reported, so a run is reproducible up to timing noise.
+
+The tuner orders its compile queue by ``urgency`` (asked again when ``course`` changes) and
+may ``withdraw`` a proposal whose compile has not started: it is handed back to the strategy
+as unvisited, was never measured and is never counted.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ class Search:
         self.history = History()
         self.strategy: Strategy = strategies.make(mode, space, keys, self.history, seed)
         self.rejected = 0
+        self.withdrawn = 0
         self._given_up = False
 
     @property
@@ -68,6 +73,23 @@ class Search:
     def report(self, key: Key, time_ms: float | None) -> None:
         self.history.record(key, time_ms)
         self.strategy.report(key, time_ms)
+
+    def urgency(self, key: Key) -> int | None:
+        """How soon the strategy wants a proposal in flight measured (higher first); None: no longer wanted."""
+        return self.strategy.urgency(key)
+
+    def course(self) -> int:
+        """Changes when the strategy's urgencies may have changed: then the tuner re-ranks its queue."""
+        return self.strategy.course()
+
+    def withdraw(self, key: Key) -> None:
+        """Take back a proposal that was not measured: unvisited again, it may be proposed later."""
+        if key in self.history.results or key not in self.history.proposed:
+            raise ValueError(f"cannot withdraw {key!r}: it was measured or never proposed")
+        self.history.proposed.discard(key)
+        self.withdrawn += 1
+        self._given_up = False  # the strategy has something to propose again
+        self.strategy.withdrawn(key)
 
     def pace(
         self, evaluated: int, elapsed_s: float, time_left_s: float | None, count_left: int | None = None

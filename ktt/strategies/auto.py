@@ -43,6 +43,15 @@ class Auto(Strategy):
     def report(self, key: Key, time_ms: float | None) -> None:
         self.inner.report(key, time_ms)
 
+    def urgency(self, key: Key) -> int | None:
+        return self.inner.urgency(key)
+
+    def course(self) -> int:
+        return self._course + self.inner.course()
+
+    def withdrawn(self, key: Key) -> None:
+        self.inner.withdrawn(key)
+
     def exhausted(self) -> bool:
         return self.inner.exhausted()
 
@@ -54,6 +63,7 @@ class Auto(Strategy):
             remaining = len(self.keys) - len(self.history.proposed)
             if remaining > LARGE_FACTOR * pace.configs_left:
                 cls = _large_strategy()
+                self._course = self.course() + 1  # a new inner strategy ranks the queue its own way
                 self.inner = cls(self.space, self.keys, self.history, self.seed)
                 return (
                     f"the space is {remaining / max(1.0, pace.configs_left):.0f}x what the budget covers at "

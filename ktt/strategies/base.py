@@ -4,11 +4,20 @@ A strategy proposes one configuration at a time from the restricted space, given
 the results reported so far. The tuner keeps several proposals in flight (the compile queue),
 so a strategy must propose without waiting for its last proposal's result; results arrive in
 any order. Everything random draws from the strategy's own ``random.Random(seed)``, so the
-proposals depend only on the seed and on the results reported.
+proposals depend only on the seed and on the results reported (and on which proposals the
+tuner withdrew, see below).
+
+The compile queue is ordered by what the strategy wants next: ``urgency(key)`` ranks a
+proposal in flight (higher first; 0, the default, keeps proposal order; None: no longer
+wanted), and ``course()`` changes whenever those answers may have changed (a new best, a
+chain that moved), so the tuner asks again only then. A proposal the tuner withdraws before
+its compile started goes back through ``withdrawn``: it is unvisited again and was never
+measured. docs/TUNING_SPEC.md, "Strategies", describes what each strategy says.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 from dataclasses import dataclass, field
@@ -19,6 +28,7 @@ from ktt.space import Key, SearchSpace
 # How hard a strategy tries to turn a variation (mutation, crossover, a move) into a valid,
 # unvisited configuration before it falls back to a random unvisited one.
 REPAIR_TRIES = 32
+PODIUM = 8  # the fastest results History keeps sorted, so that best(k <= PODIUM) costs nothing
 
 
 class StrategyUnavailable(Exception):
@@ -32,13 +42,23 @@ class History:
     proposed: set[Key] = field(default_factory=set)
     results: dict[Key, float | None] = field(default_factory=dict)
     order: list[Key] = field(default_factory=list)  # reported keys, in report order
+    podium: list[tuple[float, Key]] = field(default_factory=list)  # the PODIUM fastest, sorted as best() sorts
 
     def record(self, key: Key, time_ms: float | None) -> None:
-        if key not in self.results:
+        t = time_ms if time_ms is not None and math.isfinite(time_ms) else None
+        again = key in self.results
+        if not again:
             self.order.append(key)
-        self.results[key] = time_ms if time_ms is not None and math.isfinite(time_ms) else None
+        self.results[key] = t
+        if again:  # a key reported twice (not done by the tuner): rebuild rather than patch
+            self.podium = sorted((v, k) for k, v in self.results.items() if v is not None)[:PODIUM]
+        elif t is not None and (len(self.podium) < PODIUM or (t, key) < self.podium[-1]):
+            bisect.insort(self.podium, (t, key))
+            del self.podium[PODIUM:]
 
     def best(self, k: int = 1) -> list[Key]:
+        if k <= PODIUM:
+            return [key for _, key in self.podium[:k]]
         valid = sorted((t, key) for key, t in self.results.items() if t is not None)
         return [key for _, key in valid[:k]]
 
@@ -79,6 +99,8 @@ class Strategy:
         self._shuffled: list[Key] | None = None
         self._cursor = 0
         self._sample_failed = False
+        self._course = 0
+        self._returned: list[Key] = []  # withdrawn proposals, unvisited again
 
     @classmethod
     def missing(cls) -> str | None:
@@ -102,6 +124,29 @@ class Strategy:
         """The strategy's name as the summary reports it (what actually happened)."""
         return self.name
 
+    def urgency(self, key: Key) -> int | None:
+        """How soon the strategy wants ``key``, a proposal in flight, measured: higher first.
+
+        0 is routine (such proposals keep proposal order); None means no longer wanted: the
+        tuner withdraws it if its compile has not started (``withdrawn``), else measures it
+        after everything else. Asked when ``key`` is proposed and again for every proposal
+        in flight each time ``course()`` changes, so it must be cheap (no model, no sort).
+        """
+        return 0
+
+    def course(self) -> int:
+        """Changes whenever ``urgency`` of the proposals in flight may have changed."""
+        return self._course
+
+    def withdrawn(self, key: Key) -> None:
+        """The tuner took ``key`` back before compiling it: it was never measured and may be proposed again.
+
+        ``history.proposed`` no longer holds it; a strategy that kept state about the proposal
+        drops it here (and calls this base method, which makes the key unvisited again).
+        """
+        if self.keys is not None:  # an unlisted space samples around ``history.proposed``: nothing to keep
+            self._returned.append(key)
+
     def exhausted(self) -> bool:
         if self.keys is not None:
             return len(self.history.proposed) >= len(self.keys)
@@ -117,6 +162,18 @@ class Strategy:
             return key in self._valid
         return self.space.contains(key)
 
+    def change_course(self) -> None:
+        """Say that ``urgency`` answers may have changed (the tuner re-ranks its queue once per change)."""
+        self._course += 1
+
+    def returned_unvisited(self) -> Key | None:
+        """A withdrawn proposal not proposed again since, or None (for strategies that walk a fixed order)."""
+        while self._returned:
+            key = self._returned.pop(0)
+            if key not in self.history.proposed:
+                return key
+        return None
+
     def fresh(self, key: Key | None) -> bool:
         return key is not None and key not in self.history.proposed and self.valid(key)
 
@@ -131,7 +188,7 @@ class Strategy:
                 self._cursor += 1
                 if key not in self.history.proposed:
                     return key
-            return None
+            return self.returned_unvisited()
         key = self.space.sample(self.rng, self.history.proposed)
         if key is None:
             self._sample_failed = True

@@ -19,7 +19,7 @@ class Exhaustive(Strategy):
             self._cursor += 1
             if key not in self.history.proposed:
                 return key
-        return None
+        return self.returned_unvisited()
 
     def label(self) -> str:
         if self.keys is None:

@@ -5,6 +5,10 @@ exhaustive. Refinement switches on when the measured rate says the rest will not
 budget (``pace``), or from the start when the space is too large to list: then half of the
 proposals, once ``WARMUP_RESULTS`` results are in, are unvisited neighbours (one parameter
 moved one step) of the ``TOP_K`` best configurations so far.
+
+In the compile queue a neighbour of the best goes first (urgency ``TOP_K``), of the second
+best next, and so on; random proposals keep their order behind them. A neighbour whose centre
+has dropped out of the ``TOP_K`` is no longer wanted (withdrawn if its compile has not started).
 """
 
 from __future__ import annotations
@@ -28,12 +32,29 @@ class RandomLocal(Strategy):
     def __init__(self, space: SearchSpace, keys: list[Key] | None, history: History, seed: int) -> None:
         super().__init__(space, keys, history, seed)
         self.refine = keys is None  # a space too large to list will not fit any budget
+        self.centre: dict[Key, Key] = {}  # a neighbour in flight -> the configuration it neighbours
 
     def next_key(self) -> Key | None:
         key = None
         if self.refine and len(self.history.results) >= WARMUP_RESULTS and self.rng.random() < LOCAL_FRACTION:
             key = self._local()
         return key if key is not None else self.random_unvisited()
+
+    def report(self, key: Key, time_ms: float | None) -> None:
+        self.centre.pop(key, None)
+        if self.centre and time_ms is not None and key in self.history.best(TOP_K):
+            self.change_course()  # the leaders changed: their neighbours in flight rank differently
+
+    def urgency(self, key: Key) -> int | None:
+        centre = self.centre.get(key)
+        if centre is None:
+            return 0
+        top = self.history.best(TOP_K)
+        return TOP_K - top.index(centre) if centre in top else None
+
+    def withdrawn(self, key: Key) -> None:
+        self.centre.pop(key, None)
+        super().withdrawn(key)
 
     def pace(self, pace: Pace) -> str | None:
         if self.refine or self.keys is None:
@@ -53,5 +74,7 @@ class RandomLocal(Strategy):
         for center in self.history.best(TOP_K):
             options = [n for n in self.space.neighbours(center) if self.fresh(n)]
             if options:
-                return self.rng.choice(options)
+                key = self.rng.choice(options)
+                self.centre[key] = center
+                return key
         return None

@@ -13,6 +13,9 @@ them. KAPPA is 0 (rank by the prediction; the exploration comes from the candida
 and ``EXPLORE``): on the recorded-table model of bench/large_space that reached the 2 % band
 in 10 of 12 seeds, expected improvement over the same pool in 7 (docs/TUNING_SPEC.md).
 
+In the compile queue the picks of the latest fit go first (urgency 1); picks of an earlier
+fit and random proposals keep their order behind them (0).
+
 Why trees and not a Gaussian process: tuning parameters are discrete and ordinal,
 restrictions cut the space into irregular shapes and some configurations fail outright; tree
 ensembles fit that without kernel choices, in milliseconds for thousands of points, and
@@ -68,6 +71,7 @@ class Surrogate(Strategy):
 
         self.np = np
         self.queue: list[Key] = []
+        self.picked: dict[Key, int] = {}  # a model's pick in flight -> the fit that ranked it
         self.fitted_at = -1  # results count at the last fit
         self.fits = 0
         self._scale = [max(1, len(v) - 1) for v in space.values]
@@ -85,8 +89,19 @@ class Surrogate(Strategy):
         while self.queue:
             key = self.queue.pop()
             if self.fresh(key):
+                self.picked[key] = self.fits
                 return key
         return self.random_unvisited()
+
+    def report(self, key: Key, time_ms: float | None) -> None:
+        self.picked.pop(key, None)
+
+    def urgency(self, key: Key) -> int | None:
+        return 1 if self.picked.get(key) == self.fits else 0
+
+    def withdrawn(self, key: Key) -> None:
+        self.picked.pop(key, None)
+        super().withdrawn(key)
 
     def _training_set(self) -> tuple[list[Key], list[float]]:
         order = self.history.order
@@ -139,6 +154,8 @@ class Surrogate(Strategy):
         pool = self._pool()
         self.fitted_at = n
         self.fits += 1
+        if self.picked:
+            self.change_course()  # the earlier fits' picks in flight drop behind this one's
         if not pool:
             self.queue = []
             return

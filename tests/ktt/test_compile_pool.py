@@ -180,3 +180,43 @@ def test_the_precompiled_header_store_is_private_and_cleaned_up(tmp_path: Path) 
     finally:
         pool.shutdown()
     assert not Path(pool.pch_dir).exists()
+
+
+def _stamp(future) -> float:  # type: ignore[no-untyped-def]
+    return float(future.result(timeout=30)[0].log.split("t=")[1])
+
+
+def test_a_duplicate_wanted_sooner_moves_its_queued_leader_forward() -> None:
+    pool = CompilePool(1, None, timeout_s=30, pch=False, job=fake_compile_job, dedup=True)
+    try:
+        blocker = pool.submit(fake_request("sleep:1.0"))
+        time.sleep(0.2)
+        leader = pool.submit(fake_request("sleep:0#A"), priority=10)
+        other = pool.submit(fake_request("sleep:0#B"), priority=5)
+        follower = pool.submit(fake_request("sleep:0#A"), priority=1)  # the same program, wanted first now
+        assert pool.stats.deduplicated == 1
+        blocker.result(timeout=30)
+        assert _stamp(leader) < _stamp(other)
+        assert follower.result(timeout=30)[0].deduplicated
+    finally:
+        pool.shutdown()
+
+
+def test_a_duplicate_can_be_reprioritized_and_a_cancelled_leader_is_not_followed() -> None:
+    pool = CompilePool(1, None, timeout_s=30, pch=False, job=fake_compile_job, dedup=True)
+    try:
+        blocker = pool.submit(fake_request("sleep:1.0"))
+        time.sleep(0.2)
+        leader = pool.submit(fake_request("sleep:0#A"), priority=10)
+        follower = pool.submit(fake_request("sleep:0#A"), priority=10)
+        other = pool.submit(fake_request("sleep:0#B"), priority=5)
+        assert pool.reprioritize(follower, 1)  # moves the job both wait for
+        gone = pool.submit(fake_request("sleep:0#C"), priority=2)
+        assert gone.cancel()  # withdrawn by its only caller
+        again = pool.submit(fake_request("sleep:0#C"), priority=20)  # a fresh job, not a follower of the cancelled one
+        assert pool.stats.deduplicated == 1
+        blocker.result(timeout=30)
+        assert _stamp(leader) < _stamp(other) < _stamp(again)
+        assert not again.result(timeout=30)[0].deduplicated and gone.cancelled()
+    finally:
+        pool.shutdown()
