@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from cacao_tui.cluster.bundle import BundleError, problem_bundle, read_capped, safe_relative
+from cacao_tui.cluster.native_stderr import native_stderr_captured
 from cacao_tui.cluster.placement import OnPlaced, Placement
 from cacao_tui.cluster.remote import Job, Message, run_job
 from cacao_tui.cluster.spec import ClusterChoice, ClusterError, require_ray
@@ -61,6 +62,16 @@ def _probe(address: str) -> None:
         ) from None
 
 
+def _join_hint(ray_log: str) -> str:
+    """What Ray's own log says about a refused join, as advice for the one line."""
+    if "InvalidAuthToken" in ray_log or "Unauthenticated" in ray_log:
+        return (
+            "; the cluster wants its token: set RAY_AUTH_MODE=token, with the head's ~/.ray/auth_token on this "
+            "host or RAY_AUTH_TOKEN (docs/CLUSTER.md)"
+        )
+    return ""
+
+
 def connect(choice: ClusterChoice) -> dict[str, float]:
     """Join the cluster as a driver (once per process); its total resources. One line on failure."""
     require_ray()
@@ -70,14 +81,19 @@ def connect(choice: ClusterChoice) -> dict[str, float]:
         address = choice.address or os.environ.get("RAY_ADDRESS") or "auto"
         if not address.startswith("ray://") and address != "auto":
             _probe(address)
-        try:
-            ray.init(
-                address=address, log_to_driver=False, logging_level="ERROR", include_dashboard=False,
-                namespace="cacao",
-            )  # fmt: skip
-        except (ConnectionError, RuntimeError, ValueError, OSError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ClusterError(f"--cluster: cannot join the Ray cluster at {address}: {first[:300]}") from None
+        failure: str | None = None
+        with native_stderr_captured() as noise:
+            try:
+                ray.init(
+                    address=address, log_to_driver=False, logging_level="ERROR", include_dashboard=False,
+                    namespace="cacao",
+                )  # fmt: skip
+            except (ConnectionError, RuntimeError, ValueError, OSError) as exc:
+                failure = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if failure is not None:
+            raise ClusterError(
+                f"--cluster: cannot join the Ray cluster at {address}: {failure[:300]}{_join_hint(noise.text)}"
+            )
     return {k: float(v) for k, v in ray.cluster_resources().items()}
 
 

@@ -3,19 +3,27 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
+import os
 import shutil
+import sys
+import types
 from pathlib import Path
 
 import pytest
 
 from cacao_tui import cli
-from cacao_tui.cluster import spec
+from cacao_tui.cluster import ray_backend, spec
 from cacao_tui.cluster.bundle import BundleError, problem_bundle, safe_relative
 from cacao_tui.cluster.placement import Placement, branch_of
 from cacao_tui.cluster.spec import ClusterError, parse_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
+AUTH_NOISE = (
+    b"[2026-12-01 08:43:19,907 W 12355 12355] gcs_client.cc:210: Failed to get cluster ID from GCS server: "
+    b"Unauthenticated: RPC error: InvalidAuthToken: Authentication token is missing or incorrect\n"
+)
 
 
 @pytest.fixture
@@ -62,6 +70,33 @@ def test_an_unreachable_cluster_is_one_line_and_exit_2(problem: Path, capsys: py
         assert err == ["cacao: --cluster: cannot reach the Ray cluster at 127.0.0.1:1 (Connection refused); "
                        "start it with 'ray start --head' (docs/CLUSTER.md)"]  # fmt: skip
     assert not (problem / "output").exists()
+
+
+@pytest.mark.parametrize(("noise", "hint"), [(AUTH_NOISE, True), (b"[W] connection reset\n", False)])
+def test_a_refused_join_is_one_line_and_rays_own_log_stays_off_the_terminal(
+    noise: bytes, hint: bool, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Ray's core logs each failed attempt to fd 2 (here a FAKE ray that does so, then gives up)."""
+
+    def init(**kwargs: object) -> None:
+        for _ in range(3):
+            os.write(2, noise)
+        raise ConnectionError("Failed to connect to Ray cluster at 10.0.0.5:6379")
+
+    fake = types.ModuleType("ray")
+    fake.__spec__ = importlib.machinery.ModuleSpec("ray", None)
+    fake.is_initialized = lambda: False  # type: ignore[attr-defined]
+    fake.init = init  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    monkeypatch.setattr(ray_backend, "_probe", lambda address: None)  # the port "answers"
+    with pytest.raises(ClusterError) as raised:
+        ray_backend.connect(parse_cluster("ray:10.0.0.5:6379"))
+    message = str(raised.value)
+    assert message.startswith("--cluster: cannot join the Ray cluster at 10.0.0.5:6379: Failed to connect")
+    assert "\n" not in message and ("RAY_AUTH_MODE=token" in message) == hint
+    assert capfd.readouterr().err == ""  # nothing of Ray's reached the terminal
+    os.write(2, b"after\n")  # and fd 2 is the terminal's again
+    assert capfd.readouterr().err == "after\n"
 
 
 def test_bundle_refuses_escapes_and_oversized_files(problem: Path, monkeypatch: pytest.MonkeyPatch) -> None:
