@@ -13,7 +13,8 @@ Saving is all or nothing: the definition files are assembled in a hidden staging
 beside the target, loaded and preflighted there, and only then renamed into place. For an
 existing problem the old directory is swapped out in two renames under the problem's run lock
 (a run cannot start meanwhile; a live run makes the save refuse), and its ``output/``,
-``archive/`` and run lock are moved into the new one.
+``archive/`` and run lock are moved into the new one (a never-run problem is left without a lock
+file: Save writes the definition and nothing else).
 """
 
 from __future__ import annotations
@@ -468,8 +469,9 @@ def save_problem(source: ProblemSource, target: Path, *, existing: bool, preflig
 
 def _swap_in(staging: Path, target: Path) -> None:
     """Replace ``target`` with ``staging`` and move the run's entries across, under the run lock."""
-    from cacao_tui.store.run_lock import RunLocked, acquire_run_lock
+    from cacao_tui.store.run_lock import RunLocked, acquire_run_lock, lock_path
 
+    had_lock_file = lock_path(target).exists() or lock_path(target).is_symlink()
     try:
         lock = acquire_run_lock(target, "cacao problem editor: saving")
     except RunLocked as exc:
@@ -486,6 +488,11 @@ def _swap_in(staging: Path, target: Path) -> None:
         for name in RUN_ENTRIES:
             if (old / name).exists() or (old / name).is_symlink():
                 os.rename(old / name, target / name)
+        if not had_lock_file:
+            # A never-run problem keeps only its definition. Unlinked while still held: a run
+            # that opened this file meanwhile is refused, one that starts later makes its own.
+            with contextlib.suppress(OSError):
+                os.unlink(lock_path(target))
     finally:
         lock.release()
     shutil.rmtree(old, ignore_errors=True)
@@ -518,7 +525,10 @@ def new_source(name: str, reference_type: str = "cuda") -> ProblemSource:
 
 
 def reference_stub(reference_type: str, func: str, inputs: dict[str, Any]) -> str:
-    """A reference with the right signature that fails loudly until it is written."""
+    """A reference with the right signature that fails loudly until it is written (a trap,
+    ``abort()``, ``NotImplementedError``): a new problem never gets a reference that silently
+    computes nothing. The one stub generator (the editor's starting point and its reference
+    type switch)."""
     ctypes = {k: v[0] for k, v in DTYPES.items()}
     params, buffers = [], []
     for a in inputs.get("args") or []:
@@ -534,13 +544,15 @@ def reference_stub(reference_type: str, func: str, inputs: dict[str, Any]) -> st
     if reference_type == "cuda":
         return (
             "// Launched with the problem's grid and reference.block; 'define' scalars are -D macros.\n"
+            "// Replace the body with the real computation.\n"
             f'extern "C" __global__ void {func}({", ".join(params)}) {{\n'
             "    __trap();  // not written yet: fail loudly rather than produce wrong reference values\n"
             "}\n"
         )
     if reference_type == "cpu_c":
         return (
-            "/* The buffers in args order (read-only ones const); scalars arrive as -D macros. */\n"
+            "/* The buffers in args order (read-only ones const); scalars arrive as -D macros.\n"
+            "   Replace the body with the real computation. */\n"
             "#include <stdlib.h>\n\n"
             f"void {func}({', '.join(buffers)}) {{\n"
             "    abort(); /* not written yet */\n"

@@ -6,7 +6,7 @@ import shutil
 import time
 from pathlib import Path
 
-from textual.widgets import Input, TabbedContent
+from textual.widgets import Input, TabbedContent, TextArea
 
 from cacao_tui.ui.editor import EditorApp, ProblemEditorScreen
 from cacao_tui.ui.editor.args_pane import ArgsPane, ArgsTable
@@ -234,3 +234,48 @@ async def test_f1_lists_the_editors_keys(tmp_path: Path) -> None:
         await pilot.pause(0.1)
         assert isinstance(app.screen, ProblemEditorScreen)
     assert not (tmp_path / "keys").exists()
+
+
+async def test_save_of_a_never_run_problem_writes_its_definition_only(tmp_path: Path) -> None:
+    """No output/, no output.lock: the save's run lock is taken, and its file removed, when there was none."""
+    shutil.copytree(COMPAT / "softmax_rows_py", tmp_path / "p")
+    before = sorted(p.name for p in (tmp_path / "p").iterdir())
+    app = EditorApp(tmp_path / "p")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _editor(pilot)
+        await _checked(pilot, screen)
+        await _type(pilot, screen, "#ed-tolerance", "0.002")
+        await pilot.press("ctrl+s")
+        for _ in range(1600):
+            await pilot.pause(0.05)
+            if not app.is_running:
+                break
+    assert load_problem(tmp_path / "p").tolerance == 0.002
+    assert sorted(p.name for p in (tmp_path / "p").iterdir()) == before
+    assert _settled_listing(tmp_path) == ["p"]
+
+
+async def test_what_was_typed_just_before_ctrl_s_is_saved(tmp_path: Path) -> None:
+    """Keys typed into a field and ctrl+s at once: the field's Changed message may come after the
+    save began; Save folds in what the fields show."""
+    shutil.copytree(COMPAT / "softmax_rows_py", tmp_path / "p")
+    app = EditorApp(tmp_path / "p")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _editor(pilot)
+        await _checked(pilot, screen)
+        screen.query_one(TabbedContent).active = "tab-rules"
+        await pilot.pause(0.1)
+        cases = screen.query_one("#ed-cases", TextArea)
+        with screen.prevent(TextArea.Changed):  # as if its message had not arrived yet
+            cases.text = "[{name: a}, {name: b, scalars: {ROWS: 8}}]"
+        tolerance = screen.query_one("#ed-tolerance", Input)
+        with screen.prevent(Input.Changed):
+            tolerance.value = "0.003"
+        await pilot.press("ctrl+s")
+        for _ in range(1600):
+            await pilot.pause(0.05)
+            if not app.is_running:
+                break
+    problem = load_problem(tmp_path / "p")
+    assert [s.name for s in problem.shapes] == ["a", "b"] and problem.shapes[1].scalars["ROWS"] == 8
+    assert problem.tolerance == 0.003

@@ -216,6 +216,7 @@ class ProblemEditorScreen(Screen[Path | None]):
         self.source.inputs.setdefault("args", [])
         self.dirty = False
         self.check: CheckResult | None = None
+        self._applied: dict[str, str] = {}  # text field id -> the text last folded into the source
         self.checks_run = 0
         self._generation = 0
         self._check_timer: Timer | None = None
@@ -315,6 +316,7 @@ class ProblemEditorScreen(Screen[Path | None]):
 
     def _ready(self) -> None:
         self._loading = False
+        self._applied = {area.id or "": area.text for area in self.query(TextArea)}
 
     def on_resize(self) -> None:
         self._layout_for(self.size.width)
@@ -381,8 +383,11 @@ class ProblemEditorScreen(Screen[Path | None]):
     def _text_area(self, event: TextArea.Changed) -> None:
         if self._loading:
             return
-        wid = event.text_area.id or ""
-        text = event.text_area.text
+        if self._apply_text(event.text_area.id or "", event.text_area.text):
+            self.changed()
+
+    def _apply_text(self, wid: str, text: str) -> bool:
+        """One text field into the source; False when it is not one of the source's fields (or not YAML)."""
         if wid == "ed-description":
             set_path(self.source.problem, ("description",), text if text.strip() else None)
         elif wid == "ed-ref-source":
@@ -394,15 +399,33 @@ class ProblemEditorScreen(Screen[Path | None]):
                 value = yaml.safe_load(text) if text.strip() else None
             except yaml.YAMLError as exc:
                 self._status(f"✗ {key}: not YAML ({str(exc).splitlines()[0]})", "error")
-                return
+                return False
             set_path(self.source.problem, (key,), value)
         elif wid == "ed-headers":
             self.source.inputs["headers"] = [h.strip() for h in text.splitlines() if h.strip()]
         elif wid == "ed-shared-setup":
             set_path(self.source.inputs, ("shared_setup",), text if text.strip() else None)
         else:
-            return
-        self.changed()
+            return False
+        self._applied[wid] = text
+        return True
+
+    def _catch_up(self) -> bool:
+        """Fold in what the fields hold now: keys typed just before ctrl+s may not have posted
+        their Changed messages yet, and Save must write what the user sees. False: a YAML field
+        does not parse (its line is in the status)."""
+        for field in self.query(Input):
+            wid = field.id or ""
+            if wid == "ed-directory":
+                self.directory = Path(field.value.strip() or ".").expanduser().absolute()
+            elif wid in PROBLEM_FIELDS and field.value != _show(_get(self.source.problem, PROBLEM_FIELDS[wid])):
+                set_path(self.source.problem, PROBLEM_FIELDS[wid], _typed(field.value, wid in TEXT_KEYS))
+        ok = True
+        for area in self.query(TextArea):
+            wid = area.id or ""
+            if area.text != self._applied.get(wid) and not self._apply_text(wid, area.text):
+                ok = ok and wid not in ("ed-rules", "ed-cases")
+        return ok
 
     @on(ArgsPane.Changed)
     def _args_changed(self) -> None:
@@ -533,7 +556,12 @@ class ProblemEditorScreen(Screen[Path | None]):
         if self.load_error and not self.source.problem:
             self._status(f"✗ not saved: {self.load_error}", "error")
             return
+        if not self._loading and not self._catch_up():
+            return
         self._saving = True
+        if self._check_timer is not None:  # the save checks again: a live check in flight is stale
+            self._check_timer.stop()
+        self._generation += 1
         self._status("saving: checking first…", "busy")
         source = copy.deepcopy(self.source)
         directory, existing = self.directory, not self.new
