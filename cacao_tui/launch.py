@@ -271,7 +271,7 @@ async def run_with_ui(engine: Engine, bus: EventBus, request: RunRequest) -> int
     from cacao_tui.ui.app import CacaoApp  # textual is imported only when the app is used
 
     task = asyncio.ensure_future(engine.run())
-    app = CacaoApp(engine=engine, bus=bus)
+    app = CacaoApp(engine=engine, bus=bus, stop_on_sigterm=True)  # S in another app: a clean stop
     _stop_on_disk_full(asyncio.get_running_loop(), task, app.exit)
     result = await app.run_async()
     if result == "detach" and not task.done():

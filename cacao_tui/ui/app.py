@@ -10,10 +10,11 @@ second, so a burst of log lines costs one redraw, not one per line.
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Final, Literal
 
 from textual.app import App, SystemCommand
@@ -29,7 +30,6 @@ from cacao_tui.ui.log_store import LogEntry, LogStore
 from cacao_tui.ui.run_view import RunView
 from cacao_tui.ui.screens.dialogs import BusyScreen, QuitScreen
 from cacao_tui.ui.screens.main import MainScreen
-from cacao_tui.ui.screens.new_problem import NewProblemScreen
 from cacao_tui.ui.screens.results import ResultsScreen
 
 AppResult = Literal["finished", "stopped", "detach"]
@@ -49,6 +49,9 @@ class CacaoApp(App[AppResult]):
     run_info: the RunStarted event, if it was emitted before the app was constructed.
     clock: wall-clock source for the elapsed time (tests pass a fixed one).
     flush_interval: seconds between folding buffered events into the screen.
+    stop_on_sigterm: the app runs the engine in its own process (``cacao --dir X``): SIGTERM
+        (the home screen's or an attached view's S, ``kill``) stops every branch cleanly and
+        leaves the app as its "stop" choice does, instead of killing the process mid-screen.
     """
 
     CSS_PATH = "cacao.tcss"
@@ -62,8 +65,13 @@ class CacaoApp(App[AppResult]):
         *,
         clock: Callable[[], float] = time.time,
         flush_interval: float = FLUSH_INTERVAL_S,
+        stop_on_sigterm: bool = False,
     ) -> None:
         super().__init__()
+        self.stop_on_sigterm = stop_on_sigterm
+        self._sigterm_before: object = None  # the handler to put back on unmount
+        self._sigterm_installed = False
+        self.stopping = False
         self.engine = engine
         self.bus = bus
         self.view = RunView()
@@ -94,9 +102,40 @@ class CacaoApp(App[AppResult]):
 
     def on_mount(self) -> None:
         self.set_interval(self.flush_interval, self.flush_events)
+        if self.stop_on_sigterm:
+            self._install_sigterm()
 
     def on_unmount(self) -> None:
         self.detach_from_bus()
+        self._remove_sigterm()
+
+    def _install_sigterm(self) -> None:
+        previous = signal.getsignal(signal.SIGTERM)
+        try:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self.stop_from_signal)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+            return
+        self._sigterm_before, self._sigterm_installed = previous, True
+
+    def _remove_sigterm(self) -> None:
+        if not self._sigterm_installed:
+            return
+        self._sigterm_installed = False
+        try:
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
+            signal.signal(signal.SIGTERM, self._sigterm_before)  # type: ignore[arg-type]
+        except (RuntimeError, ValueError, TypeError):
+            pass
+
+    def stop_from_signal(self) -> None:
+        """SIGTERM: the "stop" choice without asking (a second one while stopping changes nothing)."""
+        if self.stopping:
+            return
+        if not self.engine.is_running() and (self.view.info is None or self.view.finished is not None):
+            self.exit(FINISHED)
+            return
+        self.run_worker(self._stop_then_exit("Asked to stop (SIGTERM): stopping every branch cleanly…"),
+                        exclusive=True, group="stop")  # fmt: skip
 
     def detach_from_bus(self) -> None:
         if self._unsubscribe is not None:
@@ -156,8 +195,9 @@ class CacaoApp(App[AppResult]):
         elif choice == "stop":
             self.run_worker(self._stop_then_exit(), exclusive=True, group="stop")
 
-    async def _stop_then_exit(self) -> None:
-        self.push_screen(BusyScreen("Stopping every branch cleanly…\nrunning steps finish or are cancelled."))
+    async def _stop_then_exit(self, message: str = "Stopping every branch cleanly…") -> None:
+        self.stopping = True
+        self.push_screen(BusyScreen(f"{message}\nrunning steps finish or are cancelled."))
         try:
             await self.engine.stop()
         finally:
@@ -196,16 +236,3 @@ class ResultsApp(App[None]):
     def get_default_screen(self) -> Screen:
         return ResultsScreen(self.run_layout, standalone=True)
 
-
-class NewProblemApp(App[Path | None]):
-    """The new-problem dialog on its own (e.g. for a CLI flag): returns the new directory or None."""
-
-    CSS_PATH = "cacao.tcss"
-    TITLE = "cacao new problem"
-
-    def __init__(self, parent_dir: Path) -> None:
-        super().__init__()
-        self.parent_dir = parent_dir
-
-    def on_mount(self) -> None:
-        self.push_screen(NewProblemScreen(self.parent_dir), self.exit)

@@ -274,7 +274,7 @@ class Command:
 
 
 PALETTE_ONLY: tuple[Command, ...] = (
-    Command("new_problem", "New problem…", "Create a problem directory from a form (checked like --check)"),
+    Command("new_problem", "New problem…", "The problem editor on a new problem (saved only once --check passes)"),
     Command("clone_problem", "Clone this problem…", "Copy this problem's definition, without its runs, to a new name"),
 )
 

@@ -328,10 +328,10 @@ def test_run_dialog_cancel_writes_nothing(tmp_path: Path) -> None:
     asyncio.run(go())
 
 
-def test_edit_opens_the_editor_or_says_it_is_missing(tmp_path: Path) -> None:
-    from cacao_tui.ui.home.editor_hook import editor_class
+def test_edit_opens_the_editor(tmp_path: Path) -> None:
+    from cacao_tui.ui.editor import ProblemEditorScreen
 
-    copy_problem(tmp_path, "mmul")
+    problem = copy_problem(tmp_path, "mmul")
 
     async def go() -> None:
         app = HomeApp(tmp_path)
@@ -339,10 +339,8 @@ def test_edit_opens_the_editor_or_says_it_is_missing(tmp_path: Path) -> None:
             await _ready(pilot, app)
             await pilot.press("e")
             await pilot.pause(0.1)
-            if editor_class() is None:
-                assert any("editor is not in this build" in n.message for n in app._notifications)
-            else:
-                assert type(app.screen) is editor_class()
+            assert type(app.screen) is ProblemEditorScreen and not app.screen.new
+            assert app.screen.directory == problem.resolve()
 
     asyncio.run(go())
 

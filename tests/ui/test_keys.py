@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+
 from rich.console import Console
 from textual.command import CommandPalette
 from textual.widgets import Input, TabbedContent
@@ -264,6 +267,33 @@ async def test_q_then_s_stops_the_engine_cleanly(run: Run) -> None:
         await pilot.pause(0.5)
     assert app.return_value == "stopped"
     assert run.engine.stopped
+
+
+async def test_sigterm_stops_a_full_screen_run_cleanly(run: Run) -> None:
+    """``cacao --dir X`` (the engine in the app's process) gets SIGTERM, as S on the home screen or
+    in an attached view sends: every branch stops cleanly and the app leaves as "stop" does, the
+    terminal given back, instead of the process dying mid-screen. Our own handler is put back after."""
+    heard: list[int] = []
+
+    def ours(signum: int, frame: object) -> None:  # without the app's handler, the signal lands here
+        heard.append(signum)
+
+    before = signal.signal(signal.SIGTERM, ours)
+    try:
+        run.engine.stop_delay_s = 0.2
+        async with run.app(stop_on_sigterm=True).run_test() as pilot:
+            app = await start(pilot, run)
+            os.kill(os.getpid(), signal.SIGTERM)
+            await pilot.pause(0.05)
+            assert "SIGTERM" in str(app.screen.query_one(".dialog-title").content)
+            os.kill(os.getpid(), signal.SIGTERM)  # a second one while stopping changes nothing
+            await pilot.pause(0.5)
+        assert app.return_value == "stopped"
+        assert run.engine.stopped and run.engine.calls.count(("stop",)) == 1
+        assert heard == []
+        assert signal.getsignal(signal.SIGTERM) is ours
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 async def test_ctrl_q_and_ctrl_c_ask_like_q(run: Run) -> None:

@@ -82,12 +82,17 @@ def test_results_view(snap_compare) -> None:
     assert snap_compare(ResultsApp(run.layout), terminal_size=(100, 30), run_before=before)
 
 
-def test_new_problem_dialog(snap_compare) -> None:
-    from pathlib import Path
+def test_decision_form(snap_compare) -> None:
+    app, before = _main_state("tiled", None, ("c",))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=before)
 
-    from cacao_tui.ui.app import NewProblemApp
+
+def test_clone_dialog(snap_compare) -> None:
+    run = fixed_run()
 
     async def before(pilot) -> None:
+        await start(pilot, run)
+        await pilot.app.main_screen.run_action("clone_problem")
         await settle(pilot)
 
-    assert snap_compare(NewProblemApp(Path("/tmp/cacao-ui-fixture")), terminal_size=(100, 40), run_before=before)
+    assert snap_compare(run.app(), terminal_size=(80, 24), run_before=before)

@@ -194,15 +194,7 @@ class HomeScreen(Screen[None]):
         entry = self._need()
         if entry is None:
             return
-        screen = edit_problem_screen(entry.directory)
-        if screen is None:
-            self.app.notify(
-                "The problem editor is not in this build: edit problem.yaml and inputs.yaml, then c checks",
-                severity="warning",
-                timeout=8,
-            )
-            return
-        self.app.push_screen(screen, self._created)
+        self.app.push_screen(edit_problem_screen(entry.directory), self._created)
 
     def action_clone(self) -> None:
         entry = self._need()

@@ -18,12 +18,12 @@ from cacao_tui.engine.control import EngineControl
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.ui import keymap
 from cacao_tui.ui.disk import load_selection, read_all_branches, read_run_started
+from cacao_tui.ui.home.editor_hook import new_problem_screen
 from cacao_tui.ui.log_store import LogEntry, LogStore
 from cacao_tui.ui.run_view import RUN, RunView, Selection, seed_from_disk, touches
 from cacao_tui.ui.screens.clone import CloneScreen
 from cacao_tui.ui.screens.dialogs import ConfirmScreen
 from cacao_tui.ui.screens.help import HelpScreen
-from cacao_tui.ui.screens.new_problem import NewProblemScreen
 from cacao_tui.ui.screens.results import ResultsScreen
 from cacao_tui.ui.screens.steering import DecisionScreen, MessageScreen, RevertScreen
 from cacao_tui.ui.widgets.best_sparkline import BestSparkline
@@ -322,7 +322,8 @@ class MainScreen(Screen[None]):
         self.app.push_screen(ResultsScreen(self.run_layout))
 
     def action_new_problem(self) -> None:
-        self.app.push_screen(NewProblemScreen(self.run_layout.problem_dir.parent))
+        """The problem editor on a new problem beside this one (the run goes on meanwhile)."""
+        self.app.push_screen(new_problem_screen(self.run_layout.problem_dir.parent))
 
     def action_clone_problem(self) -> None:
         self.app.push_screen(CloneScreen(self.run_layout.problem_dir))

@@ -129,8 +129,8 @@ class DecisionScreen(ModalScreen[str | None]):
             yield Static(when, classes="dialog-text")
             with Horizontal(classes="dialog-buttons"):
                 for action, key in (("continue", "c"), ("retry", "r"), ("branch", "b"), ("stop", "s")):
-                    yield Button(f"{action.capitalize()} ({key})", id=f"decide-{action}")
-                yield Button("Cancel (esc)", id="decide-cancel")
+                    yield Button(f"{action.capitalize()} ({key})", id=f"decide-{action}", compact=True)
+                yield Button("Cancel (esc)", id="decide-cancel", compact=True)  # five fit in 80 columns
 
     def on_mount(self) -> None:
         self.query_one("#decide-cancel", Button).focus()
