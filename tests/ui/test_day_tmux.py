@@ -1,17 +1,24 @@
-"""The whole day in a real terminal, with the replay provider (no key, no GPU: a dry run).
+"""The whole day in a real terminal, with the replay provider and a FAKE tuner (no key, no GPU).
 
-Open the home screen, create a problem in the editor (saved only once it passes --check),
-start a dry-run replay of mmul from the run dialog, pause it through its control files,
-quit the app while it runs, check the run process lives on, reopen the app, attach, resume,
-watch it finish and open its results; at 80x24 and at 200x60.
+Open the home screen, create a problem in the editor (saved only once it passes --check), give
+mmul two cases in the editor, start a replay of mmul from the run dialog, pause it through its
+control files, quit the app while it runs, check the run process lives on, reopen the app,
+attach, resume, watch it finish and open its results: the per-branch best-time plot with its
+points and the per-case table and bars; at 80x24 and at 200x60.
+
+The run is not a dry run: it measures, with the FAKE tuner of tests/ui/fake_run_site (the
+project's ``cacao_tui.fake_tuner.FakeTuner`` answering per case, put in place of ktt in the run
+process by that folder's sitecustomize) and a fake ``nvidia-smi`` listing one GPU.
 
 Needs tmux (skipped with that reason when it is missing).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -22,8 +29,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from cacao_tui.runs.last_run import last_run
+from cacao_tui.runs.remote_control import stop_run
 from cacao_tui.store.run_lock import lock_path
 from ktt.procs import pid_alive
 from tests.pathenv import child_pythonpath
@@ -110,13 +119,62 @@ def _holder_pid(problem: Path) -> int | None:
         return None
 
 
+FAKE_RUN_SITE = Path(__file__).resolve().parent / "fake_run_site"
+CASES = "[{name: square}, {name: small, scalars: {DIM_M: 512, DIM_N: 512, DIM_K: 512}}]"  # typed in the editor
+
+
+def fake_measuring_env(tmp_path: Path) -> dict[str, str]:
+    """PATH with a FAKE nvidia-smi (one GPU 0) and PYTHONPATH with the FAKE tuner's sitecustomize."""
+    # Loaded by path under another name: this process may have imported a sitecustomize of its own.
+    spec = importlib.util.spec_from_file_location("fake_run_site", FAKE_RUN_SITE / "sitecustomize.py")
+    assert spec is not None and spec.loader is not None
+    site = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(site)
+    bin_dir = tmp_path / "fake-bin"
+    bin_dir.mkdir()
+    site.write_fake_nvidia_smi(bin_dir)
+    return {
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": f"{FAKE_RUN_SITE}{os.pathsep}{child_pythonpath()}",
+        site.ENV: "1",
+    }
+
+
+def _plot_points(screen: str) -> int:
+    """Cells of the history plot's points: plotext's braille marker, without the legend's ⢕⢕."""
+    return sum(1 for ch in screen.replace("⢕⢕", "") if "\u2801" <= ch <= "\u28ff")
+
+
+def _all_paused(screen: str) -> bool:
+    """The tree shows each of the run's three branches paused (they pause one by one)."""
+    return all(f"‖ {name} " in screen for name in ("b1-tiling", "b2-strip", "b3-quad"))
+
+
+def _case_rows_shown(screen: str) -> bool:
+    """The results view with the best kernel's per-case table: a measured row per case."""
+    rows = [line.split() for line in screen.splitlines()]
+    measured = {r[0] for r in rows if len(r) > 3 and r[1] == "ok" and r[0] in ("square", "small") and "ms" in r}
+    return "Results · mmul" in screen and measured == {"square", "small"}
+
+
+def _pictures_shown(screen: str) -> bool:
+    """The per-branch best-time plot with its points, and the per-case bars (a bar per case)."""
+    return (
+        "iteration" in screen  # the plot's x label (its title is left out where it does not fit)
+        and _plot_points(screen) >= 3
+        and "speedup per case" in screen
+        and "square┤" in screen
+        and "small┤" in screen
+    )
+
+
 @pytest.mark.parametrize(("width", "height"), [(80, 24), (200, 60)])
 def test_the_whole_day(width: int, height: int, tmp_path: Path, cleanup: list[Callable[[], None]]) -> None:
     folder = tmp_path / "problems"
     mmul = folder / "mmul"
     shutil.copytree(MMUL, mmul, ignore=shutil.ignore_patterns("output", "archive", "demo"))
     env = {"TERM": "xterm-256color", "TZ": "UTC", "COLORTERM": "truecolor", "LANG": "C.UTF-8",
-           "PYTHONPATH": child_pythonpath(), "HOME": str(tmp_path)}  # fmt: skip
+           "HOME": str(tmp_path), **fake_measuring_env(tmp_path)}  # fmt: skip
     shell = Shell(width, height, env)
     cleanup.append(shell.kill)
     app = f"cd {shlex.quote(str(tmp_path))} && {shlex.quote(sys.executable)} -m cacao_tui"
@@ -128,7 +186,7 @@ def test_the_whole_day(width: int, height: int, tmp_path: Path, cleanup: list[Ca
 
     cleanup.append(stop_run)
 
-    # -- morning: the home screen, and a new problem from the editor ----------------------------
+    # -- morning: the home screen, a new problem from the editor, and cases for mmul ---------
     shell.type_line(f"{app}; echo APP-EXIT-1 $?")  # cacao with no --dir, in the folder's parent
     shell.wait_text("1 problem ·")
     shell.keys("n")
@@ -139,23 +197,36 @@ def test_the_whole_day(width: int, height: int, tmp_path: Path, cleanup: list[Ca
     shell.wait_text("2 problems ·", timeout=60)
     assert (folder / "new-problem" / "problem.yaml").is_file()
 
-    # -- a dry-run replay from the run dialog -------------------------------------------------
     shell.keys("k")  # back to mmul (the new problem was selected)
     shell.wait_for(lambda s: "mmul  " in s and "not run yet" in s, what="mmul's details")
+    shell.keys("e")
+    shell.wait_text("Edit problem")
+    shell.wait_text("--check OK", timeout=60)
+    shell.keys("C-t", "C-t", "C-t")  # the Rules & cases tab
+    shell.wait_text("cases (YAML list")
+    shell.keys("Tab", "Tab", "Tab")  # the tab bar, the rules, the cases field
+    shell._tmux("send-keys", "-t", "t", "-l", CASES)
+    shell.wait_for(lambda s: "{name: square}, {name: small" in s and "rules: not YAML" not in s, what="the cases")
+    shell.keys("C-s")  # checks, then saves
+    shell.wait_for(lambda s: "2 problems ·" in s and "2 cases" in s, timeout=60, what="mmul with 2 cases")
+    assert [c["name"] for c in yaml.safe_load((mmul / "problem.yaml").read_text())["cases"]] == ["square", "small"]
+    assert not (mmul / "output").exists() and not lock_path(mmul).exists()  # Save wrote the definition only
+
+    # -- a replay that measures (the FAKE tuner), from the run dialog -------------------------
     shell.keys("r")
     shell.wait_text("Run · mmul")
     shell.choose_replay()
-    shell.keys(*["Tab"] * 9, "Space")  # Dry run
     shell.keys("C-s")
     shell.wait_text("b1-tiling", timeout=90)  # attached: the run's branches, from its log
     launch = (mmul / "output" / "launch.log").read_text()
-    assert "--provider replay" in launch and "--dry-run" in launch
+    assert "--provider replay" in launch and "--dry-run" not in launch
     pid = _holder_pid(mmul)
     assert pid is not None and pid_alive(pid) and os.getsid(pid) == pid  # a session of its own
 
-    # Pause every branch through its control file, so the run is still there after lunch.
+    # Pause every branch through its control file, so the run is still there after lunch. Each
+    # branch pauses at its next step; P after lunch resumes only if every active one shows paused.
     shell.keys("P")
-    shell.wait_for(lambda s: s.count("‖") >= 2, timeout=120, what="paused branches")
+    shell.wait_for(_all_paused, timeout=120, what="every branch paused")
 
     # -- quit the app while the run goes on ---------------------------------------------------
     shell.keys("q")
@@ -170,23 +241,29 @@ def test_the_whole_day(width: int, height: int, tmp_path: Path, cleanup: list[Ca
     shell.type_line(f"clear; {app}; echo APP-EXIT-2 $?")
     shell.wait_text("1 running")
     shell.keys("Enter")  # mmul is the first row
-    shell.wait_for(lambda s: "b1-tiling" in s and "‖" in s, timeout=60, what="the paused run, attached")
+    shell.wait_for(_all_paused, timeout=60, what="the paused run, attached")
     shell.keys("P")  # every branch paused: P resumes them all
     shell.wait_text("· finished", timeout=300)
     deadline = time.monotonic() + 60  # the run writes its end, prints its summary, then exits
     while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not pid_alive(pid)
+    final = json.loads((mmul / "output" / "final_results.json").read_text())
+    assert final["best"]["time_ms"] and len(final["best"]["cases"]) == 2  # measured, per case
+
     shell.keys("b")
-    shell.wait_text("Results · mmul")
-    screen = shell.wait_text("b1-tiling")
-    assert "dry-run" in screen
+    screen = shell.wait_for(_case_rows_shown, what="the results with the per-case table")
+    assert "dry-run" not in screen and "score ×" in screen
+    shell.keys("Tab")  # the pictures: on a short terminal the view scrolls to them
+    shell.wait_for(_pictures_shown, what="the history plot's points and the per-case bars")
     shell.keys("Escape")
     shell.wait_text("Log  LLM  Kernel")
     shell.keys("q")
     shell.wait_for(lambda s: "problems ·" in s and "✓ ok" in s, what="mmul's finished run on the home screen")
     shell.keys("b")  # results straight from the home screen
-    shell.wait_text("Results · mmul")
+    shell.wait_for(_case_rows_shown, what="the results from the home screen")
+    shell.keys("Tab")
+    shell.wait_for(_pictures_shown, what="the pictures, from the home screen")
     shell.keys("Escape")
     shell.wait_for(lambda s: "Results · mmul" not in s, what="the results view to close")
     shell.keys("q")
@@ -220,3 +297,28 @@ def test_dropping_the_terminal_leaves_the_run(tmp_path: Path, cleanup: list[Call
     while time.monotonic() < deadline and not last_run(mmul).finished:
         time.sleep(0.5)
     assert last_run(mmul).status == "ok"
+
+
+def test_stop_from_another_app_ends_a_full_screen_run_cleanly(
+    tmp_path: Path, cleanup: list[Callable[[], None]]
+) -> None:
+    """A run started full-screen (``cacao --dir X``, the engine in the app's process) is stopped the
+    way S on the home screen or in an attached view stops it (``stop_run``: SIGTERM to the lock's
+    holder): the app stops every branch, gives the terminal back, prints the summary and exits 130;
+    the run's log ends with an interrupted run, so --resume continues it."""
+    mmul = tmp_path / "mmul"
+    shutil.copytree(MMUL, mmul, ignore=shutil.ignore_patterns("output", "archive", "demo"))
+    env = {"TERM": "xterm-256color", "LANG": "C.UTF-8", "HOME": str(tmp_path), **fake_measuring_env(tmp_path)}
+    shell = Shell(100, 30, env)
+    cleanup.append(shell.kill)
+    cleanup.append(lambda: (pid := _holder_pid(mmul)) and pid_alive(pid) and os.kill(pid, 9))
+    shell.type_line(f"{shlex.quote(sys.executable)} -m cacao_tui --dir {shlex.quote(str(mmul))} --provider replay; "
+                    "echo RUN-EXIT $?")  # fmt: skip
+    shell.wait_text("b1-tiling", timeout=90)
+    pid = _holder_pid(mmul)
+    assert pid is not None and last_run(mmul).status == "running"
+    assert stop_run(mmul) == pid  # what S does
+    screen = shell.wait_for(lambda s: re.search(r"RUN-EXIT \d", s) is not None, timeout=120, what="the run's exit")
+    assert "RUN-EXIT 130" in screen and "run interrupted" in screen, screen
+    assert "Terminated" not in screen and "Traceback" not in screen
+    assert last_run(mmul).status == "interrupted"

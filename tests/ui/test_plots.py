@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import csv
 import io
+import shutil
 from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult
+from ui_helpers import settle
 
+from cacao_tui.store.atomic import write_model
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.results import FROM_FILE, LoadedResults
 from cacao_tui.store.results_export import ExportError, export_results, render_csv, render_markdown
 from cacao_tui.store.state import BestResult, BranchSummary, CaseOutcome, FinalResults, IterationPoint
+from cacao_tui.ui.app import ResultsApp
 from cacao_tui.ui.plots.cases import case_bars_draw
 from cacao_tui.ui.plots.history import history_draw, history_series
 from cacao_tui.ui.plots.plot_view import PlotView, render_figure
@@ -212,3 +216,37 @@ def test_results_pictures_snapshot(snap_compare) -> None:
         await pilot.pause(0.2)
 
     assert snap_compare(_PicturesApp(), terminal_size=(120, 20), run_before=before)
+
+
+def _results_dir() -> RunLayout:
+    """The pictures' results in a run directory at a fixed path (the view shows paths)."""
+    from ui_helpers import FIXED_ROOT
+
+    layout = RunLayout(FIXED_ROOT / "results-with-cases" / "saxpy")
+    shutil.rmtree(layout.problem_dir.parent, ignore_errors=True)
+    layout.output.mkdir(parents=True)
+    write_model(layout.final_results, _results().results)  # type: ignore[arg-type]
+    return layout
+
+
+async def test_results_view_at_80x24_scrolls_to_the_pictures() -> None:
+    """Taller than 24 rows: Tab moves from the branch table to the pictures and the view follows."""
+    app = ResultsApp(_results_dir())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        pictures = app.screen.query_one(ResultsPictures)
+        view = app.screen.query_one("#results")
+        assert view.scroll_offset.y == 0 and pictures.region.bottom > app.screen.size.height
+        await pilot.press("tab")
+        await settle(pilot)
+        assert app.focused is pictures and view.scroll_offset.y > 0
+        assert pictures.region.y >= 0 and pictures.region.bottom <= app.screen.size.height - 1  # above the footer
+
+
+def test_results_view_80x24_snapshot(snap_compare) -> None:
+    async def before(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("tab")
+        await settle(pilot)
+
+    assert snap_compare(ResultsApp(_results_dir()), terminal_size=(80, 24), run_before=before)

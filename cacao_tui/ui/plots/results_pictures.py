@@ -15,9 +15,12 @@ from cacao_tui.ui.plots.history import history_draw, history_series
 from cacao_tui.ui.plots.plot_view import PlotView
 
 
-class ResultsPictures(Horizontal):
+class ResultsPictures(Horizontal, can_focus=True):
+    """Focusable, so Tab brings the pictures into view where the results view scrolls (80x24)."""
+
     DEFAULT_CSS = """
     ResultsPictures { height: 14; }
+    ResultsPictures:focus { background: $boost; }
     ResultsPictures #results-history { width: 2fr; }
     ResultsPictures #results-case-bars { width: 1fr; }
     """

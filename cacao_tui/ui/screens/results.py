@@ -1,6 +1,7 @@
 """The results view: final_results.json (rebuilt by cacao_tui.store.results when it is missing),
 the best configuration, for a problem with cases the best kernel's per-case table, a per-branch
-summary, and the best kernel of the selected branch."""
+summary, the pictures (history plot, per-case bars) and the best kernel of the selected branch.
+On a short terminal the view scrolls to the part that has the focus."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
@@ -105,7 +106,9 @@ class ResultsScreen(Screen[None]):
         self._branches: dict[str, BranchSummary] = {}
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="results"):
+        # Taller than a small terminal (80x24): the view scrolls, to whichever part has the focus
+        # (Tab: the branch table, the pictures, the kernel).
+        with VerticalScroll(id="results"):
             yield Static("Loading results…", id="results-header")
             yield KeyTable(COLUMNS, id="results-branches")
             yield ResultsPictures(id="results-pictures")
@@ -148,7 +151,7 @@ class ResultsScreen(Screen[None]):
             cases = Static(case_table(best.cases), id="results-cases")
             for stale in self.query("#results-cases"):
                 await stale.remove()
-            await self.query_one("#results", Vertical).mount(cases, after="#results-header")
+            await self.query_one("#results", VerticalScroll).mount(cases, after="#results-header")
         branches = sorted(loaded.results.branches, key=_sort_key) if loaded.results else []
         self._branches = {b.name: b for b in branches}
         rows = {}
