@@ -96,3 +96,8 @@ def test_clone_dialog(snap_compare) -> None:
         await settle(pilot)
 
     assert snap_compare(run.app(), terminal_size=(80, 24), run_before=before)
+
+
+def test_message_form(snap_compare) -> None:
+    app, before = _main_state("tiled", None, ("m",))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=before)
