@@ -75,7 +75,7 @@ def test_clearly_slower_stops_after_the_minimum_repetitions() -> None:
 def test_within_a_quarter_of_the_best_is_still_a_contender() -> None:
     timing, runs = _timed([1.2] * 40, best_ms=1.0, warmed=True)
     assert not timing.early_stop
-    assert len(timing.samples) == 13  # 13 x 1.2 ms >= 15 ms
+    assert runs == len(timing.samples) == 13  # 13 x 1.2 ms >= 15 ms
 
 
 def test_a_slow_first_repetition_that_recovers_is_not_stopped_early() -> None:
