@@ -72,6 +72,16 @@ def test_history_is_the_best_so_far_per_branch() -> None:
     assert "tiled" in text and "reference" in text
 
 
+def test_history_uses_a_log_axis_when_a_slow_reference_would_flatten_the_branches() -> None:
+    series = history_series(_results().results.branches)  # type: ignore[union-attr]  # 0.5 .. 2.0 ms
+    near = render_figure(history_draw(series, 1.2), 70, 16, color=False)  # type: ignore[arg-type]
+    far = render_figure(history_draw(series, 30.0), 70, 16, color=False)  # type: ignore[arg-type]
+    assert "log scale" not in near and "log scale" in far
+    # On the log axis the 0.5 and 1.8 ms points of "tiled" land on different rows, not both on the bottom one.
+    rows_with_points = [line for line in far.splitlines() if any("\u2800" < ch <= "\u28ff" for ch in line)]
+    assert len(rows_with_points) >= 4
+
+
 def test_case_bars_and_roofline_draw_only_with_data() -> None:
     loaded = _results()
     draw = case_bars_draw(loaded.results.best.cases)  # type: ignore[union-attr]

@@ -33,18 +33,28 @@ def history_series(branches: list[BranchSummary]) -> list[Series]:
     return out
 
 
+LOG_SPAN = 4.0  # when the largest time drawn is this many times the smallest, the y axis is logarithmic
+
+
 def history_draw(series: list[Series], reference_ms: float | None = None) -> Draw | None:
+    """The plot; a logarithmic time axis when the times span more than LOG_SPAN x (a slow reference
+    would otherwise press every branch's points onto the bottom rows)."""
     if not series:
         return None
+    drawn = [t for s in series for t in s.best_ms] + ([reference_ms] if reference_ms else [])
+    log = max(drawn) > LOG_SPAN * min(drawn)
 
     def draw(plt: Any, width: int, height: int) -> None:
+        if log:
+            plt.yscale("log")
         for i, s in enumerate(series):
             label = s.name if len(s.name) <= 18 else s.name[:17] + "…"
             plt.plot(s.iterations, s.best_ms, marker="braille", color=COLORS[i % len(COLORS)], label=label)
         if reference_ms:
             last = max(max(s.iterations) for s in series)
             plt.plot([1, max(last, 2)], [reference_ms, reference_ms], marker="dot", color="gray", label="reference")
-        plt.title("best time so far per branch (ms, lower is better)")
+        scale = ", log scale" if log else ""
+        plt.title(f"best time so far per branch (ms{scale}, lower is better)")
         plt.xlabel("iteration")
         plt.xticks(sorted({x for s in series for x in s.iterations}))
 
