@@ -370,8 +370,13 @@ def test_attach_follows_a_live_log_and_steers_through_files(tmp_path: Path) -> N
             await _wait(pilot, lambda: "b2-strip" in app.view.branches, "the branches from the log")
             assert app.control.default_max_iter == 3 and app.view.finished is None
             tree = app.main_screen.branch_tree
+            # The tree is refreshed from the view on the next poll, and the selection follows the
+            # cursor through a message: wait for each, or "p" may find no branch selected yet.
+            await _wait(pilot, lambda: tree.root.children and "b1-tiling" in str(tree.root.children[0].label),
+                        "the branches in the tree")  # fmt: skip
             await pilot.press("j")  # the first branch
             assert tree.cursor_node is not None
+            await _wait(pilot, lambda: app.main_screen.selection.branch == "b1-tiling", "b1-tiling selected")
             await pilot.press("p")  # pause: written to branch_config.json, for the run's worker
             cfg = RunLayout(problem).branch("b1-tiling").config
             await _wait(pilot, cfg.exists, "branch_config.json")
