@@ -25,59 +25,15 @@ Run it after editing a kernel or a text here:  python problems/mmul/demo/build_s
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-SESSION = HERE.parent / "session.jsonl"
+from cacao_tui.llm.demo_session import DemoSession, decision, structured, text, tools
+
+DEMO = DemoSession("mmul", Path(__file__).resolve().parent,
+                   "hand-written demo session (see problems/mmul/README.md); not model output")
 
 # The numbers in texts are expectations, not measurements: a replay re-tunes every kernel
 # on the GPU at hand and the tuner reports the real figures.
-
-
-def src(name: str) -> str:
-    return (HERE / name).read_text(encoding="utf-8")
-
-
-def text(branch: str | None, iteration: int | None, node: str, body: str) -> dict:
-    return {"branch": branch, "iteration": iteration, "node": node, "response": {"text": body.strip()}}
-
-
-def tools(branch: str, iteration: int, node: str, calls: list[tuple[str, dict]], note: str = "") -> dict:
-    return {
-        "branch": branch, "iteration": iteration, "node": node,
-        "response": {"text": note, "tool_calls": [{"name": n, "arguments": a} for n, a in calls]},
-    }
-
-
-def structured(branch: str | None, iteration: int | None, node: str, value: dict) -> dict:
-    return {"branch": branch, "iteration": iteration, "node": node, "response": {"text": json.dumps(value)}}
-
-
-def authoring(branch: str, iteration: int, kernel: str, spec: str, summary: str,
-              before: list[tuple[str, dict]] | None = None, spec_text: str | None = None,
-              kernel_write: bool = True) -> list[dict]:
-    """write the files, check, end_step — the usual two calls of a clean authoring step."""
-    writes = [("write_file", {"path": "kernels.cu", "content": src(kernel)})] if kernel_write else []
-    calls = (before or []) + writes + [
-        ("write_file", {"path": "tuning.yaml", "content": spec_text if spec_text is not None else src(spec)}),
-        ("check_compilation", {}),
-    ]
-    return [
-        tools(branch, iteration, "author", calls, "Writing the kernel and its tuning space, then checking."),
-        tools(branch, iteration, "author", [("end_step", {"summary": summary})]),
-    ]
-
-
-def decision(branch: str, iteration: int, action: str, reason: str, *, feedback: str = "", summary: str = "",
-             subs: list[dict] | None = None, skip_implement: bool = False,
-             error: dict | None = None) -> dict:
-    value: dict = {"action": action, "reason": reason, "feedback": feedback, "iteration_summary": summary,
-                   "skip_implement": skip_implement, "sub_strategies": subs or []}
-    if error is not None:
-        value["error_analysis"] = error
-    return structured(branch, iteration, "decide", value)
 
 
 def replan(branch: str, iteration: int, body: str) -> dict:
@@ -92,9 +48,13 @@ def replan(branch: str, iteration: int, body: str) -> dict:
 QUAD_STORE = "if (r1 < DIM_M && c1 < DIM_N) C[(size_t)r1 * DIM_N + c1] = acc11;"
 QUAD_BAD_STORE = "if (r1 < DIM_M && c1 < DIM_N) C[(size_t)r1 * DIM_N + c0] = acc11;"
 # The first tiled space is deliberately narrow; the configuration-only iteration widens it.
-NARROW_TILED = src("2_tiled.yaml").replace("TILE: [8, 16, 32]", "TILE: [8, 16]").replace("PAD: [0, 1]", "PAD: [0]")
+NARROW_TILED = (
+    DEMO.src("2_tiled.yaml").replace("TILE: [8, 16, 32]", "TILE: [8, 16]").replace("PAD: [0, 1]", "PAD: [0]")
+)
 # What the user's message to "strip" asks for: a search focused on long strips.
-FOCUSED_STRIP = src("6_strip.yaml").replace("TM: [4, 8, 16]", "TM: [8, 16]").replace("BK: [8, 16, 32]", "BK: [8, 16]")
+FOCUSED_STRIP = (
+    DEMO.src("6_strip.yaml").replace("TM: [4, 8, 16]", "TM: [8, 16]").replace("BK: [8, 16, 32]", "BK: [8, 16]")
+)
 
 
 def build() -> list[dict]:
@@ -138,7 +98,7 @@ FMA still needs a load from L1/L2); (2) square shared-memory tiles, so each glob
 once per tile (expect 1-3 ms, bound by shared-memory loads); (3) 2D register blocking, so each value
 read from shared memory feeds several FMAs (expect well under 1 ms). Then vectorised variants.
 """))
-    lines += authoring(b1, 1, "1_naive.cu", "1_naive.yaml",
+    lines += DEMO.authoring(b1, 1, "1_naive.cu", "1_naive.yaml",
                        "Coalesced naive kernel with a tunable block shape.")
     add(text(b1, 1, "propose", """
 The kernel is limited by load instructions, not by DRAM: each FMA needs its own load of B, and the
@@ -152,7 +112,7 @@ count drops by that factor. Expect a 2-4x gain.
                           "Start with a small space: TILE in {8, 16}, PAD 0.",
                  summary="coalesced one-thread-per-output kernel -> baseline, bound by L1/L2 loads"))
 
-    lines += authoring(b1, 2, "2_tiled.cu", "2_tiled.yaml",
+    lines += DEMO.authoring(b1, 2, "2_tiled.cu", "2_tiled.yaml",
                        "Square shared-memory tiling, TILE in {8, 16} to start with.",
                        before=[("tuning_landscape", {"iteration": 1, "mode": "top", "n": 5})],
                        spec_text=NARROW_TILED)
@@ -171,7 +131,7 @@ same kernel over the wider space before changing the code.
 
     add(tools(b1, 3, "author", [
         ("tuning_landscape", {"iteration": 2, "mode": "sweep", "param": "TILE"}),
-        ("write_file", {"path": "tuning.yaml", "content": src("2_tiled.yaml")}),
+        ("write_file", {"path": "tuning.yaml", "content": DEMO.src("2_tiled.yaml")}),
         ("check_compilation", {}),
     ], "Configuration only: the same kernel over a wider tiling space."))
     add(tools(b1, 3, "author", [("end_step", {"summary": "TILE widened to {8, 16, 32}, PAD to {0, 1}."})]))
@@ -188,7 +148,7 @@ values per k and does TM * TN FMAs. With 4 x 4 or 8 x 8 the shared traffic per F
                  summary="same tiled kernel over TILE {8, 16, 32} x PAD {0, 1} -> best tile found; still "
                          "bound by two shared loads per FMA"))
 
-    lines += authoring(b1, 4, "3_regblock.cu", "3_regblock.yaml",
+    lines += DEMO.authoring(b1, 4, "3_regblock.cu", "3_regblock.yaml",
                        "2D register blocking with block and thread tiles tuned.",
                        before=[("list_iterations", {})])
     add(text(b1, 4, "propose", """
@@ -222,7 +182,7 @@ the feedback of each decision still says what each iteration changes.
 Revised after the revert to iteration 2 (the tiled kernel): skip the configuration-only step and go
 straight to 2D register blocking from the tiled kernel, with the full block and thread tile space.
 """))
-    lines += [dict(line, comment="used only when the user reverts this branch") for line in authoring(
+    lines += [dict(line, comment="used only when the user reverts this branch") for line in DEMO.authoring(
         b1, 5, "3_regblock.cu", "3_regblock.yaml",
         "Register blocking written from the tiled kernel (after the revert).",
         before=[("branch_log", {"name": "b2-strip"})])]
@@ -241,7 +201,7 @@ K-slice into registers, computes on the current stage, stores the registers into
 syncs once. Restrict tiles to divisors of 2048 so no bounds checks are needed. Tune BM, BN in
 {64, 128}, BK in {8, 16}, TM, TN in {4, 8}, PAD in {0, 4}.
 """))
-    lines += authoring(c1, 1, "4_vec_dbuf.cu", "4_vec_dbuf.yaml",
+    lines += DEMO.authoring(c1, 1, "4_vec_dbuf.cu", "4_vec_dbuf.yaml",
                        "float4 loads and two shared-memory stages on top of register blocking.")
     add(text(c1, 1, "propose", """
 Load latency is now overlapped with compute and load instructions are 4x fewer. What remains is the
@@ -259,7 +219,7 @@ Contiguous micro-tiles: thread (tx, ty) owns rows ty*TM..+TM and columns tx*TN..
 from the transposed A tile and from the B tile, and stores its results as float4. Restrict TM, TN to
 {4, 8} and tiles to divisors of 2048. Tune BM, BN in {32, 64, 128} and BK in {8, 16, 32}.
 """))
-    lines += authoring(c2, 1, "5_vec_smem.cu", "5_vec_smem.yaml",
+    lines += DEMO.authoring(c2, 1, "5_vec_smem.cu", "5_vec_smem.yaml",
                        "Register blocking with float4 shared-memory fragments and float4 stores.")
     add(text(c2, 1, "propose", """
 Shared-memory instructions per FMA dropped 4x. Contiguous columns per thread make the float4 reads of
@@ -277,7 +237,7 @@ the sibling branch's kernel plus this change.
 TM rows of one column. B values come from shared memory once per TM FMAs; A values are warp-wide
 broadcasts. Tune BM, BN in {32, 64, 128}, BK in {8, 16, 32}, TM in {4, 8, 16}, PAD in {0, 1}.
 """))
-    lines += authoring(b2, 1, "6_strip.cu", "6_strip.yaml", "Column-strip register blocking.")
+    lines += DEMO.authoring(b2, 1, "6_strip.cu", "6_strip.yaml", "Column-strip register blocking.")
     add(text(b2, 1, "propose", """
 The strip kernel removes most shared-memory traffic for B but still reads A once per FMA (as a
 broadcast), so it sits between square tiling and 2D blocking. 2D blocking is already being explored in
@@ -290,7 +250,7 @@ the tiling branch; continuing here would duplicate it.
 Revised after the user's message: keep the strip kernel and spend the next iteration on long strips
 only (TM in {8, 16}, BK in {8, 16}), where the A broadcasts are amortised best.
 """))
-    lines += [dict(line, comment="used only when the user steers this branch") for line in authoring(
+    lines += [dict(line, comment="used only when the user steers this branch") for line in DEMO.authoring(
         b2, 2, "6_strip.cu", "6_strip.yaml", "The strip kernel over long strips only, as the user asked.",
         spec_text=FOCUSED_STRIP, kernel_write=False)]
     add(dict(text(b2, 2, "propose", """
@@ -308,11 +268,11 @@ Shared tiles with a 2 x 2 group of outputs per thread, TILE apart: a TILE x TILE
 2*TILE square of C; each k reads two A and two B values from shared memory for four FMAs. Tune TILE
 in {8, 16, 32} and PAD in {0, 1}.
 """))
-    wrong = src("7_quad.cu").replace(QUAD_STORE, QUAD_BAD_STORE)
+    wrong = DEMO.src("7_quad.cu").replace(QUAD_STORE, QUAD_BAD_STORE)
     typo = wrong.replace("acc00 = fmaf(a0, b0, acc00);", "acc00 = fmaf(a0, b0, acc0);")
     add(tools(b3, 1, "author", [
         ("write_file", {"path": "kernels.cu", "content": typo}),
-        ("write_file", {"path": "tuning.yaml", "content": src("7_quad.yaml")}),
+        ("write_file", {"path": "tuning.yaml", "content": DEMO.src("7_quad.yaml")}),
         ("check_compilation", {}),
     ], "First version of the 2x2 kernel."))
     add(tools(b3, 1, "author", [
@@ -355,24 +315,8 @@ and take the user's request into the tuning space.
     return lines
 
 
-def render(lines: list[dict]) -> str:
-    header = {"format": "cacao-llm-session", "version": 1, "problem": "mmul",
-              "note": "hand-written demo session (see problems/mmul/README.md); not model output"}
-    body = [json.dumps({k: v for k, v in line.items() if v is not None}, ensure_ascii=False) for line in lines]
-    return "\n".join([json.dumps(header), *body]) + "\n"
-
-
 def main() -> int:
-    text_out = render(build())
-    if "--check" in sys.argv[1:]:
-        current = SESSION.read_text(encoding="utf-8") if SESSION.exists() else ""
-        if current != text_out:
-            print(f"{SESSION} is out of date; run python {Path(__file__)}", file=sys.stderr)
-            return 1
-        return 0
-    SESSION.write_text(text_out, encoding="utf-8")
-    print(f"wrote {SESSION} ({text_out.count(chr(10)) - 1} calls)")
-    return 0
+    return DEMO.main(build)
 
 
 if __name__ == "__main__":

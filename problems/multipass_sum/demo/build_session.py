@@ -18,13 +18,11 @@ python problems/multipass_sum/demo/build_session.py
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-SESSION = HERE.parent / "session.jsonl"
-PROBLEM = "multipass_sum"
+from cacao_tui.llm.demo_session import DemoSession, decision, structured, text
+
+DEMO = DemoSession("multipass_sum", Path(__file__).resolve().parent)
 
 
 def build() -> list[dict]:
@@ -58,7 +56,8 @@ per block into a scratch buffer, pass 2 adds each row's PARTS partials into SUMS
 {16..256} and the block size; (2) the same with int4 loads in pass 1, four times fewer load
 instructions for the same bytes.
 """),
-        *authoring(b1, 1, "1_two_pass", "Two launches: PARTS partial sums per row, then a block per row adds them."),
+        *DEMO.authoring(b1, 1, "1_two_pass.cu", "1_two_pass.yaml",
+                        "Two launches: PARTS partial sums per row, then a block per row adds them."),
         text(b1, 1, "propose", """
 With enough PARTS every SM has blocks in both cases. Pass 1 issues one 4-byte load per value;
 at full bandwidth that is many load instructions per byte, so the LSU pipe and the number of
@@ -69,7 +68,8 @@ number of int4s, and the scalar loop stays for sizes that are not multiples of 4
                  "two launches, PARTS partial sums per row -> all SMs busy in both cases",
                  feedback="Keep both launches; in pass 1 read the row as int4 when COLS % 4 == 0 (chunks "
                           "counted in int4s), else keep the scalar loop. Same tuning space."),
-        *authoring(b1, 2, "2_two_pass_vec", "Pass 1 reads int4s (scalar path kept for other sizes)."),
+        *DEMO.authoring(b1, 2, "2_two_pass_vec.cu", "2_two_pass_vec.yaml",
+                        "Pass 1 reads int4s (scalar path kept for other sizes)."),
         text(b1, 2, "propose", """
 Pass 1 now moves 16 bytes a load. Pass 2 reads ROWS * PARTS partials, a small fraction of
 the input. The remaining overhead is the second launch and its dependency on the first, a few
@@ -83,7 +83,8 @@ One iteration: pass 1 on a ceil(COLS / (BS * IPT)) x ROWS grid, each thread addi
 a zeroed scratch total per row; a second, tiny launch copies the ROWS totals into SUMS. Tune BS
 in {128, 256, 512} and IPT in {4..32}.
 """),
-        *authoring(b2, 1, "3_atomic", "One pass with an atomic add per block into zeroed totals, then a copy."),
+        *DEMO.authoring(b2, 1, "3_atomic.cu", "3_atomic.yaml",
+                        "One pass with an atomic add per block into zeroed totals, then a copy."),
         text(b2, 1, "propose", """
 One atomic per block is a few hundred atomics per row at most, negligible next to the reads,
 and the copy launch moves ROWS ints. The pass reads 4-byte values; wider loads would help as
@@ -94,57 +95,8 @@ in the two-pass branch, but that branch already measures that change.
     ]
 
 
-def src(name: str) -> str:
-    return (HERE / name).read_text(encoding="utf-8")
-
-
-def text(branch: str | None, iteration: int | None, node: str, body: str) -> dict:
-    return {"branch": branch, "iteration": iteration, "node": node, "response": {"text": body.strip()}}
-
-
-def structured(branch: str | None, iteration: int | None, node: str, value: dict) -> dict:
-    return {"branch": branch, "iteration": iteration, "node": node, "response": {"text": json.dumps(value)}}
-
-
-def authoring(branch: str, iteration: int, stem: str, summary: str) -> list[dict]:
-    """Write kernels.cu and tuning.yaml, check them, end the step: a clean authoring step."""
-    calls = [
-        {"name": "write_file", "arguments": {"path": "kernels.cu", "content": src(f"{stem}.cu")}},
-        {"name": "write_file", "arguments": {"path": "tuning.yaml", "content": src(f"{stem}.yaml")}},
-        {"name": "check_compilation", "arguments": {}},
-    ]
-    key = {"branch": branch, "iteration": iteration, "node": "author"}
-    return [
-        {**key, "response": {"text": "Writing the kernel and its tuning space, then checking.", "tool_calls": calls}},
-        {**key, "response": {"text": "", "tool_calls": [{"name": "end_step", "arguments": {"summary": summary}}]}},
-    ]
-
-
-def decision(branch: str, iteration: int, action: str, reason: str, summary: str, feedback: str = "") -> dict:
-    return structured(branch, iteration, "decide", {
-        "action": action, "reason": reason, "feedback": feedback, "iteration_summary": summary,
-        "skip_implement": False, "sub_strategies": [],
-    })  # fmt: skip
-
-
-def render(lines: list[dict]) -> str:
-    header = {"format": "cacao-llm-session", "version": 1, "problem": PROBLEM,
-              "note": "hand-written demo session (see demo/build_session.py); not model output"}  # fmt: skip
-    body = [json.dumps({k: v for k, v in line.items() if v is not None}, ensure_ascii=False) for line in lines]
-    return "\n".join([json.dumps(header), *body]) + "\n"
-
-
 def main() -> int:
-    out = render(build())
-    if "--check" in sys.argv[1:]:
-        current = SESSION.read_text(encoding="utf-8") if SESSION.exists() else ""
-        if current != out:
-            print(f"{SESSION} is out of date; run python {Path(__file__)}", file=sys.stderr)
-            return 1
-        return 0
-    SESSION.write_text(out, encoding="utf-8")
-    print(f"wrote {SESSION} ({out.count(chr(10)) - 1} calls)")
-    return 0
+    return DEMO.main(build)
 
 
 if __name__ == "__main__":

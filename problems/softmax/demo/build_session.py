@@ -16,13 +16,11 @@ GPU at hand. Run it after editing a kernel or a text here:  python problems/soft
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-SESSION = HERE.parent / "session.jsonl"
-PROBLEM = "softmax"
+from cacao_tui.llm.demo_session import DemoSession, decision, structured, text
+
+DEMO = DemoSession("softmax", Path(__file__).resolve().parent)
 
 
 def build() -> list[dict]:
@@ -58,7 +56,8 @@ reductions (warp shuffles, then one value per warp in shared memory), BLOCK in {
 the second and third sweeps should mostly hit L2, so expect 2-3x the floor; (2) fuse the max
 and sum sweeps with an online (max, sum) pair per thread and read float4, two sweeps in all.
 """),
-        *authoring(b1, 1, "1_sweeps", "One block per row, three sweeps, block reductions; BLOCK tuned."),
+        *DEMO.authoring(b1, 1, "1_sweeps.cu", "1_sweeps.yaml",
+                        "One block per row, three sweeps, block reductions; BLOCK tuned."),
         text(b1, 1, "propose", """
 The kernel reads each row three times; if the row does not stay in L2 between sweeps, that is
 three DRAM reads for one write. Fuse the first two sweeps: each thread keeps a running maximum
@@ -70,7 +69,8 @@ loads that is two reads of X and one write of Y, and four times fewer load instr
                  feedback="Replace the first two sweeps with an online (max, sum) sweep over float4 loads, "
                           "merge the pairs across the block, keep the write sweep (float4). Add COLS % 4 == 0 "
                           "as a restriction and a MIN_BLOCKS launch bound to the space."),
-        *authoring(b1, 2, "2_online", "Online max/sum sweep with float4 loads, then a float4 write sweep."),
+        *DEMO.authoring(b1, 2, "2_online.cu", "2_online.yaml",
+                        "Online max/sum sweep with float4 loads, then a float4 write sweep."),
         text(b1, 2, "propose", """
 Two sweeps are the minimum for a row that does not fit in registers at every block size; the
 remaining gap to the floor is the second read of X, which a register-resident row (each
@@ -83,7 +83,8 @@ One iteration: a warp per row, WARPS rows per block, online (max, sum) over floa
 a shuffle butterfly merge, then a float4 write sweep. No shared memory and no barrier; the
 block shape only sets how many rows a block carries (WARPS in {1..16}).
 """),
-        *authoring(b2, 1, "3_warp_rows", "One warp per row: online max/sum over float4, shuffle merge."),
+        *DEMO.authoring(b2, 1, "3_warp_rows.cu", "3_warp_rows.yaml",
+                        "One warp per row: online max/sum over float4, shuffle merge."),
         text(b2, 1, "propose", """
 A warp per row gives each warp 512 float4 loads per sweep, enough to stream but with less
 parallelism per row than a block; it trades the block barrier for fewer threads per row. It is
@@ -94,57 +95,8 @@ the same two-sweep traffic as the block-row branch's second kernel, so it cannot
     ]
 
 
-def src(name: str) -> str:
-    return (HERE / name).read_text(encoding="utf-8")
-
-
-def text(branch: str | None, iteration: int | None, node: str, body: str) -> dict:
-    return {"branch": branch, "iteration": iteration, "node": node, "response": {"text": body.strip()}}
-
-
-def structured(branch: str | None, iteration: int | None, node: str, value: dict) -> dict:
-    return {"branch": branch, "iteration": iteration, "node": node, "response": {"text": json.dumps(value)}}
-
-
-def authoring(branch: str, iteration: int, stem: str, summary: str) -> list[dict]:
-    """Write kernels.cu and tuning.yaml, check them, end the step: a clean authoring step."""
-    calls = [
-        {"name": "write_file", "arguments": {"path": "kernels.cu", "content": src(f"{stem}.cu")}},
-        {"name": "write_file", "arguments": {"path": "tuning.yaml", "content": src(f"{stem}.yaml")}},
-        {"name": "check_compilation", "arguments": {}},
-    ]
-    key = {"branch": branch, "iteration": iteration, "node": "author"}
-    return [
-        {**key, "response": {"text": "Writing the kernel and its tuning space, then checking.", "tool_calls": calls}},
-        {**key, "response": {"text": "", "tool_calls": [{"name": "end_step", "arguments": {"summary": summary}}]}},
-    ]
-
-
-def decision(branch: str, iteration: int, action: str, reason: str, summary: str, feedback: str = "") -> dict:
-    return structured(branch, iteration, "decide", {
-        "action": action, "reason": reason, "feedback": feedback, "iteration_summary": summary,
-        "skip_implement": False, "sub_strategies": [],
-    })  # fmt: skip
-
-
-def render(lines: list[dict]) -> str:
-    header = {"format": "cacao-llm-session", "version": 1, "problem": PROBLEM,
-              "note": "hand-written demo session (see demo/build_session.py); not model output"}  # fmt: skip
-    body = [json.dumps({k: v for k, v in line.items() if v is not None}, ensure_ascii=False) for line in lines]
-    return "\n".join([json.dumps(header), *body]) + "\n"
-
-
 def main() -> int:
-    out = render(build())
-    if "--check" in sys.argv[1:]:
-        current = SESSION.read_text(encoding="utf-8") if SESSION.exists() else ""
-        if current != out:
-            print(f"{SESSION} is out of date; run python {Path(__file__)}", file=sys.stderr)
-            return 1
-        return 0
-    SESSION.write_text(out, encoding="utf-8")
-    print(f"wrote {SESSION} ({out.count(chr(10)) - 1} calls)")
-    return 0
+    return DEMO.main(build)
 
 
 if __name__ == "__main__":

@@ -17,13 +17,11 @@ GPU at hand. Run it after editing a kernel or a text here:  python problems/sten
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-SESSION = HERE.parent / "session.jsonl"
-PROBLEM = "stencil"
+from cacao_tui.llm.demo_session import DemoSession, decision, structured, text
+
+DEMO = DemoSession("stencil", Path(__file__).resolve().parent)
 
 
 def build() -> list[dict]:
@@ -60,7 +58,8 @@ Two steps: (1) the reference's thread-per-cell kernel with the block shape tuned
 (BY + 2) x (BX + 2) cells per block, loaded cooperatively, so each cell is read from global
 memory about once instead of relying on L1 hits.
 """),
-        *authoring(b1, 1, "1_direct", "Thread per cell with a tunable block shape; grids rounded up."),
+        *DEMO.authoring(b1, 1, "1_direct.cu", "1_direct.yaml",
+                        "Thread per cell with a tunable block shape; grids rounded up."),
         text(b1, 1, "propose", """
 The thread-per-cell kernel issues five loads per cell; the horizontal neighbours mostly hit
 L1, the vertical ones hit L1 only when the block is tall enough, else L2. A shared-memory patch
@@ -72,7 +71,7 @@ Expect a modest gain on the large case and little on the small one.
                  feedback="Stage each block's (BY + 2) x (BX + 2) patch, halo included, in shared memory "
                           "(cells outside the grid as 0, never used), then compute from the patch. Keep the "
                           "border copy and the summation order. BX in {32, 64, 128}, BY in {2, 4, 8, 16}."),
-        *authoring(b1, 2, "2_shared", "Shared-memory patch with a one-cell halo per block."),
+        *DEMO.authoring(b1, 2, "2_shared.cu", "2_shared.yaml", "Shared-memory patch with a one-cell halo per block."),
         text(b1, 2, "propose", """
 With the patch, global loads are about (BX + 2)(BY + 2) / (BX * BY) per cell; what remains
 is the barrier per block and the halo overhead of small blocks. Both strategies are now at
@@ -85,7 +84,8 @@ One iteration: each thread walks RY consecutive cells down its column (RY in {2.
 the cell above and the centre in registers, so each step loads only the cell below and the
 two horizontal neighbours (L1 hits from the adjacent threads). No shared memory, no barrier.
 """),
-        *authoring(b2, 1, "3_columns", "Column walks of RY cells with a two-row register window."),
+        *DEMO.authoring(b2, 1, "3_columns.cu", "3_columns.yaml",
+                        "Column walks of RY cells with a two-row register window."),
         text(b2, 1, "propose", """
 The register window removes two of the five loads per cell with no barrier. Long walks cut the
 parallelism of the small and tall cases (fewer threads), so the tuner should settle on a
@@ -96,57 +96,8 @@ moderate RY that suits all three cases; the branch's idea is complete in this ke
     ]
 
 
-def src(name: str) -> str:
-    return (HERE / name).read_text(encoding="utf-8")
-
-
-def text(branch: str | None, iteration: int | None, node: str, body: str) -> dict:
-    return {"branch": branch, "iteration": iteration, "node": node, "response": {"text": body.strip()}}
-
-
-def structured(branch: str | None, iteration: int | None, node: str, value: dict) -> dict:
-    return {"branch": branch, "iteration": iteration, "node": node, "response": {"text": json.dumps(value)}}
-
-
-def authoring(branch: str, iteration: int, stem: str, summary: str) -> list[dict]:
-    """Write kernels.cu and tuning.yaml, check them, end the step: a clean authoring step."""
-    calls = [
-        {"name": "write_file", "arguments": {"path": "kernels.cu", "content": src(f"{stem}.cu")}},
-        {"name": "write_file", "arguments": {"path": "tuning.yaml", "content": src(f"{stem}.yaml")}},
-        {"name": "check_compilation", "arguments": {}},
-    ]
-    key = {"branch": branch, "iteration": iteration, "node": "author"}
-    return [
-        {**key, "response": {"text": "Writing the kernel and its tuning space, then checking.", "tool_calls": calls}},
-        {**key, "response": {"text": "", "tool_calls": [{"name": "end_step", "arguments": {"summary": summary}}]}},
-    ]
-
-
-def decision(branch: str, iteration: int, action: str, reason: str, summary: str, feedback: str = "") -> dict:
-    return structured(branch, iteration, "decide", {
-        "action": action, "reason": reason, "feedback": feedback, "iteration_summary": summary,
-        "skip_implement": False, "sub_strategies": [],
-    })  # fmt: skip
-
-
-def render(lines: list[dict]) -> str:
-    header = {"format": "cacao-llm-session", "version": 1, "problem": PROBLEM,
-              "note": "hand-written demo session (see demo/build_session.py); not model output"}  # fmt: skip
-    body = [json.dumps({k: v for k, v in line.items() if v is not None}, ensure_ascii=False) for line in lines]
-    return "\n".join([json.dumps(header), *body]) + "\n"
-
-
 def main() -> int:
-    out = render(build())
-    if "--check" in sys.argv[1:]:
-        current = SESSION.read_text(encoding="utf-8") if SESSION.exists() else ""
-        if current != out:
-            print(f"{SESSION} is out of date; run python {Path(__file__)}", file=sys.stderr)
-            return 1
-        return 0
-    SESSION.write_text(out, encoding="utf-8")
-    print(f"wrote {SESSION} ({out.count(chr(10)) - 1} calls)")
-    return 0
+    return DEMO.main(build)
 
 
 if __name__ == "__main__":

@@ -16,13 +16,11 @@ GPU at hand. Run it after editing a kernel or a text here:  python problems/tran
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-SESSION = HERE.parent / "session.jsonl"
-PROBLEM = "transpose"
+from cacao_tui.llm.demo_session import DemoSession, decision, structured, text
+
+DEMO = DemoSession("transpose", Path(__file__).resolve().parent)
 
 
 def build() -> list[dict]:
@@ -58,7 +56,8 @@ Two steps: (1) one thread per element with the block shape tuned (BX in {16, 32,
 tiles through shared memory, read and written row by row, TILE in {32, 64}, rows per pass of
 the block (STEP) and a padding column (PAD in {0, 1}) tuned.
 """),
-        *authoring(b1, 1, "1_naive", "Thread per element; coalesced reads, scattered writes; block shape tuned."),
+        *DEMO.authoring(b1, 1, "1_naive.cu", "1_naive.yaml",
+                        "Thread per element; coalesced reads, scattered writes; block shape tuned."),
         text(b1, 1, "propose", """
 The writes are the bottleneck: each warp's 32 stores touch 32 different rows of B, so the
 DRAM sees 32-byte sectors instead of 128-byte lines and the store queue backs up. Staging a
@@ -70,7 +69,8 @@ need a padding column to avoid 32-way bank conflicts.
                  feedback="Stage TILE x TILE tiles of A in shared memory; write B row by row from the tile's "
                           "columns. Tune TILE in {32, 64}, STEP (rows per pass) in {4, 8, 16} and PAD in "
                           "{0, 1}; keep the bounds checks."),
-        *authoring(b1, 2, "2_tiled", "Shared-memory tile with a padding column; both sides coalesced."),
+        *DEMO.authoring(b1, 2, "2_tiled.cu", "2_tiled.yaml",
+                        "Shared-memory tile with a padding column; both sides coalesced."),
         text(b1, 2, "propose", """
 Both directions are now full-line transactions; with PAD = 1 the column reads are
 conflict-free. What remains is latency hiding (bytes in flight per SM), which the tile size and
@@ -83,7 +83,8 @@ One iteration: a thread owns a 4 x 4 block; it reads four float4s from four cons
 A, and writes four float4s to four consecutive rows of B, transposing in registers. ROWS and
 COLS must be multiples of 4 (a restriction). Tune the block shape BX in {8..64}, BY in {1..16}.
 """),
-        *authoring(b2, 1, "3_quads", "4 x 4 blocks transposed in registers with float4 loads and stores."),
+        *DEMO.authoring(b2, 1, "3_quads.cu", "3_quads.yaml",
+                        "4 x 4 blocks transposed in registers with float4 loads and stores."),
         text(b2, 1, "propose", """
 Every access is 16 bytes, but the 32 threads of a warp still write to 4 x 32 rows of B along x,
 so the stores of a warp are 16-byte pieces of many lines, better than the naive kernel's 4 bytes
@@ -95,57 +96,8 @@ through L2. The shared-tile branch covers full coalescing; this branch is done.
     ]
 
 
-def src(name: str) -> str:
-    return (HERE / name).read_text(encoding="utf-8")
-
-
-def text(branch: str | None, iteration: int | None, node: str, body: str) -> dict:
-    return {"branch": branch, "iteration": iteration, "node": node, "response": {"text": body.strip()}}
-
-
-def structured(branch: str | None, iteration: int | None, node: str, value: dict) -> dict:
-    return {"branch": branch, "iteration": iteration, "node": node, "response": {"text": json.dumps(value)}}
-
-
-def authoring(branch: str, iteration: int, stem: str, summary: str) -> list[dict]:
-    """Write kernels.cu and tuning.yaml, check them, end the step: a clean authoring step."""
-    calls = [
-        {"name": "write_file", "arguments": {"path": "kernels.cu", "content": src(f"{stem}.cu")}},
-        {"name": "write_file", "arguments": {"path": "tuning.yaml", "content": src(f"{stem}.yaml")}},
-        {"name": "check_compilation", "arguments": {}},
-    ]
-    key = {"branch": branch, "iteration": iteration, "node": "author"}
-    return [
-        {**key, "response": {"text": "Writing the kernel and its tuning space, then checking.", "tool_calls": calls}},
-        {**key, "response": {"text": "", "tool_calls": [{"name": "end_step", "arguments": {"summary": summary}}]}},
-    ]
-
-
-def decision(branch: str, iteration: int, action: str, reason: str, summary: str, feedback: str = "") -> dict:
-    return structured(branch, iteration, "decide", {
-        "action": action, "reason": reason, "feedback": feedback, "iteration_summary": summary,
-        "skip_implement": False, "sub_strategies": [],
-    })  # fmt: skip
-
-
-def render(lines: list[dict]) -> str:
-    header = {"format": "cacao-llm-session", "version": 1, "problem": PROBLEM,
-              "note": "hand-written demo session (see demo/build_session.py); not model output"}  # fmt: skip
-    body = [json.dumps({k: v for k, v in line.items() if v is not None}, ensure_ascii=False) for line in lines]
-    return "\n".join([json.dumps(header), *body]) + "\n"
-
-
 def main() -> int:
-    out = render(build())
-    if "--check" in sys.argv[1:]:
-        current = SESSION.read_text(encoding="utf-8") if SESSION.exists() else ""
-        if current != out:
-            print(f"{SESSION} is out of date; run python {Path(__file__)}", file=sys.stderr)
-            return 1
-        return 0
-    SESSION.write_text(out, encoding="utf-8")
-    print(f"wrote {SESSION} ({out.count(chr(10)) - 1} calls)")
-    return 0
+    return DEMO.main(build)
 
 
 if __name__ == "__main__":
