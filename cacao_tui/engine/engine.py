@@ -44,6 +44,8 @@ from cacao_tui.store.state import (
     Strategy,
 )
 
+CANCEL_REPEAT_S = 0.5  # a stop cancels the workers again after this long if one is still running
+
 
 class Engine:
     def __init__(self, deps: RunDeps, bus: EventBus, *, concurrency: int, resumed: bool = False) -> None:
@@ -458,13 +460,22 @@ class Engine:
         await self._cancel_workers()
         self._changed.set()
 
+    @property
+    def stopping(self) -> bool:
+        """A stop was asked for: workers take no further step (WorkerHost)."""
+        return self._stopping
+
     async def _cancel_workers(self) -> None:
-        tasks = [t for t in self.tasks.values() if not t.done()]
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
+        """Cancel every worker and wait for all of them. A cancellation can be lost when it
+        races with a step that is finishing (asyncio.wait_for on 3.11), so it is repeated until
+        each task has ended; a worker also refuses its next step once the run is stopping."""
+        while tasks := [t for t in self.tasks.values() if not t.done()]:
+            for t in tasks:
+                t.cancel()
+            await asyncio.wait(tasks, timeout=CANCEL_REPEAT_S)
+        for t in self.tasks.values():
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+                t.result()
 
     # -- files -------------------------------------------------------------------------------
     def write_context(self) -> None:

@@ -112,6 +112,7 @@ class WorkerHost(Protocol):
     deps: RunDeps  # the run: problem, layout, LLM, tuner, settings (handed on to the nodes)
     bus: EventBus
     slots: asyncio.Semaphore  # how many branches may work at once
+    stopping: bool  # the run is stopping: a worker takes no further step
 
     def branch_files(self, name: str) -> BranchFiles: ...
     def can_branch(self, m: BranchManifest, upcoming: int = 1) -> tuple[bool, str]: ...
@@ -180,7 +181,11 @@ class BranchWorker:
     # -- control -----------------------------------------------------------------------------
     async def honour_control(self, m: BranchManifest) -> BranchConfig:
         """Apply the inbox, wait while paused; raise BranchKilled when a kill was asked for and
-        BranchRedirected when a revert abandoned the iteration in progress."""
+        BranchRedirected when a revert abandoned the iteration in progress. A stopping run
+        cancels the worker here: a cancellation that raced with a finishing step (and was lost
+        with it) still ends the branch before its next step."""
+        if self.host.stopping:
+            raise asyncio.CancelledError()
         self.apply_commands()
         cfg = self.config()
         paused_here = False

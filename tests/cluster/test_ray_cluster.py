@@ -146,8 +146,9 @@ async def test_an_engine_run_on_the_cluster_and_resumed_on_another(ray_cluster: 
                            node_id=p.node_id, gpu=p.gpu, attempt=p.attempt))  # fmt: skip
 
     scenario = Scenario(strategies=["alpha", "beta"])
-    engine = make_engine(problem, scenario.provider(), bus=bus, max_iter=3,
-                         tuner=RayTuner(problem, on_placed=placed, tuner_factory=FakeTuner))  # fmt: skip
+    logs: list[str] = []  # the cluster's own lines (a lost attempt says why), shown when an assertion fails
+    tuner = RayTuner(problem, on_placed=placed, on_log=logs.append, tuner_factory=FakeTuner)
+    engine = make_engine(problem, scenario.provider(), bus=bus, max_iter=3, tuner=tuner)
     engine.deps.devices = RaySlots(int(ray.cluster_resources()["GPU"]))
     stopping: list[object] = []
 
@@ -160,15 +161,20 @@ async def test_an_engine_run_on_the_cluster_and_resumed_on_another(ray_cluster: 
     assert first.status == "interrupted"
     jobs = [e for e in events if isinstance(e, JobPlaced)]
     assert jobs and all(e.job in ("tune", "profile") and e.node_id not in ("", "local") and e.gpu for e in jobs)
-    where = [(e.branch, e.iteration, e.job) for e in jobs]
-    # Each job names its branch and iteration. The stop is asked for at the first TuningFinished, so
-    # on a loaded machine a branch may have placed its next iteration's job before the stop lands.
-    assert all(e.branch in ("b1-alpha", "b2-beta") and e.iteration in (1, 2) for e in jobs), where
-    assert all(RunLayout(problem).branch(b).iteration(i).tune_dir.is_dir() for b, i, _ in where), where  # type: ignore[arg-type]
-    assert jobs[0].iteration == 1, where
+    where = [(e.branch, e.iteration, e.job, e.attempt) for e in jobs], logs
+    # Each job names its branch and iteration. The stop is asked for at the first TuningFinished, when
+    # no branch is past its first tuning; every branch then ends before its next step (a tuning whose
+    # cancel was lost in a race runs to its end, and its branch stops there).
+    assert all(e.branch in ("b1-alpha", "b2-beta") and e.iteration == 1 and e.job == "tune" for e in jobs), where
+    assert all(RunLayout(problem).branch(e.branch).iteration(1).tune_dir.is_dir() for e in jobs), where  # type: ignore[arg-type]
     assert parse_event(jobs[0].model_dump_json()) == jobs[0]  # the run log reads it back
-    tuned = RunLayout(problem).branch(jobs[0].branch).iteration(1).tune_dir  # type: ignore[arg-type]
-    assert len((tuned / "results.jsonl").read_text().splitlines()) == 4
+    finished = [e for e in events if isinstance(e, TuningFinished) and e.outcome.ran]
+    assert finished, where
+    for e in finished:  # each finished tuning's measured lines came back to the head
+        lines = (RunLayout(problem).branch(e.branch).iteration(1).tune_dir / "results.jsonl").read_text().splitlines()
+        attempts = sum(1 for j in jobs if j.branch == e.branch)
+        # a lost attempt's measured lines are kept ahead of the next attempt's
+        assert len(lines) == 4 if attempts == 1 else len(lines) >= 4, (len(lines), where)
     # The same run resumed on "another cluster": this machine, with the fake tuner.
     resumed = make_engine(problem, Scenario(strategies=["alpha", "beta"]).provider(), max_iter=3, resumed=True,
                           tuner=FakeTuner())  # fmt: skip

@@ -41,6 +41,7 @@ class TestHost:
     bests: list[BestResult] = field(default_factory=list)
     spawned: list[str] = field(default_factory=list)
     budget_reached: bool = False
+    stopping: bool = False
 
     def __post_init__(self) -> None:
         self.files = RunFiles(self.deps.layout)
