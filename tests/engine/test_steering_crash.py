@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -154,13 +155,17 @@ def test_live_cli_steering_then_sigkill_then_resume(mmul_dir: Path) -> None:
         seen.append(line)
         if not steered and "b1-tiling: done" in line:  # the tiling branch has branched; its children run
             steered = True
-            for args in (
-                ["--branch", "b2-strip", "--message", MESSAGE],
-                ["--branch", "b2-strip", "--decision", "continue"],
-                ["--branch", "b1-tiling", "--revert", "2"],
-                ["--branch", "b3-quad", "--delete"],
-            ):
-                assert cacao(mmul_dir, *args).returncode == 0
+            # Four CLI processes; those for different branches at once, so that on a loaded machine
+            # they land while the children still run (b2-strip's two in order: message, then decision).
+            with ThreadPoolExecutor(3) as pool:
+                calls = [
+                    pool.submit(lambda: [cacao(mmul_dir, "--branch", "b2-strip", "--message", MESSAGE),
+                                         cacao(mmul_dir, "--branch", "b2-strip", "--decision", "continue")]),
+                    pool.submit(lambda: [cacao(mmul_dir, "--branch", "b1-tiling", "--revert", "2")]),
+                    pool.submit(lambda: [cacao(mmul_dir, "--branch", "b3-quad", "--delete")]),
+                ]  # fmt: skip
+                for call in calls:
+                    assert all(done.returncode == 0 for done in call.result()), [d.stderr for d in call.result()]
         joined = "".join(seen[-400:])
         if ("b2-strip #2: implementing" in joined and "- b3-quad: deleted" in joined) or time.time() > deadline:
             break
