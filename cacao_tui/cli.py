@@ -345,9 +345,11 @@ def _best(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.no_ui and sys.stdout.isatty() and sys.stdin.isatty():
         from cacao_tui.ui.app import ResultsApp  # textual only when the app is used
+        from cacao_tui.ui.sigterm import EXIT_SIGTERM
 
-        ResultsApp(layout).run()
-        return EXIT_OK
+        view = ResultsApp(layout)
+        view.run()
+        return EXIT_SIGTERM if view.sigterm_received else EXIT_OK
     # Names, reasons and notes come from the run's files: shown terminal-safe.
     print(safe_text(render_results(safe_value(loaded), layout), keep_newlines=True))
     return EXIT_OK

@@ -10,8 +10,6 @@ second, so a burst of log lines costs one redraw, not one per line.
 
 from __future__ import annotations
 
-import asyncio
-import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -31,6 +29,7 @@ from cacao_tui.ui.run_view import RunView
 from cacao_tui.ui.screens.dialogs import BusyScreen, QuitScreen
 from cacao_tui.ui.screens.main import MainScreen
 from cacao_tui.ui.screens.results import ResultsScreen
+from cacao_tui.ui.sigterm import SigtermExit
 
 AppResult = Literal["finished", "stopped", "detach"]
 FINISHED: Final = "finished"  # the engine was not running any more when the user quit
@@ -41,7 +40,7 @@ FLUSH_INTERVAL_S = 0.1
 PENDING_LOG_LINES = 50_000  # between two flushes; past this the oldest are dropped (and counted)
 
 
-class CacaoApp(App[AppResult]):
+class CacaoApp(SigtermExit, App[AppResult]):
     """Watch and steer a running search.
 
     engine: the running engine (EngineControl; its ``layout`` says where the files are).
@@ -52,6 +51,8 @@ class CacaoApp(App[AppResult]):
     stop_on_sigterm: the app runs the engine in its own process (``cacao --dir X``): SIGTERM
         (the home screen's or an attached view's S, ``kill``) stops every branch cleanly and
         leaves the app as its "stop" choice does, instead of killing the process mid-screen.
+        Without it (a view of a run in another process) SIGTERM leaves the view as ``q`` does
+        and the run goes on (cacao_tui.ui.sigterm).
     """
 
     CSS_PATH = "cacao.tcss"
@@ -69,8 +70,6 @@ class CacaoApp(App[AppResult]):
     ) -> None:
         super().__init__()
         self.stop_on_sigterm = stop_on_sigterm
-        self._sigterm_before: object = None  # the handler to put back on unmount
-        self._sigterm_installed = False
         self.stopping = False
         self.engine = engine
         self.bus = bus
@@ -102,30 +101,17 @@ class CacaoApp(App[AppResult]):
 
     def on_mount(self) -> None:
         self.set_interval(self.flush_interval, self.flush_events)
-        if self.stop_on_sigterm:
-            self._install_sigterm()
+        self.install_sigterm()
 
     def on_unmount(self) -> None:
         self.detach_from_bus()
-        self._remove_sigterm()
+        self.remove_sigterm()
 
-    def _install_sigterm(self) -> None:
-        previous = signal.getsignal(signal.SIGTERM)
-        try:
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self.stop_from_signal)
-        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
-            return
-        self._sigterm_before, self._sigterm_installed = previous, True
-
-    def _remove_sigterm(self) -> None:
-        if not self._sigterm_installed:
-            return
-        self._sigterm_installed = False
-        try:
-            asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
-            signal.signal(signal.SIGTERM, self._sigterm_before)  # type: ignore[arg-type]
-        except (RuntimeError, ValueError, TypeError):
-            pass
+    def answer_sigterm(self) -> None:
+        if self.stop_on_sigterm:
+            self.stop_from_signal()
+        else:  # a view of a run in another process (attached): the view leaves, the run goes on
+            self.exit(DETACH)
 
     def stop_from_signal(self) -> None:
         """SIGTERM: the "stop" choice without asking (a second one while stopping changes nothing)."""
@@ -223,7 +209,7 @@ class CacaoApp(App[AppResult]):
         return run
 
 
-class ResultsApp(App[None]):
+class ResultsApp(SigtermExit, App[None]):
     """``cacao --dir X --best`` without --no-ui: the results view of a run directory."""
 
     CSS_PATH = "cacao.tcss"
@@ -235,4 +221,10 @@ class ResultsApp(App[None]):
 
     def get_default_screen(self) -> Screen:
         return ResultsScreen(self.run_layout, standalone=True)
+
+    def on_mount(self) -> None:
+        self.install_sigterm()
+
+    def on_unmount(self) -> None:
+        self.remove_sigterm()
 

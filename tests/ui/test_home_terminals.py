@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -14,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from cacao_tui.store.atomic import write_model
+from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.state import BestResult, FinalResults
 from tests.pathenv import child_pythonpath
 from tests.runs.run_files import problems_folder
 
@@ -134,5 +139,38 @@ def test_home_in_a_terminal(name: str, env: dict[str, str], size: tuple[int, int
             time.sleep(0.2)
         assert "problems ·" not in pane.tmux("capture-pane", "-p", "-t", "t")  # q left the app
         assert sorted(p.name for p in folder.iterdir()) == ["mmul", "softmax", "stencil", "transpose"]
+    finally:
+        pane.tmux("kill-server")
+
+
+@pytest.mark.parametrize("view", ["home", "run view", "results"])
+def test_sigterm_leaves_the_terminal_as_quitting_does(view: str, tmp_path: Path) -> None:
+    """`kill PID` (SIGTERM) on any of the apps: the process ends with 143 and the terminal is back
+    in its own modes (main screen, mouse reporting off, cursor shown), not left in the app's."""
+    folder = problems_folder(tmp_path / "problems")
+    if view == "results":  # --best opens the results view when the run left its final results
+        best = BestResult(branch="b1-a", iteration=1, time_ms=0.5, speedup=20.0, kernel_path="k")
+        write_model(RunLayout(folder / "mmul").final_results, FinalResults(problem_name="mmul", best=best))
+    pid_file = tmp_path / "pid"
+    args = f"--dir {shlex.quote(str(folder / 'mmul'))} --best" if view == "results" else ""
+    command = (f"cd {shlex.quote(str(tmp_path))} && sh -c 'echo $$ > {shlex.quote(str(pid_file))}; "
+               f"exec {shlex.quote(sys.executable)} -m cacao_tui {args}'; echo EXIT=$?")  # fmt: skip
+    pane = Pane(command, 100, 30, {"TERM": "xterm-256color", "LANG": "C.UTF-8", "TZ": "UTC",
+                                   "PYTHONPATH": child_pythonpath()})  # fmt: skip
+    try:
+        if view == "results":
+            pane.wait_text("b1-a")
+        else:
+            pane.wait_text("4 problems")
+            pane.wait_text("? help")
+        if view == "run view":
+            pane.keys("Enter")  # mmul, first in the list: its finished run
+            pane.wait_text("finished")
+        assert pane.tmux("display", "-p", "-t", "t", "#{alternate_on}").strip() == "1"
+        os.kill(int(pid_file.read_text()), signal.SIGTERM)
+        screen = pane.wait_text("EXIT=143")
+        modes = pane.tmux("display", "-p", "-t", "t", "#{alternate_on} #{mouse_any_flag} #{cursor_flag}").split()
+        assert modes == ["0", "0", "1"], (modes, screen)
+        assert "Traceback" not in screen
     finally:
         pane.tmux("kill-server")

@@ -12,9 +12,10 @@ from textual.screen import Screen
 from cacao_tui.ui.home.attach import APP_CSS
 from cacao_tui.ui.home.home_screen import HomeChoice, HomeScreen
 from cacao_tui.ui.home.keys import HOME
+from cacao_tui.ui.sigterm import SigtermExit
 
 
-class HomeApp(App[HomeChoice | None]):
+class HomeApp(SigtermExit, App[HomeChoice | None]):
     CSS_PATH = APP_CSS
     TITLE = "cacao"
 
@@ -26,6 +27,12 @@ class HomeApp(App[HomeChoice | None]):
     def get_default_screen(self) -> Screen:
         self.home = HomeScreen(self.folder, self._select, id="home-screen")
         return self.home
+
+    def on_mount(self) -> None:
+        self.install_sigterm()
+
+    def on_unmount(self) -> None:
+        self.remove_sigterm()
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         if isinstance(screen, HomeScreen):
