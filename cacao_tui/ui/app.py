@@ -227,4 +227,3 @@ class ResultsApp(SigtermExit, App[None]):
 
     def on_unmount(self) -> None:
         self.remove_sigterm()
-
