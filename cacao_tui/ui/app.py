@@ -101,11 +101,9 @@ class CacaoApp(SigtermExit, App[AppResult]):
 
     def on_mount(self) -> None:
         self.set_interval(self.flush_interval, self.flush_events)
-        self.install_sigterm()
 
     def on_unmount(self) -> None:
         self.detach_from_bus()
-        self.remove_sigterm()
 
     def answer_sigterm(self) -> None:
         if self.stop_on_sigterm:
@@ -221,9 +219,3 @@ class ResultsApp(SigtermExit, App[None]):
 
     def get_default_screen(self) -> Screen:
         return ResultsScreen(self.run_layout, standalone=True)
-
-    def on_mount(self) -> None:
-        self.install_sigterm()
-
-    def on_unmount(self) -> None:
-        self.remove_sigterm()

@@ -17,12 +17,19 @@ EXIT_SIGTERM = 128 + signal.SIGTERM  # the shell's code for "ended by SIGTERM"
 
 
 class SigtermExit:
-    """Mixed into a Textual ``App``: call ``install_sigterm()`` on mount and
-    ``remove_sigterm()`` on unmount; override ``answer_sigterm`` for another answer."""
+    """Mixed into a Textual ``App``: the handler is installed on mount and removed on unmount
+    (Textual calls the mount handlers of every class in the app's MRO, this one's included);
+    override ``answer_sigterm`` for another answer."""
 
     sigterm_received = False
     _sigterm_before: Any = None
     _sigterm_installed = False
+
+    def on_mount(self) -> None:
+        self.install_sigterm()
+
+    def on_unmount(self) -> None:
+        self.remove_sigterm()
 
     def install_sigterm(self) -> None:
         previous = signal.getsignal(signal.SIGTERM)

@@ -28,12 +28,6 @@ class HomeApp(SigtermExit, App[HomeChoice | None]):
         self.home = HomeScreen(self.folder, self._select, id="home-screen")
         return self.home
 
-    def on_mount(self) -> None:
-        self.install_sigterm()
-
-    def on_unmount(self) -> None:
-        self.remove_sigterm()
-
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         if isinstance(screen, HomeScreen):
             for key in HOME:
