@@ -78,8 +78,7 @@ class AttachApp(CacaoApp):
         self.main_screen = AttachedMainScreen(self.view, self.store, self.engine, self.clock, id="main")
         return self.main_screen
 
-    def on_mount(self) -> None:
-        super().on_mount()
+    def on_mount(self) -> None:  # CacaoApp's own on_mount runs too (Textual calls each class's handler)
         self.set_interval(self.poll_interval, self.poll_run_log)
         self.poll_run_log()
 
