@@ -27,7 +27,6 @@ Prints a table and writes OUT/compile_batching.json.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import re
@@ -41,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from compile_throughput import EXAMPLES, requests  # noqa: E402
+from compile_throughput import EXAMPLES, read_phases, requests  # noqa: E402
 
 from ktt import nvrtc  # noqa: E402
 from ktt.csource import global_function_lines  # noqa: E402
@@ -71,17 +70,6 @@ def _compile(source: str, name: str, options: list[bytes], timing: str | None) -
         return ptx.decode(errors="replace").rstrip("\x00"), ""
     finally:
         api.nvrtcDestroyProgram(prog)
-
-
-def _phases(path: str) -> dict[str, float]:
-    out: dict[str, float] = {}
-    with contextlib.suppress(OSError):
-        for line in Path(path).read_text().splitlines()[1:]:
-            parts = [p.strip() for p in line.split(",")]
-            if len(parts) >= 4:
-                with contextlib.suppress(ValueError):
-                    out[parts[1]] = out.get(parts[1], 0.0) + float(parts[2])
-    return out
 
 
 _ENTRY = re.compile(r"\.entry\s+(\w+)\(")
@@ -144,7 +132,7 @@ def measure(reqs: list, batch: int, work: str) -> dict[str, Any]:
         c0 = time.process_time()
         ptx, log = _compile(source, group[0].program_path, options, timing)
         cpu += time.process_time() - c0
-        for k, v in _phases(timing).items():
+        for k, v in read_phases(timing).items():
             phases[k] = phases.get(k, 0.0) + v
         if ptx is None:
             failed += len(group)

@@ -77,14 +77,19 @@ def raw_compile(source: str, req: Any, extra: list[bytes], defines: bool = True)
         opts = nvrtc.option_bytes(req) if defines else nvrtc._pch_options(req)
         opts += [*extra, f"--time={timing}".encode()]
         cubin, _, _ = nvrtc._nvrtc_compile(source, req.program_path, opts, pch.HEAP_BYTES)
-        phases: dict[str, float] = {}
-        with contextlib.suppress(OSError):
-            for line in Path(timing).read_text().splitlines()[1:]:
-                parts = [p.strip() for p in line.split(",")]
-                if len(parts) >= 4:
-                    with contextlib.suppress(ValueError):
-                        phases[parts[1]] = phases.get(parts[1], 0.0) + float(parts[2])
-        return cubin is not None, phases
+        return cubin is not None, read_phases(timing)
+
+
+def read_phases(path: str) -> dict[str, float]:
+    """NVRTC's ``--time`` CSV: ms per phase (front end, NVVM optimiser, PTX translation), summed."""
+    phases: dict[str, float] = {}
+    with contextlib.suppress(OSError):
+        for line in Path(path).read_text().splitlines()[1:]:
+            parts = [p.strip() for p in line.split(",")]
+            if len(parts) >= 4:
+                with contextlib.suppress(ValueError):
+                    phases[parts[1]] = phases.get(parts[1], 0.0) + float(parts[2])
+    return phases
 
 
 def timed(fn: Any) -> tuple[Any, float, float]:
