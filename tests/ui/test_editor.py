@@ -47,6 +47,14 @@ async def _checked(pilot, screen: ProblemEditorScreen, after: int = 0) -> None:
     raise AssertionError("no --check result")
 
 
+async def _closed(pilot, tries: int = 1600) -> None:
+    """Wait (up to ``tries`` pauses of 50 ms) for the editor app to leave; its callers assert what it left."""
+    for _ in range(tries):
+        await pilot.pause(0.05)
+        if not pilot.app.is_running:
+            return
+
+
 async def _type(pilot, screen: ProblemEditorScreen, selector: str, text: str) -> None:
     widget = screen.query_one(selector, Input)
     widget.value = text
@@ -105,10 +113,7 @@ async def test_edit_args_table_and_save(tmp_path: Path) -> None:
         await _checked(pilot, screen, done)
         assert screen.check is not None and screen.check.ok, screen.check
         await pilot.press("ctrl+s")
-        for _ in range(1600):
-            await pilot.pause(0.05)
-            if not app.is_running:
-                break
+        await _closed(pilot)
     problem = load_problem(tmp_path / "p")
     assert problem.primary.scalars["COLS"] == 1024
     assert problem.tolerance == 0.001
@@ -148,10 +153,7 @@ async def test_cancel_writes_nothing(tmp_path: Path) -> None:
         await _type(pilot, screen, "#ed-grid-x", "NROWS * 2")
         assert screen.dirty
         await pilot.press("escape")
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if not app.is_running:
-                break
+        await _closed(pilot, 100)
     assert app.return_value is None
     assert _tree(tmp_path / "p") == before
     assert _settled_listing(tmp_path) == ["p"]
@@ -183,10 +185,7 @@ async def test_data_file_picked_for_a_buffer(tmp_path: Path) -> None:
         await _checked(pilot, screen, done)
         assert screen.check is not None and screen.check.ok, screen.check.error
         await pilot.press("ctrl+s")
-        for _ in range(1600):
-            await pilot.pause(0.05)
-            if not app.is_running:
-                break
+        await _closed(pilot)
     assert (tmp_path / "p" / "inputs" / "inp.f32").stat().st_size == 4 * 512 * 1000
     assert load_problem(tmp_path / "p").primary.files["inp"].name == "inp.f32"
 
@@ -246,10 +245,7 @@ async def test_save_of_a_never_run_problem_writes_its_definition_only(tmp_path: 
         await _checked(pilot, screen)
         await _type(pilot, screen, "#ed-tolerance", "0.002")
         await pilot.press("ctrl+s")
-        for _ in range(1600):
-            await pilot.pause(0.05)
-            if not app.is_running:
-                break
+        await _closed(pilot)
     assert load_problem(tmp_path / "p").tolerance == 0.002
     assert sorted(p.name for p in (tmp_path / "p").iterdir()) == before
     assert _settled_listing(tmp_path) == ["p"]
@@ -272,10 +268,7 @@ async def test_what_was_typed_just_before_ctrl_s_is_saved(tmp_path: Path) -> Non
         with screen.prevent(Input.Changed):
             tolerance.value = "0.003"
         await pilot.press("ctrl+s")
-        for _ in range(1600):
-            await pilot.pause(0.05)
-            if not app.is_running:
-                break
+        await _closed(pilot)
     problem = load_problem(tmp_path / "p")
     assert [s.name for s in problem.shapes] == ["a", "b"] and problem.shapes[1].scalars["ROWS"] == 8
     assert problem.tolerance == 0.003
