@@ -93,10 +93,10 @@ def run_argv(problem_dir: Path, options: RunOptions) -> list[str]:
 
 def validate(problem_dir: Path, options: RunOptions) -> None:
     """The command line's checks of the flags and the problem, without running anything."""
-    from cacao_tui.cli import UsageError, parse_args
     from cacao_tui.llm.errors import LLMError
     from cacao_tui.llm.selection import select_provider
     from cacao_tui.problem import ProblemError, load_problem
+    from cacao_tui.run_options import UsageError, parse_args
     from cacao_tui.runs.providers import run_environment
 
     try:

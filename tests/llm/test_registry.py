@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from wire_servers import DIALECTS, Dialect, WireServer
 
-from cacao_tui import cli
+from cacao_tui import cli, run_options
 from cacao_tui.llm import (
     CallContext,
     LLMError,
@@ -187,7 +187,7 @@ async def test_a_fifth_provider_is_one_entry(monkeypatch: pytest.MonkeyPatch, se
     env = {"MISTRAL_API_KEY": "m-key", "MISTRAL_BASE_URL": server.url + "/v1"}
     choice = select_provider("LeChat", None, env=env)
     assert (choice.provider, choice.model, choice.key_var) == ("mistral", "mistral-large-latest", "MISTRAL_API_KEY")
-    assert cli._provider("mistral") == "mistral"
+    assert run_options._provider("mistral") == "mistral"
     assert "mistral" in provider_docs.providers_markdown() and "`MISTRAL_API_KEY`" in provider_docs.providers_markdown()
     assert "MISTRAL_API_KEY" in registry.key_variables()
 

@@ -1,0 +1,294 @@
+"""The ``cacao`` command's flags: the parser, their validation and the typed run request they make.
+
+Below both front ends: ``cacao_tui.cli`` dispatches the parsed flags to a mode, and the home
+screen's launcher (``cacao_tui.runs.launcher``) validates a run's flags with the same parser
+before it starts the run as a process of its own, so neither imports the other.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from cacao_tui import __version__
+from cacao_tui.llm.registry import canonical_name, names_for_help
+from cacao_tui.llm.timeouts import LLM_TIMEOUT_ENV
+from cacao_tui.problem import Problem, ProblemError
+from cacao_tui.run_request import RunRequest
+from cacao_tui.settings import DEFAULTS
+from cacao_tui.steer_flags import EPILOG_LINES as EPILOG_STEERING
+from cacao_tui.steer_flags import add_steering_flags, steering_mode
+
+MODES = ("check", "clone", "best", "prune_archives")
+DEFAULT_PROBLEMS = "problems"  # the home screen's folder when --problems is not given
+
+
+class UsageError(Exception):
+    """A bad flag or flag value; ``str()`` is the one line to print."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, hint="run 'cacao --help' for the flags")
+
+
+def _whole(name: str, minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    parse.__name__ = name
+    return parse
+
+
+def _positive_number(text: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _gpu_list(text: str) -> list[int]:
+    """'0,1' -> [0, 1]: distinct CUDA device ordinals."""
+    parts = [p.strip() for p in text.split(",")]
+    if not text.strip() or any(not p for p in parts):
+        raise argparse.ArgumentTypeError(f"expected device ordinals separated by commas, like 0,1; got {text!r}")
+    gpus = []
+    for p in parts:
+        if not p.isdigit():
+            raise argparse.ArgumentTypeError(f"{p!r} is not a device ordinal (0, 1, ...)")
+        gpus.append(int(p))
+    if len(set(gpus)) != len(gpus):
+        raise argparse.ArgumentTypeError(f"a GPU is listed twice in {text!r}")
+    return gpus
+
+
+def _provider(text: str) -> str:
+    name = canonical_name(text)
+    if name is None:
+        raise argparse.ArgumentTypeError(f"unknown provider {text!r}; choose one of {names_for_help()}")
+    return name
+
+
+def _non_empty(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text.strip()
+
+
+EPILOG = """\
+modes (one at a time; without one, cacao runs the optimisation):
+  (no --dir)         the home screen: the problems under --problems DIR (default ./problems)
+  --check            validate the problem and print what was understood
+  --best             print the best result and a per-branch table
+  --clone NAME       copy the problem definition to a sibling directory NAME
+  --prune-archives   remove regenerable files (caches, binaries, dumps) under archive/
+
+""" + EPILOG_STEERING + """
+exit status: 0 success; 1 the run found nothing valid or an operation failed;
+2 a mistake in the flags or the problem files; 130 interrupted.
+
+examples:
+  cacao
+  cacao --problems ~/kernels
+  cacao --dir problems/mmul --check
+  cacao --dir problems/mmul
+  cacao --dir problems/mmul --no-ui --max-iter 3 --max-depth 1
+  cacao --dir problems/mmul --branch b2-strip --message "try 8 rows per thread"
+  cacao --dir problems/mmul --provider replay --no-ui --dry-run
+  cacao --dir problems/mmul --best
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="cacao",
+        description="An LLM agent that searches for fast CUDA kernels for a problem directory.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    p.add_argument("--version", action="version", version=f"cacao {__version__}")
+    p.add_argument("--dir", metavar="DIR", help="the problem directory (without it: the home screen)")
+    p.add_argument(
+        "--problems",
+        metavar="DIR",
+        help=f"the home screen's folder of problems (default ./{DEFAULT_PROBLEMS})",
+    )
+
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="validate the problem, print a summary and exit")
+    mode.add_argument("--best", action="store_true", help="show the results of the last run and exit")
+    mode.add_argument("--clone", metavar="NAME", type=_non_empty, help="copy the problem to a sibling NAME and exit")
+    mode.add_argument(
+        "--prune-archives", action="store_true", help="remove regenerable files from archive/ (with --dry-run: list)"
+    )
+
+    run = p.add_argument_group("run")
+    run.add_argument("--resume", action="store_true", help="continue the interrupted run in output/")
+    run.add_argument("--no-clean", action="store_true", help="do not archive output/ before a fresh run")
+    run.add_argument(
+        "--max-iter",
+        type=_whole("max-iter", 1),
+        metavar="N",
+        help=f"iterations per branch (default {DEFAULTS.max_iter})",
+    )
+    run.add_argument(
+        "--max-depth",
+        type=_whole("max-depth", 1),
+        metavar="N",
+        help=f"levels of branches: 1 = no sub-branches (default {DEFAULTS.max_depth}: roots and their children)",
+    )
+    run.add_argument(
+        "--path-budget",
+        type=_whole("path-budget", 0),
+        metavar="N",
+        help="iterations per root-to-leaf path (default 0: off)",
+    )
+    run.add_argument(
+        "--strategies",
+        type=_whole("strategies", 1),
+        metavar="N",
+        help=f"strategies the master proposes (default {DEFAULTS.n_strategies})",
+    )
+    run.add_argument(
+        "--timeout",
+        type=_positive_number,
+        metavar="SECONDS",
+        help="tuning budget of every case in every iteration, replacing each case's duration_s and "
+        "tuning.duration_s (default: a case's duration_s, else tuning.duration_s, else 20)",
+    )
+    run.add_argument(
+        "--gpus", type=_gpu_list, metavar="LIST", help="CUDA devices to use, e.g. 0,1 (default: gpu.index)"
+    )
+    run.add_argument(
+        "--cluster",
+        metavar="WHERE",
+        help="where GPU jobs run: local (default, this machine's GPUs) or ray[://ADDRESS] (docs/CLUSTER.md)",
+    )
+    run.add_argument(
+        "--dry-run", action="store_true", help="everything but GPU execution (kernels are compile-checked)"
+    )
+    run.add_argument("--no-ui", action="store_true", help="print progress lines instead of the full-screen app")
+    run.add_argument("--json", action="store_true", help="print the event stream as JSON lines (with --best: results)")
+    run.add_argument(
+        "--export", metavar="FILE", help="with --best: write the results to FILE (.csv or .md) instead of showing them"
+    )
+    run.add_argument("--single-shot", action="store_true", help="author kernels with single calls, not the tool loop")
+
+    llm = p.add_argument_group("LLM")
+    llm.add_argument("--provider", type=_provider, metavar="NAME", help=f"one of {names_for_help()}")
+    llm.add_argument("--model", type=_non_empty, metavar="MODEL", help="model name (default: the provider's default)")
+    llm.add_argument(
+        "--budget-usd", type=_positive_number, metavar="X", help="stop new LLM calls once X dollars are spent"
+    )
+    llm.add_argument("--from", dest="from_path", metavar="PATH", help="recorded session to replay (--provider replay)")
+    llm.add_argument(
+        "--llm-timeout",
+        type=_positive_number,
+        metavar="SECONDS",
+        help=(
+            f"limit of one LLM request, connect to last byte (default: {LLM_TIMEOUT_ENV}, else "
+            f"{DEFAULTS.llm_timeout_s:g}); a call with its retries gets {DEFAULTS.llm_call_timeout_factor:g}x that"
+        ),
+    )
+
+    add_steering_flags(p)  # --branch NAME --message/--revert/--delete/--decision (cacao_tui/steer_flags.py)
+    p.add_argument("-v", "--verbose", action="store_true", help="show warnings (unknown keys, ...) and more detail")
+    return p
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse and validate flags; ``args.dir`` becomes an absolute Path of an existing directory."""
+    args = build_parser().parse_args(argv)
+    args.mode = next((m for m in MODES if getattr(args, m)), "run")
+    if steering_mode(args, UsageError):
+        args.mode = "steer"
+    if args.export is not None and args.mode != "best":
+        raise UsageError("--export writes the results of --best; give --best --export FILE")
+    if args.from_path is not None:
+        if args.provider != "replay":
+            raise UsageError("--from names a recorded session; it needs --provider replay")
+        source = Path(args.from_path).expanduser()
+        if not source.exists():
+            raise UsageError(f"--from: {args.from_path}: no such file or directory")
+        args.from_path = source.resolve()
+    if args.cluster is not None:
+        from cacao_tui.cluster.spec import ClusterError, parse_cluster, require_ray
+
+        try:
+            if parse_cluster(args.cluster).is_ray:
+                require_ray()
+        except ClusterError as exc:
+            raise UsageError(str(exc)) from None
+    if args.dir is None:
+        return _home_args(args)
+    if args.problems is not None:
+        raise UsageError("--problems is the home screen's folder; it does not go with --dir")
+    raw = Path(args.dir).expanduser()
+    if not raw.exists():
+        raise ProblemError(raw, "", "no such directory", hint="--dir takes a problem directory, e.g. problems/mmul")
+    if not raw.is_dir():
+        raise ProblemError(raw, "", "not a directory (--dir takes a problem directory)")
+    args.dir = raw.resolve()
+    return args
+
+
+def _home_args(args: argparse.Namespace) -> argparse.Namespace:
+    """No --dir: the home screen, which takes no other flag than --problems (and -v)."""
+    if args.mode != "run":
+        flag = "branch" if args.mode == "steer" else args.mode.replace("_", "-")
+        raise UsageError(f"--{flag} needs --dir (the problem directory)")
+    defaults = vars(build_parser().parse_args([]))
+    given = vars(args).items()
+    extra = [k for k, v in given if k in defaults and k not in ("problems", "verbose") and v != defaults[k]]
+    if extra:
+        raise UsageError(f"--{extra[0].replace('_', '-')} needs --dir (the home screen takes only --problems)")
+    explicit = args.problems is not None
+    folder = Path(args.problems if explicit else DEFAULT_PROBLEMS).expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"--problems: {folder}: not a directory")
+    if explicit and not folder.exists():
+        raise UsageError(f"--problems: {folder}: no such directory")
+    args.problems = folder.resolve()
+    args.mode = "home"
+    return args
+
+
+def run_request(args: argparse.Namespace, problem: Problem) -> RunRequest:
+    """The typed hand-off to the launcher: the validated flags and the problem, loaded once."""
+    return RunRequest(
+        problem=problem,
+        front_end="json" if args.json else "lines" if args.no_ui else "app",
+        verbose=args.verbose,
+        resume=args.resume,
+        no_clean=args.no_clean,
+        dry_run=args.dry_run,
+        single_shot=args.single_shot,
+        max_iter=args.max_iter,
+        max_depth=args.max_depth,
+        path_budget=args.path_budget,
+        n_strategies=args.strategies,
+        timeout_s=args.timeout,
+        gpus=tuple(args.gpus) if args.gpus else None,
+        cluster=args.cluster,
+        provider=args.provider,
+        model=args.model,
+        budget_usd=args.budget_usd,
+        replay_from=args.from_path,
+        llm_timeout_s=args.llm_timeout,
+    )
