@@ -49,7 +49,8 @@ class Defaults:
     llm_connect_timeout_s: float = 15.0
     # The whole call, retries and the waits between them included: this many attempts' worth.
     llm_call_timeout_factor: float = 3.0
-    llm_max_tokens: int = 16384
+    llm_max_tokens: int = 16384  # the visible answer of one call (--max-tokens); reasoning gets room on top
+    llm_concurrency: int = 8  # LLM calls in flight at once (--llm-concurrency)
     # Size caps, in characters. A reply's text beyond llm_reply_text_chars is cut, and its
     # text and tool arguments together (a written file) beyond llm_reply_max_chars. A
     # request's newest message is cut to llm_reply_max_chars, each earlier turn to

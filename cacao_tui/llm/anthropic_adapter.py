@@ -6,13 +6,27 @@ are off (``max_retries=0``); the key may come from ``ANTHROPIC_API_KEY`` or the 
 the selection found it, read by the SDK otherwise). Assistant turns keep the raw content
 blocks (thinking blocks with their signatures included) in ``provider_data`` and send
 them back verbatim, as the API requires during tool use.
+
+Replies stream (the raw events are read here, so a tool call's arguments are parsed
+strictly once complete: arguments cut off at the output limit are an error, not a guess).
+Prompt caching: breakpoints on the system prompt (which caches the tools before it), on
+the last message of the stable prefix (``Message.cache_prefix``: the problem brief and
+the tuning-spec guide), and rolling ones on the two newest user turns of a conversation,
+so each turn of a tool loop reads the previous turn's prefix from the cache (four, the
+API's maximum). Structured calls force a tool whose input schema is the answer's schema
+(``tool_choice``; with thinking on, where forcing is not allowed, the tool is offered).
+Reasoning: ``thinking`` with a budget, or adaptive thinking with ``output_config.effort``,
+as the registry says of the model.
 """
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
+from cacao_tui.llm.context_fit import context_window_in, is_context_length_error
 from cacao_tui.llm.errors import ProviderError
+from cacao_tui.llm.models import THINKING_BUDGET
 from cacao_tui.llm.provider import AdapterSetup, ChatRequest
 from cacao_tui.llm.redaction import redact
 from cacao_tui.llm.retry import is_retryable_status, parse_retry_after
@@ -24,6 +38,9 @@ if TYPE_CHECKING:
 
 CONTENT_KEY = "anthropic_content"
 EMPTY_TURN = "(no reply)"
+EPHEMERAL = {"type": "ephemeral"}
+MAX_BREAKPOINTS = 4
+_OPTIONAL = {"thinking": "reasoning", "output_config": "reasoning", "effort": "reasoning", "tool_choice": "structured"}
 
 _STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "end",
@@ -66,39 +83,226 @@ class AnthropicProvider:
         timeout = anthropic.Timeout(timeout_s, connect=min(connect_timeout_s, timeout_s))
         self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
 
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        sdk = self._sdk
+    def _kwargs(self, request: ChatRequest) -> dict[str, Any]:
         system, messages = to_anthropic_messages(request.messages, request.system)
         kwargs: dict[str, Any] = {"model": self.model, "max_tokens": request.max_tokens, "messages": messages}
         if system:
-            # Cache the tools + system prefix: it repeats on every turn of a tool loop.
-            kwargs["system"] = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
-        if request.tools:
-            kwargs["tools"] = [to_anthropic_tool(t) for t in request.tools]
-        if request.temperature is not None:
+            kwargs["system"] = [{"type": "text", "text": system}]
+        tools = [to_anthropic_tool(t) for t in request.tools]
+        thinking = self._thinking(request, kwargs)
+        if request.schema is not None and request.info.structured != "prompt" and not request.tools:
+            tools.append(
+                {"name": _tool_name(request.schema_name), "description": ANSWER_TOOL, "input_schema": request.schema}
+            )
+            # Forcing a tool is not allowed while thinking: then it is offered, and the prompt asks for it.
+            name = _tool_name(request.schema_name)
+            kwargs["tool_choice"] = {"type": "auto"} if thinking else {"type": "tool", "name": name}
+        if tools:
+            kwargs["tools"] = tools
+        if request.temperature is not None and not thinking:
             kwargs["temperature"] = request.temperature
+        place_breakpoints(kwargs, request.messages, tool_loop=bool(request.tools))
+        return kwargs
+
+    def _thinking(self, request: ChatRequest, kwargs: dict[str, Any]) -> bool:
+        """Set the reasoning control; True when thinking is on."""
+        effort = request.reasoning
+        control = request.info.reasoning
+        if effort is None or control == "none":
+            return False
+        if control == "effort":
+            kwargs["thinking"] = {"type": "adaptive"}
+            kwargs["output_config"] = {"effort": effort}
+            return True
+        budget = min(THINKING_BUDGET[effort], max(1024, request.max_tokens - 1024))
+        if request.max_tokens <= budget:
+            return False  # no room for an answer after the thinking: leave it off
+        kwargs["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        return True
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        sdk = self._sdk
+        kwargs = self._kwargs(request)
         try:
-            message = await self._client.messages.create(**kwargs)
+            stream = await self._client.messages.create(**kwargs, stream=True)
+            message = await read_stream(stream, request)
         except sdk.APITimeoutError:
             raise ProviderError("request timed out", kind="timeout", retryable=True) from None
         except sdk.APIConnectionError as exc:
             raise ProviderError(f"connection failed: {redact(str(exc))}", kind="connection", retryable=True) from None
         except sdk.APIStatusError as exc:
-            raise _status_error(exc, self._key_var) from None
-        return from_anthropic_message(message, self.model)
+            raise _status_error(exc, self._key_var, kwargs) from None
+        response = from_anthropic_message(message, self.model)
+        if "tool_choice" in kwargs:
+            response = answer_from_tool(response, _tool_name(request.schema_name))
+        return response
+
+    async def count_tokens(self, request: ChatRequest) -> int | None:
+        """The provider's count of the request's prompt tokens (messages, system, tools)."""
+        kwargs = self._kwargs(request)
+        args = {
+            k: kwargs[k] for k in ("model", "messages", "system", "tools", "thinking", "tool_choice") if k in kwargs
+        }
+        counted = await self._client.messages.count_tokens(**args)
+        return int(getattr(counted, "input_tokens", 0) or 0) or None
 
     async def aclose(self) -> None:
         await self._client.close()
 
 
-def _status_error(exc: Any, key_var: str) -> ProviderError:
+ANSWER_TOOL = "Give your answer: call this tool once, with the answer as its input."
+
+
+def _tool_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "_-" else "_" for c in name)[:64] or "answer"
+
+
+def place_breakpoints(kwargs: dict[str, Any], messages: list[Message], *, tool_loop: bool) -> None:
+    """Cache breakpoints: the system prompt, the end of the stable prefix and, in a tool
+    loop, the two newest user turns (the previous request's last breakpoint and this one's)."""
+    marks = 0
+    if kwargs.get("system"):
+        kwargs["system"][-1]["cache_control"] = dict(EPHEMERAL)
+        marks += 1
+    elif kwargs.get("tools"):
+        kwargs["tools"][-1]["cache_control"] = dict(EPHEMERAL)
+        marks += 1
+    turns = kwargs["messages"]
+    prefix_turn = _prefix_turn(messages)
+    if prefix_turn is not None and prefix_turn[0] < len(turns):
+        index, block = prefix_turn
+        content = turns[index]["content"]
+        if block < len(content):
+            content[block]["cache_control"] = dict(EPHEMERAL)
+            marks += 1
+    if not tool_loop:
+        return  # one question, one answer: nothing after the prefix repeats
+    users = [i for i, t in enumerate(turns) if t["role"] == "user"]
+    for i in reversed(users[-2:]):
+        if marks >= MAX_BREAKPOINTS:
+            break
+        last = turns[i]["content"][-1]
+        if "cache_control" not in last:
+            last["cache_control"] = dict(EPHEMERAL)
+            marks += 1
+
+
+def _prefix_turn(messages: list[Message]) -> tuple[int, int] | None:
+    """Where the last ``cache_prefix`` message lands: (turn, block) of the converted request."""
+    turn, block, role, found = -1, -1, None, None
+    for m in messages:
+        if m.role == "system":
+            continue
+        wire_role = "user" if m.role in ("user", "tool") else "assistant"
+        if wire_role != role:
+            turn, block, role = turn + 1, -1, wire_role
+        block += 1 if m.role != "assistant" else max(1, len(m.tool_calls) + (1 if m.content else 0))
+        if m.cache_prefix:
+            found = (turn, block)
+    return found
+
+
+def answer_from_tool(response: ChatResponse, name: str) -> ChatResponse:
+    """A forced answer tool's input as the reply's text (the structured path reads text).
+    The assistant turn is then rebuilt from that text: a repair turn must not carry a
+    tool_use block without its result."""
+    for call in response.tool_calls:
+        if call.name == name:
+            text = json.dumps(call.arguments, ensure_ascii=False) if call.error is None else response.text
+            stop = "end" if response.stop_reason == "tool_use" else response.stop_reason
+            rest = [c for c in response.tool_calls if c.name != name]
+            return response.model_copy(
+                update={"text": text, "tool_calls": rest, "stop_reason": stop, "provider_data": None}
+            )
+    return response
+
+
+async def read_stream(stream: Any, request: ChatRequest) -> Any:
+    """The raw event stream read into a message (a namespace shaped like the SDK's Message)."""
+    from types import SimpleNamespace as NS
+
+    blocks: dict[int, dict[str, Any]] = {}
+    raw_json: dict[int, list[str]] = {}
+    message: Any = None
+    stop_reason = None
+    usage: dict[str, Any] = {}
+    async for event in stream:
+        kind = getattr(event, "type", None)
+        if kind == "message_start":
+            message = event.message
+            u = event.message.usage
+            usage.update({k: getattr(u, k, None) for k in ("input_tokens", "output_tokens", "cache_read_input_tokens",
+                                                            "cache_creation_input_tokens")})  # fmt: skip
+        elif kind == "content_block_start":
+            blocks[event.index] = (
+                event.content_block.to_dict() if hasattr(event.content_block, "to_dict") else dict(event.content_block)
+            )
+        elif kind == "content_block_delta":
+            block = blocks.setdefault(event.index, {"type": "text", "text": ""})
+            delta = event.delta
+            dkind = getattr(delta, "type", None)
+            if dkind == "text_delta":
+                block["text"] = block.get("text", "") + delta.text
+                request.delta(text=delta.text)
+            elif dkind == "thinking_delta":
+                block["thinking"] = block.get("thinking", "") + delta.thinking
+                request.delta(reasoning=delta.thinking)
+            elif dkind == "signature_delta":
+                block["signature"] = block.get("signature", "") + delta.signature
+            elif dkind == "input_json_delta":
+                raw_json.setdefault(event.index, []).append(delta.partial_json)
+                request.delta(tool_chars=len(delta.partial_json))
+        elif kind == "message_delta":
+            stop_reason = getattr(event.delta, "stop_reason", None) or stop_reason
+            u = getattr(event, "usage", None)
+            if u is not None and getattr(u, "output_tokens", None) is not None:
+                usage["output_tokens"] = u.output_tokens
+            details = getattr(u, "output_tokens_details", None) if u is not None else None
+            if details is not None:
+                usage["thinking_tokens"] = getattr(details, "thinking_tokens", 0)
+    if message is None:
+        raise ProviderError("the stream ended without a message", kind="response", retryable=True)
+    content = []
+    for index in sorted(blocks):
+        block = blocks[index]
+        if block.get("type") == "tool_use" and index in raw_json:
+            block["input"] = "".join(raw_json[index])  # parsed strictly by from_anthropic_message
+        content.append(_as_block(block))
+    return NS(
+        content=content,
+        stop_reason=stop_reason,
+        usage=NS(
+            input_tokens=usage.get("input_tokens") or 0,
+            output_tokens=usage.get("output_tokens") or 0,
+            cache_read_input_tokens=usage.get("cache_read_input_tokens") or 0,
+            cache_creation_input_tokens=usage.get("cache_creation_input_tokens") or 0,
+            output_tokens_details=NS(thinking_tokens=usage.get("thinking_tokens") or 0),
+        ),
+        model=getattr(message, "model", None),
+    )
+
+
+def _as_block(block: dict[str, Any]) -> Any:
+    from types import SimpleNamespace as NS
+
+    return NS(**block)
+
+
+def _status_error(exc: Any, key_var: str, sent: dict[str, Any] | None = None) -> ProviderError:
     status = exc.status_code
     kind = getattr(exc, "type", None) or ""
     detail = getattr(exc, "api_message", None) or str(exc)
     # Redacted before it is cut short, so a key echoed by the server cannot survive in part.
-    text = f"HTTP {status}" + (f" {kind}" if kind else "") + f": {' '.join(redact(str(detail)).split())[:300]}"
+    full = " ".join(redact(str(detail)).split())
+    text = f"HTTP {status}" + (f" {kind}" if kind else "") + f": {full[:300]}"
     if status in (401, 403):
         text += f" (check {key_var})"
+    if is_context_length_error(status, full):
+        return ProviderError(text, status=status, kind="context_length", context_window=context_window_in(full))
+    if status == 400 and sent:
+        for name, param in _OPTIONAL.items():
+            if name in full and name.split("_")[0] in " ".join(sent):
+                return ProviderError(text, status=status, kind="unsupported", param=param)
     return ProviderError(
         text,
         status=status,
@@ -173,24 +377,30 @@ def _block_param(block: Any) -> dict[str, Any] | None:
 
 def from_anthropic_message(message: Any, model: str) -> ChatResponse:
     text_parts: list[str] = []
+    thinking: list[str] = []
     calls: list[ToolCall] = []
     raw_blocks: list[dict[str, Any]] = []
     for block in message.content or []:
+        kind = getattr(block, "type", None)
+        if kind == "tool_use":
+            arguments, error = parse_tool_arguments(block.input)
+            calls.append(ToolCall(id=block.id, name=block.name, arguments=arguments, error=error))
+            block = _with_input(block, arguments)
         param = _block_param(block)
         if param is not None:
             raw_blocks.append(param)
-        if getattr(block, "type", None) == "text":
+        if kind == "text":
             text_parts.append(block.text)
-        elif getattr(block, "type", None) == "tool_use":
-            arguments, error = parse_tool_arguments(block.input)
-            calls.append(ToolCall(id=block.id, name=block.name, arguments=arguments, error=error))
+        elif kind == "thinking":
+            thinking.append(getattr(block, "thinking", "") or "")
     raw_reason = message.stop_reason or ""
     stop = _STOP_REASONS.get(raw_reason, "other")
     if calls and stop == "end":
         stop = "tool_use"
     usage = message.usage
-    cache_read = usage.cache_read_input_tokens or 0
-    cache_write = usage.cache_creation_input_tokens or 0
+    cache_read = getattr(usage, "cache_read_input_tokens", 0) or 0
+    cache_write = getattr(usage, "cache_creation_input_tokens", 0) or 0
+    details = getattr(usage, "output_tokens_details", None)
     return ChatResponse(
         text="".join(text_parts),
         tool_calls=calls,
@@ -201,7 +411,19 @@ def from_anthropic_message(message: Any, model: str) -> ChatResponse:
             output_tokens=usage.output_tokens or 0,
             cached_tokens=cache_read,
             cache_write_tokens=cache_write,
+            reasoning_tokens=getattr(details, "thinking_tokens", 0) or 0,
         ),
         model=getattr(message, "model", None) or model,
         provider_data={CONTENT_KEY: raw_blocks} if raw_blocks else None,
+        reasoning="\n\n".join(t for t in thinking if t),
     )
+
+
+def _with_input(block: Any, arguments: dict[str, Any]) -> Any:
+    """A tool_use block as it goes back to the API: its input as the object we parsed
+    (a streamed block holds the raw JSON text until then)."""
+    from types import SimpleNamespace as NS
+
+    if isinstance(getattr(block, "input", None), dict):
+        return block
+    return NS(type="tool_use", id=block.id, name=block.name, input=arguments)

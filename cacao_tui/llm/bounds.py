@@ -59,6 +59,11 @@ def cap_reply(response: ChatResponse, *, text_cap: int, cap: int) -> tuple[ChatR
     arguments together within ``cap``. Returns it with a note saying what was cut, or
     unchanged with None."""
     size = reply_chars(response)
+    if len(response.reasoning) > text_cap:  # shown and recorded, never sent back: cut alone
+        kept = response.reasoning[:text_cap] + f"\n[cacao: reasoning cut at {text_cap:,} characters]"
+        response = response.model_copy(update={"reasoning": kept})
+        if size <= cap and len(response.text) <= text_cap:
+            return response, f"the reasoning text was cut to {text_cap:,} characters"
     if size <= cap and len(response.text) <= text_cap:
         return response, None
     note = f"the reply was {size:,} characters ({len(response.text):,} of text)"

@@ -7,19 +7,38 @@ class LLMError(Exception):
     """A call (or the setup of a provider) failed for good; the message says why."""
 
 
-class BudgetExceeded(LLMError):
-    """The --budget-usd cap is reached: no new calls are made."""
-
-
 class ReplayMismatch(LLMError):
     """A replayed run asked for a call the recording does not hold."""
+
+
+class BudgetExceeded(LLMError):
+    """The --budget-usd or --budget-tokens cap is reached: no new calls are made."""
+
+
+class CallFailed(LLMError):
+    """A call failed for good at the provider (after its retries): the endpoint, the key,
+    the network. ``record`` is the call's record."""
+
+
+class ReplyUnusable(LLMError):
+    """The model answered, but not usably: a refusal, an empty reply, no valid JSON after
+    the repair turn. Steps fall back (a rule-based decision, a default strategy) or fail
+    as a step, never as the run. ``reason`` says what was wrong, ``text`` is the last reply."""
+
+    def __init__(self, message: str, *, reason: str = "", text: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason or message
+        self.text = text
 
 
 class ProviderError(LLMError):
     """One failed attempt, raised by an adapter; the tracked wrapper decides whether to retry.
 
     ``kind`` is ``http`` (the server answered with ``status``), ``timeout``,
-    ``connection`` or ``response`` (an answer we could not use).
+    ``connection``, ``response`` (an answer we could not use), ``context_length`` (the
+    request did not fit the model's context window; ``context_window`` is the window the
+    server named, if it did) or ``unsupported`` (the server refused an optional parameter,
+    named in ``param``: ``structured``, ``reasoning`` or ``cache``).
     """
 
     def __init__(
@@ -30,9 +49,13 @@ class ProviderError(LLMError):
         status: int | None = None,
         retryable: bool = False,
         retry_after_s: float | None = None,
+        param: str | None = None,
+        context_window: int | None = None,
     ) -> None:
         super().__init__(message)
         self.kind = kind
         self.status = status
         self.retryable = retryable
         self.retry_after_s = retry_after_s
+        self.param = param
+        self.context_window = context_window

@@ -13,11 +13,13 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from cacao_tui.llm.errors import LLMError
+from cacao_tui.llm.progress import OnProgress
 from cacao_tui.llm.provider import AdapterSetup, Provider
-from cacao_tui.llm.registry import BY_NAME, price_for, temperatures_for
+from cacao_tui.llm.registry import BY_NAME, model_info, price_for, temperatures_for
 from cacao_tui.llm.retry import RetryPolicy
 from cacao_tui.llm.selection import ProviderChoice
-from cacao_tui.llm.tracked import DEFAULT_MAX_CONCURRENT, DEFAULT_REASKS, OnCall, OnRetry, TrackedLLM
+from cacao_tui.llm.tracked import DEFAULT_REASKS, OnCall, OnRetry, TrackedLLM
+from cacao_tui.llm.user_config import LLMSettings
 from cacao_tui.settings import DEFAULTS
 
 log = logging.getLogger(__name__)
@@ -58,15 +60,19 @@ def create_llm(
     *,
     record_root: Path | None = None,
     budget_usd: float | None = None,
+    budget_tokens: int | None = None,
     replay_from: Path | None = None,
     on_call: OnCall | None = None,
     on_retry: OnRetry | None = None,
+    on_progress: OnProgress | None = None,
     retry: RetryPolicy | None = None,
     timeout_s: float | None = None,
     call_timeout_s: float | None = None,
     max_tokens: int | None = None,
-    max_concurrent: int = DEFAULT_MAX_CONCURRENT,
+    max_concurrent: int | None = None,
     reasks: int = DEFAULT_REASKS,
+    settings: LLMSettings | None = None,
+    cache_scope: str = "",
     env: Mapping[str, str] | None = None,
 ) -> TrackedLLM:
     """The TrackedLLM for ``choice``; LLMError (one line) when it cannot be built.
@@ -74,13 +80,18 @@ def create_llm(
     ``record_root``: the run's output directory (calls are recorded beneath it).
     ``replay_from``: for provider ``replay``, a run's output directory or a session file.
     ``timeout_s``: one attempt; ``call_timeout_s``: the whole call, retries included
-    (default: ``DEFAULTS.llm_call_timeout_factor`` times ``timeout_s``).
+    (default: ``DEFAULTS.llm_call_timeout_factor`` times ``timeout_s``). ``settings``:
+    the user's llm.toml with the command line applied (effort and output limit per step,
+    model entries and prices); ``max_concurrent`` and ``budget_tokens`` default to it.
     """
+    settings = settings or LLMSettings()
     provider = build_provider(choice, replay_from=replay_from, timeout_s=timeout_s, env=env)
-    price = price_for(choice.provider, provider.model)
+    price = settings.price(choice.provider, provider.model, price_for(choice.provider, provider.model))
+    info = settings.model_info(choice.provider, provider.model, model_info(choice.provider, provider.model))
     if budget_usd is not None and price is None and BY_NAME[choice.provider].prices:
         log.warning(
-            "no price for %s model %s: costs count as 0 and --budget-usd cannot stop the run",
+            "no price for %s model %s: costs count as 0 and --budget-usd cannot stop the run "
+            "(--budget-tokens can; or give it a price in llm.toml)",
             choice.provider,
             provider.model,
         )
@@ -90,12 +101,17 @@ def create_llm(
         temperatures=temperatures_for(choice.provider, provider.model),
         record_root=record_root,
         budget_usd=budget_usd,
+        budget_tokens=budget_tokens if budget_tokens is not None else settings.budget_tokens,
         on_call=on_call,
         on_retry=on_retry,
+        on_progress=on_progress,
         retry=retry,
         timeout_s=timeout_s,
         call_timeout_s=call_timeout_s,
         max_tokens=max_tokens,
-        max_concurrent=max_concurrent,
+        max_concurrent=max_concurrent or settings.concurrency or DEFAULTS.llm_concurrency,
         reasks=reasks,
+        info=info,
+        settings=settings,
+        cache_scope=cache_scope,
     )

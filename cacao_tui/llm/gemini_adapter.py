@@ -7,6 +7,13 @@ automatic function calling is off (the engine runs the tools). The endpoint come
 The model's content is kept verbatim in ``provider_data`` and sent back on the next
 turn, because Gemini 3 models reject function-call history without its thought
 signatures.
+
+Replies stream (``streamGenerateContent``); the streamed parts are put back together
+(consecutive text parts joined, thought signatures kept on their part). Reasoning is
+``thinking_config``: a ``thinking_level`` for Gemini 3, a ``thinking_budget`` for 2.5,
+with the thought summaries asked for (``include_thoughts``) and kept as the reply's
+reasoning. Structured calls send ``response_json_schema``. Implicit caching needs
+nothing: the stable prefix comes first in every request.
 """
 
 from __future__ import annotations
@@ -15,7 +22,9 @@ import importlib
 import re
 from typing import TYPE_CHECKING, Any
 
+from cacao_tui.llm.context_fit import context_window_in, is_context_length_error
 from cacao_tui.llm.errors import ProviderError
+from cacao_tui.llm.models import THINKING_BUDGET
 from cacao_tui.llm.provider import AdapterSetup, ChatRequest
 from cacao_tui.llm.redaction import redact
 from cacao_tui.llm.retry import is_retryable_status, parse_retry_after
@@ -31,6 +40,8 @@ EMPTY_TURN = "(no reply)"
 
 _FINISH_REASONS: dict[str, StopReason] = {"STOP": "end", "MAX_TOKENS": "max_tokens"}
 _DURATION = re.compile(r"^\s*([0-9.]+)s\s*$")
+_OPTIONAL = {"thinking": "reasoning", "thought": "reasoning", "response_json_schema": "structured",
+             "responseJsonSchema": "structured", "response_schema": "structured"}  # fmt: skip
 
 
 def create(choice: ProviderChoice, setup: AdapterSetup) -> GeminiProvider:
@@ -58,7 +69,7 @@ class GeminiProvider:
         self._client = genai.Client(api_key=api_key, vertexai=False, http_options=http_options)
         self._transport_errors = _transport_error_types()
 
-    async def complete(self, request: ChatRequest) -> ChatResponse:
+    def _config(self, request: ChatRequest) -> tuple[list[Any], dict[str, Any]]:
         types = self._types
         system, contents = to_gemini_contents(request.messages, request.system, types)
         config: dict[str, Any] = {
@@ -73,15 +84,55 @@ class GeminiProvider:
             config["tools"] = [types.Tool(function_declarations=[to_gemini_function(t, types) for t in request.tools])]
         elif request.json_output:
             config["response_mime_type"] = "application/json"
+            if request.schema is not None and request.info.structured == "native":
+                config["response_json_schema"] = request.schema
+        thinking = self._thinking(request)
+        if thinking is not None:
+            config["thinking_config"] = thinking
+        return contents, config
+
+    def _thinking(self, request: ChatRequest) -> Any:
+        types = self._types
+        control = request.info.reasoning
+        if control == "none":
+            return None
+        effort = request.reasoning
+        if effort is None:  # the model's default effort; its thought summaries still come back
+            return types.ThinkingConfig(include_thoughts=True) if request.info.reasons else None
+        if control == "level":
+            level = {
+                "low": types.ThinkingLevel.LOW,
+                "medium": types.ThinkingLevel.MEDIUM,
+                "high": types.ThinkingLevel.HIGH,
+            }
+            return types.ThinkingConfig(include_thoughts=True, thinking_level=level[effort])
+        budget = min(THINKING_BUDGET[effort], max(128, request.max_tokens // 2))
+        return types.ThinkingConfig(include_thoughts=True, thinking_budget=budget)
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        types = self._types
+        contents, config = self._config(request)
         try:
-            response = await self._client.aio.models.generate_content(
+            stream = await self._client.aio.models.generate_content_stream(
                 model=self.model, contents=contents, config=types.GenerateContentConfig(**config)
             )
+            response = await read_stream(stream, request, types)
         except self._errors.APIError as exc:
-            raise _status_error(exc) from None
+            raise _status_error(exc, config) from None
         except self._transport_errors as exc:
             raise _transport_error(exc) from None
         return from_gemini_response(response, self.model)
+
+    async def count_tokens(self, request: ChatRequest) -> int | None:
+        """The provider's count of the prompt (contents; the system prompt and the tools are
+        not accepted by the Gemini API's counter, so they are estimated by the caller's ratio)."""
+        contents, _ = self._config(request)
+        counted = await self._client.aio.models.count_tokens(model=self.model, contents=contents)
+        total = int(getattr(counted, "total_tokens", 0) or 0)
+        if not total:
+            return None
+        extra = len(request.system or "") + sum(len(t.description) + len(str(t.parameters)) for t in request.tools)
+        return total + extra // 4
 
     async def aclose(self) -> None:
         close = getattr(self._client.aio, "aclose", None)
@@ -119,7 +170,62 @@ def _retry_delay_from_body(details: Any) -> float | None:
     return None
 
 
-def _status_error(exc: Any) -> ProviderError:
+async def read_stream(stream: Any, request: ChatRequest, types: Any) -> Any:
+    """The streamed chunks put back together as one response: parts in order, consecutive
+    text parts of the same kind joined (a thought signature stays with its part)."""
+    parts: list[Any] = []
+    last: Any = None
+    candidate_fields: dict[str, Any] = {}
+    async for chunk in stream:
+        last = chunk
+        for candidate in (getattr(chunk, "candidates", None) or [])[:1]:
+            if getattr(candidate, "finish_reason", None) is not None:
+                candidate_fields["finish_reason"] = candidate.finish_reason
+            if getattr(candidate, "finish_message", None):
+                candidate_fields["finish_message"] = candidate.finish_message
+            content = getattr(candidate, "content", None)
+            for part in getattr(content, "parts", None) or []:
+                _merge_part(parts, part, request)
+    if last is None:
+        raise ProviderError("the stream ended without a reply", kind="response", retryable=True)
+    if not parts and not candidate_fields:
+        return last  # no candidates at all: a blocked prompt, answered in one chunk
+    candidate = types.Candidate(content=types.Content(role="model", parts=parts), index=0, **candidate_fields)
+    return types.GenerateContentResponse(
+        candidates=[candidate],
+        usage_metadata=getattr(last, "usage_metadata", None),
+        model_version=getattr(last, "model_version", None),
+        prompt_feedback=getattr(last, "prompt_feedback", None),
+    )
+
+
+def _merge_part(parts: list[Any], part: Any, request: ChatRequest) -> None:
+    text = getattr(part, "text", None)
+    thought = bool(getattr(part, "thought", False))
+    if text is not None and getattr(part, "function_call", None) is None:
+        if thought:
+            request.delta(reasoning=text)
+        else:
+            request.delta(text=text)
+        prev = parts[-1] if parts else None
+        if (
+            prev is not None
+            and getattr(prev, "text", None) is not None
+            and getattr(prev, "function_call", None) is None
+            and bool(getattr(prev, "thought", False)) == thought
+            and not getattr(prev, "thought_signature", None)
+        ):
+            merged = prev.model_copy(update={"text": prev.text + text})
+            if getattr(part, "thought_signature", None):
+                merged.thought_signature = part.thought_signature
+            parts[-1] = merged
+            return
+    elif getattr(part, "function_call", None) is not None:
+        request.delta(tool_chars=len(str(part.function_call.args or {})))
+    parts.append(part)
+
+
+def _status_error(exc: Any, sent: dict[str, Any] | None = None) -> ProviderError:
     status = int(getattr(exc, "code", 0) or 0)
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
@@ -133,6 +239,13 @@ def _status_error(exc: Any) -> ProviderError:
     text = f"HTTP {status}" + (f" {status_name}" if status_name else "") + f": {detail}"
     if status in (401, 403) or (status == 400 and "API key" in str(message)):
         text += " (check GEMINI_API_KEY / GOOGLE_API_KEY)"
+    full = " ".join(str(message).split())
+    if is_context_length_error(status, full):
+        return ProviderError(text, status=status, kind="context_length", context_window=context_window_in(full))
+    if status == 400 and sent:
+        for name, param in _OPTIONAL.items():
+            if name in full and (param != "reasoning" or "thinking_config" in sent):
+                return ProviderError(text, status=status, kind="unsupported", param=param)
     return ProviderError(text, status=status, retryable=is_retryable_status(status), retry_after_s=retry_after)
 
 
@@ -206,6 +319,7 @@ def from_gemini_response(response: Any, model: str) -> ChatResponse:
         output_tokens=(getattr(meta, "candidates_token_count", 0) or 0)
         + (getattr(meta, "thoughts_token_count", 0) or 0),
         cached_tokens=getattr(meta, "cached_content_token_count", 0) or 0,
+        reasoning_tokens=getattr(meta, "thoughts_token_count", 0) or 0,
     )
     model_name = getattr(response, "model_version", None) or model
     if not candidates:
@@ -217,6 +331,7 @@ def from_gemini_response(response: Any, model: str) -> ChatResponse:
     content = getattr(candidate, "content", None)
     parts = list(getattr(content, "parts", None) or [])
     text = "".join(p.text for p in parts if getattr(p, "text", None) and not getattr(p, "thought", False))
+    thoughts = "".join(p.text for p in parts if getattr(p, "text", None) and getattr(p, "thought", False))
     calls: list[ToolCall] = []
     for p in parts:
         fc = getattr(p, "function_call", None)
@@ -253,6 +368,7 @@ def from_gemini_response(response: Any, model: str) -> ChatResponse:
         usage=usage,
         model=model_name,
         provider_data=provider_data,
+        reasoning=thoughts,
     )
 
 

@@ -8,6 +8,14 @@ provider is built, with its own retries off.
 The output limit goes out as ``max_completion_tokens`` to api.openai.com (its reasoning
 models refuse ``max_tokens``) and as ``max_tokens`` to every other server, which is what
 compatible servers have long understood.
+
+Replies stream (``stream_options.include_usage`` for the token counts). Reasoning goes
+out as ``reasoning_effort``; what the server returns as ``reasoning_content`` (vLLM,
+DeepSeek) or ``reasoning`` is kept as the reply's reasoning. Structured calls send a
+strict ``json_schema`` response format. ``prompt_cache_key`` goes to api.openai.com only
+(other servers may refuse unknown fields). A server that refuses ``response_format`` or
+``reasoning_effort`` with a 400 is answered ``unsupported`` so the call goes again
+without it.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from cacao_tui.llm.context_fit import context_window_in, is_context_length_error
 from cacao_tui.llm.errors import LLMError, ProviderError
 from cacao_tui.llm.provider import AdapterSetup, ChatRequest
 from cacao_tui.llm.redaction import redact
@@ -33,6 +42,11 @@ _FINISH_REASONS: dict[str, StopReason] = {
     "function_call": "tool_use",
     "length": "max_tokens",
 }
+
+
+# Parameters a compatible server may refuse, and the name the tracked wrapper drops them by.
+_OPTIONAL = {"response_format": "structured", "json_schema": "structured", "reasoning_effort": "reasoning",
+             "prompt_cache_key": "cache", "stream_options": "stream_options"}  # fmt: skip
 
 
 def is_official_endpoint(base_url: str | None) -> bool:
@@ -73,7 +87,9 @@ class OpenAIProvider:
         self.name = name
         self.model = model
         self._key_var = key_var
-        self._token_param = "max_completion_tokens" if is_official_endpoint(base_url) else "max_tokens"
+        self._official = is_official_endpoint(base_url)
+        self._token_param = "max_completion_tokens" if self._official else "max_tokens"
+        self._usage_in_stream = True
         self._client = openai.AsyncOpenAI(
             api_key=api_key or KEYLESS_PLACEHOLDER,
             base_url=base_url,
@@ -81,35 +97,63 @@ class OpenAIProvider:
             timeout=openai.Timeout(timeout_s, connect=min(connect_timeout_s, timeout_s)),
         )
 
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        sdk = self._sdk
+    def _kwargs(self, request: ChatRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": to_openai_messages(request.messages, request.system),
             self._token_param: request.max_tokens,
+            "stream": True,
         }
+        if self._usage_in_stream:
+            kwargs["stream_options"] = {"include_usage": True}
         if request.tools:
             kwargs["tools"] = [to_openai_tool(t) for t in request.tools]
         if request.temperature is not None:
             kwargs["temperature"] = request.temperature
+        if request.schema is not None and request.info.structured == "native":
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": _schema_name(request.schema_name), "schema": request.schema, "strict": True},
+            }
+        if request.reasoning is not None and request.info.reasoning != "none":
+            kwargs["reasoning_effort"] = request.reasoning
+        if request.cache_key and self._official:
+            kwargs["prompt_cache_key"] = request.cache_key
+        return kwargs
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        sdk = self._sdk
+        kwargs = self._kwargs(request)
         try:
-            completion = await self._client.chat.completions.create(**kwargs)
+            stream = await self._client.chat.completions.create(**kwargs)
+            return await read_stream(stream, self.model, request)
         except sdk.APITimeoutError:
             raise ProviderError("request timed out", kind="timeout", retryable=True) from None
         except sdk.APIConnectionError as exc:
             raise ProviderError(f"connection failed: {redact(str(exc))}", kind="connection", retryable=True) from None
         except sdk.APIStatusError as exc:
-            raise self._status_error(exc) from None
-        return from_openai_completion(completion, self.model)
+            error = self._status_error(exc, kwargs)
+            if error.param == "stream_options":  # an older server: no usage in streams, then
+                self._usage_in_stream = False
+                error = ProviderError(str(error), status=error.status, retryable=True, retry_after_s=0.0)
+            raise error from None
 
-    def _status_error(self, exc: Any) -> ProviderError:
+    def _status_error(self, exc: Any, sent: dict[str, Any] | None = None) -> ProviderError:
         status = exc.status_code
         body = getattr(exc, "body", None)
         detail = body.get("message") if isinstance(body, dict) else None
         # Redacted before it is cut short, so a key echoed by the server cannot survive in part.
-        text = f"HTTP {status}: {' '.join(redact(str(detail or exc.message)).split())[:300]}"
+        full = " ".join(redact(str(detail or exc.message)).split())
+        text = f"HTTP {status}: {full[:300]}"
         if status in (401, 403):
             text += f" (check {self._key_var})"
+        code = str((body or {}).get("code") or "") if isinstance(body, dict) else ""
+        if is_context_length_error(status, f"{code} {full}"):
+            return ProviderError(text, status=status, kind="context_length", context_window=context_window_in(full))
+        if status in (400, 422) and sent:
+            for name, param in _OPTIONAL.items():
+                if name in full and (name in sent or (param == "structured" and "response_format" in sent)):
+                    return ProviderError(text, status=status, kind="unsupported", param=param)
         return ProviderError(
             text,
             status=status,
@@ -119,6 +163,10 @@ class OpenAIProvider:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def _schema_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "_-" else "_" for c in name)[:64] or "answer"
 
 
 def to_openai_tool(tool: ToolSpec) -> dict[str, Any]:
@@ -131,7 +179,11 @@ def to_openai_tool(tool: ToolSpec) -> dict[str, Any]:
 def to_openai_messages(messages: list[Message], system: str | None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     for m in messages:
-        if m.role in ("system", "user"):
+        if m.role == "user" and out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], str):
+            # Consecutive user turns (a stable prefix, then the task) go as one message: some
+            # servers' chat templates insist that roles alternate.
+            out[-1]["content"] += "\n\n" + m.content
+        elif m.role in ("system", "user"):
             out.append({"role": m.role, "content": m.content})
         elif m.role == "tool":
             content = m.content or "(no output)"
@@ -155,6 +207,86 @@ def to_openai_messages(messages: list[Message], system: str | None) -> list[dict
     return out
 
 
+async def read_stream(stream: Any, model: str, request: ChatRequest) -> ChatResponse:
+    """A streamed completion, read chunk by chunk into one ChatResponse (pieces reported
+    through ``request.delta`` as they arrive)."""
+    text: list[str] = []
+    reasoning: list[str] = []
+    refusal: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    finish: str | None = None
+    usage: Any = None
+    served_model: str | None = None
+    async for chunk in stream:
+        served_model = getattr(chunk, "model", None) or served_model
+        if getattr(chunk, "usage", None) is not None:
+            usage = chunk.usage
+        for choice in getattr(chunk, "choices", None) or []:
+            if getattr(choice, "index", 0) not in (0, None):
+                continue
+            delta = choice.delta
+            if choice.finish_reason:
+                finish = choice.finish_reason
+            think = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
+            if isinstance(think, str) and think:
+                reasoning.append(think)
+                request.delta(reasoning=think)
+            piece = _text_of(getattr(delta, "content", None))
+            if piece:
+                text.append(piece)
+                request.delta(text=piece)
+            if getattr(delta, "refusal", None):
+                refusal.append(str(delta.refusal))
+            for tc in getattr(delta, "tool_calls", None) or []:
+                slot = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": "", "custom": False})
+                if tc.id:
+                    slot["id"] = tc.id
+                fn = getattr(tc, "function", None)
+                if fn is None:
+                    slot["custom"] = slot["custom"] or getattr(tc, "type", "function") not in (None, "function")
+                    continue
+                if fn.name:
+                    slot["name"] += fn.name
+                if fn.arguments:
+                    slot["arguments"] += fn.arguments
+                    request.delta(tool_chars=len(fn.arguments))
+    if finish is None and not text and not calls and not reasoning and not refusal:
+        raise ProviderError("the stream ended without a reply", kind="response", retryable=True)
+    tool_calls = []
+    for n, (_, slot) in enumerate(sorted(calls.items())):
+        if slot["custom"] and not slot["name"]:
+            continue
+        arguments, error = parse_tool_arguments(slot["arguments"] or "{}")
+        tool_calls.append(ToolCall(id=slot["id"] or f"call_{n}", name=slot["name"], arguments=arguments, error=error))
+    raw_reason = finish or ""
+    stop = _FINISH_REASONS.get(raw_reason, "other")
+    if tool_calls and stop == "end":
+        stop = "tool_use"
+    body = "".join(text)
+    if refusal and not body and not tool_calls:
+        body, stop, raw_reason = "".join(refusal), "other", "refusal"
+    return ChatResponse(
+        text=body,
+        tool_calls=tool_calls,
+        stop_reason=stop,
+        raw_stop_reason=raw_reason or None,
+        usage=_usage(usage),
+        model=served_model or model,
+        reasoning="".join(reasoning),
+    )
+
+
+def _usage(usage: Any) -> Usage:
+    details = getattr(usage, "prompt_tokens_details", None)
+    out_details = getattr(usage, "completion_tokens_details", None)
+    return Usage(
+        input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+        output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+        cached_tokens=getattr(details, "cached_tokens", 0) or 0,
+        reasoning_tokens=getattr(out_details, "reasoning_tokens", 0) or 0,
+    )
+
+
 def from_openai_completion(completion: Any, model: str) -> ChatResponse:
     choices = getattr(completion, "choices", None) or []
     if not choices:
@@ -176,19 +308,15 @@ def from_openai_completion(completion: Any, model: str) -> ChatResponse:
     refusal = getattr(message, "refusal", None)
     if refusal and not text and not calls:
         text, stop, raw_reason = str(refusal), "other", "refusal"
-    usage = getattr(completion, "usage", None)
-    details = getattr(usage, "prompt_tokens_details", None)
+    think = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
     return ChatResponse(
         text=text,
         tool_calls=calls,
         stop_reason=stop,
         raw_stop_reason=raw_reason or None,
-        usage=Usage(
-            input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-            output_tokens=getattr(usage, "completion_tokens", 0) or 0,
-            cached_tokens=getattr(details, "cached_tokens", 0) or 0,
-        ),
+        usage=_usage(getattr(completion, "usage", None)),
         model=getattr(completion, "model", None) or model,
+        reasoning=think if isinstance(think, str) else "",
     )
 
 

@@ -7,11 +7,14 @@ resolved for it (the key, the timeouts, a replay source).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cacao_tui.llm.errors import LLMError
+from cacao_tui.llm.models import Effort, ModelInfo
 from cacao_tui.llm.types import CallKey, ChatResponse, Message, ToolSpec
 
 if TYPE_CHECKING:
@@ -19,13 +22,30 @@ if TYPE_CHECKING:
     from cacao_tui.llm.selection import ProviderChoice
 
 
+@dataclass(frozen=True)
+class StreamDelta:
+    """A piece of a reply as it streams in: answer text, reasoning text, tool-call argument
+    characters (counted, not kept)."""
+
+    text: str = ""
+    reasoning: str = ""
+    tool_chars: int = 0
+
+
+OnDelta = Callable[[StreamDelta], None]
+
+
 @dataclass
 class ChatRequest:
     """One call as the tracked wrapper hands it to a provider.
 
-    ``json_output`` asks for a bare JSON object (structured output); adapters may pass a
-    JSON mode to the server where that is safe. ``key`` is what replay looks up.
-    ``temperature`` is None when the model gets its server default.
+    ``json_output`` asks for a bare JSON object (structured output); with ``schema`` (the
+    JSON schema of that object, named ``schema_name``) an adapter uses the provider's own
+    structured output or a forced tool call where ``info.structured`` says so, and returns
+    the object as the reply's text. ``key`` is what replay looks up. ``temperature`` is
+    None when the model gets its server default. ``reasoning``: the effort asked for (None:
+    the model's default). ``cache_key`` groups calls that share a prefix (OpenAI's
+    ``prompt_cache_key``). ``on_delta`` receives the reply as it streams.
     """
 
     key: CallKey
@@ -35,6 +55,18 @@ class ChatRequest:
     max_tokens: int = 16384
     json_output: bool = False
     temperature: float | None = None
+    schema: dict[str, Any] | None = None
+    schema_name: str = "answer"
+    reasoning: Effort | None = None
+    cache_key: str | None = None
+    info: ModelInfo = field(default_factory=ModelInfo)
+    on_delta: OnDelta | None = field(default=None, repr=False)
+
+    def delta(self, text: str = "", reasoning: str = "", tool_chars: int = 0) -> None:
+        """Report a streamed piece (adapters call this; a failing callback never ends the call)."""
+        if self.on_delta is not None and (text or reasoning or tool_chars):
+            with contextlib.suppress(Exception):
+                self.on_delta(StreamDelta(text, reasoning, tool_chars))
 
 
 @dataclass(frozen=True)
@@ -61,7 +93,9 @@ class AdapterSetup:
 
 class Provider(Protocol):
     """An LLM backend. ``complete`` makes a single attempt and raises ``ProviderError``
-    (retryable or not) on failure; ``name`` and ``model`` are recorded with every call."""
+    (retryable or not) on failure; ``name`` and ``model`` are recorded with every call.
+    An adapter may also have ``async count_tokens(request) -> int | None``, the provider's
+    token-counting endpoint (the tracked wrapper uses it near the context limit)."""
 
     name: str
     model: str

@@ -18,8 +18,9 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from cacao_tui.llm.errors import LLMError
 from cacao_tui.llm.redaction import redact_data
@@ -52,7 +53,7 @@ class CallRecord(BaseModel):
     iteration: int | None = None
     node: str
     index: int
-    purpose: str = "chat"  # chat | structured | reask
+    purpose: str = "chat"  # chat | structured | reask (a repair or tool reminder) | retry (after a refusal)
     provider: str
     model: str
     started_at: float = Field(default_factory=time.time)
@@ -62,13 +63,25 @@ class CallRecord(BaseModel):
     tools: list[ToolSpec] = Field(default_factory=list)
     max_tokens: int | None = None
     temperature: float | None = None  # None: the server's default
+    reasoning_effort: str | None = None  # low | medium | high asked for; None: the model's default
+    cache_key: str | None = None  # the prompt-cache key sent (OpenAI prompt_cache_key)
     response: ChatResponse | None = None
     usage: Usage = Field(default_factory=Usage)
     error: str | None = None
     retries: int = 0
     attempts: list[AttemptRecord] = Field(default_factory=list)
-    note: str | None = None  # e.g. the reply was cut to the size cap
+    # What the LLM layer did to make the call work: a reply cut to the size cap, a context
+    # shrunk to fit, JSON repaired, reasoning used as content, a parameter the server refused.
+    notes: list[str] = Field(default_factory=list)
     path: Path | None = Field(default=None, exclude=True)  # where it was written; not saved
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_note(cls, data: Any) -> Any:
+        """Records written before ``notes`` had one ``note``."""
+        if isinstance(data, dict) and isinstance(data.get("note"), str) and "notes" not in data:
+            data = {**data, "notes": [data["note"]]}
+        return data
 
     @property
     def key(self) -> CallKey:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from cacao_tui.llm.models import ModelInfo
 from cacao_tui.llm.pricing import Price, price_keys
 
 
@@ -32,6 +33,8 @@ class ProviderEntry:
     ``takes_temperature``: False when the API has no temperature parameter at all;
     ``no_temperature``: model-name prefixes (or ``*substring``) the API refuses a
     temperature for. Those calls go out without one (the model's default).
+    ``models``: limits and controls by model name (exact, undated, or the longest name
+    the model's starts with); ``model_defaults`` for every other model.
     """
 
     name: str
@@ -49,10 +52,20 @@ class ProviderEntry:
     prices: Mapping[str, Price] = field(default_factory=dict)
     takes_temperature: bool = True
     no_temperature: tuple[str, ...] = ()
+    models: Mapping[str, ModelInfo] = field(default_factory=dict)
+    model_defaults: ModelInfo = field(default_factory=ModelInfo)
 
     def price(self, model: str) -> Price | None:
         exact, undated = price_keys(model)
         return self.prices.get(exact) or self.prices.get(undated)
+
+    def model_info(self, model: str) -> ModelInfo:
+        exact, undated = price_keys(model)
+        found = self.models.get(exact) or self.models.get(undated)
+        if found is not None:
+            return found
+        prefixes = [name for name in self.models if exact.startswith(name)]
+        return self.models[max(prefixes, key=len)] if prefixes else self.model_defaults
 
     def sends_temperature(self, model: str) -> bool:
         if not self.takes_temperature:
@@ -97,6 +110,34 @@ _GEMINI_PRICES = {
     "gemini-2.5-flash": Price(0.30, 2.50, 0.03),
 }
 
+# Limits and controls. Context windows and output limits as the providers list them when
+# the table was written; a user's llm.toml overrides any entry (docs/PROVIDERS.md).
+_CLAUDE_45 = ModelInfo(200_000, 64_000, structured="tool", reasoning="budget", min_cache_tokens=1024)
+_CLAUDE_ADAPTIVE = ModelInfo(200_000, 128_000, structured="tool", reasoning="effort", min_cache_tokens=1024)
+_ANTHROPIC_MODELS = {
+    "claude-sonnet-5-5": _CLAUDE_ADAPTIVE,
+    "claude-sonnet-5": _CLAUDE_ADAPTIVE,
+    "claude-opus-5": ModelInfo(200_000, 128_000, structured="tool", reasoning="effort", min_cache_tokens=4096),
+    "claude-opus-4-8": ModelInfo(200_000, 128_000, structured="tool", reasoning="effort", min_cache_tokens=4096),
+    "claude-opus-4-7": ModelInfo(200_000, 128_000, structured="tool", reasoning="effort", min_cache_tokens=4096),
+    "claude-opus-4-6": ModelInfo(200_000, 128_000, structured="tool", reasoning="effort", min_cache_tokens=4096),
+    "claude-opus-4-5": ModelInfo(200_000, 64_000, structured="tool", reasoning="budget", min_cache_tokens=4096),
+    "claude-sonnet-4-6": _CLAUDE_ADAPTIVE,
+    "claude-sonnet-4-5": _CLAUDE_45,
+    "claude-haiku-4-5": ModelInfo(200_000, 64_000, structured="tool", reasoning="budget", min_cache_tokens=4096),
+}
+_GPT_REASONING = ModelInfo(400_000, 128_000, structured="native", reasoning="effort", reasons=True)
+_OPENAI_MODELS = {"gpt-6": _GPT_REASONING, "gpt-5": _GPT_REASONING, "o3": _GPT_REASONING, "o4": _GPT_REASONING}
+_GEMINI_MODELS = {
+    "gemini-3": ModelInfo(
+        1_048_576, 65_536, structured="native", reasoning="level", reasons=True, min_cache_tokens=4096
+    ),
+    "gemini-2.5-pro": ModelInfo(
+        1_048_576, 65_536, structured="native", reasoning="budget", reasons=True, min_cache_tokens=4096
+    ),
+    "gemini-2.5-flash": ModelInfo(1_048_576, 65_536, structured="native", reasoning="budget", reasons=True),
+}
+
 # Table order is the auto-detect order: CERIT > Anthropic > OpenAI > Gemini, as in the original.
 PROVIDERS: tuple[ProviderEntry, ...] = (
     ProviderEntry(
@@ -108,6 +149,8 @@ PROVIDERS: tuple[ProviderEntry, ...] = (
         base_var="CERIT_API_BASE",
         base_required=True,
         sdk="openai",
+        # vLLM behind it: json_schema response formats and reasoning_effort are understood.
+        model_defaults=ModelInfo(131_072, 32_768, structured="native", reasoning="effort"),
     ),
     ProviderEntry(
         name="anthropic",
@@ -119,6 +162,8 @@ PROVIDERS: tuple[ProviderEntry, ...] = (
         base_var="ANTHROPIC_BASE_URL",
         sdk="anthropic",
         prices=_ANTHROPIC_PRICES,
+        models=_ANTHROPIC_MODELS,
+        model_defaults=_CLAUDE_45,
         # The Messages API of the anthropic SDK we use (2.x) has no temperature parameter.
         takes_temperature=False,
     ),
@@ -133,6 +178,10 @@ PROVIDERS: tuple[ProviderEntry, ...] = (
         official_host="api.openai.com",
         sdk="openai",
         prices=_OPENAI_PRICES,
+        models=_OPENAI_MODELS,
+        # Also every local server (vLLM, Ollama, llama.cpp): a json_schema response format is
+        # tried, and dropped for the run if the server refuses it.
+        model_defaults=ModelInfo(131_072, 16_384, structured="native", reasoning="effort"),
         # Reasoning models accept only their default temperature; codex models none at all.
         no_temperature=("gpt-5", "gpt-6", "o1", "o3", "o4", "*codex"),
     ),
@@ -146,6 +195,8 @@ PROVIDERS: tuple[ProviderEntry, ...] = (
         base_var="GOOGLE_GEMINI_BASE_URL",
         sdk="google-genai",
         prices=_GEMINI_PRICES,
+        models=_GEMINI_MODELS,
+        model_defaults=ModelInfo(1_048_576, 65_536, structured="native", reasoning="budget", reasons=True),
     ),
     ProviderEntry(
         name="replay",
@@ -221,6 +272,12 @@ def price_for(provider: str, model: str) -> Price | None:
     """The price of ``model`` on ``provider``; dated snapshots share their alias's price."""
     found = BY_NAME.get(provider)
     return found.price(model) if found is not None else None
+
+
+def model_info(provider: str, model: str) -> ModelInfo:
+    """Limits and controls of ``model`` on ``provider`` (the provider's defaults when unknown)."""
+    found = BY_NAME.get(provider)
+    return found.model_info(model) if found is not None else ModelInfo()
 
 
 def key_variables() -> tuple[str, ...]:

@@ -50,21 +50,40 @@ def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = 
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Exponential backoff: ``base_delay_s * 2**n`` plus up to ``jitter * base_delay_s`` of
-    random jitter, where n counts the retries so far (2, 4, 8, 16, 32 s by default).
+    """Exponential backoff: ``base_delay_s * 2**n`` (capped at ``max_delay_s``) plus up to
+    ``jitter * base_delay_s`` of random jitter, where n counts the retries so far (2, 4, 8,
+    16, 32, 60, 60 ... s by default).
 
-    A server's Retry-After replaces the computed delay; one longer than
-    ``max_retry_after_s`` (a daily quota, say) ends the call at once with a clear error.
-    Tests pass a small ``base_delay_s`` or their own ``sleep``.
+    A server's Retry-After replaces the computed delay when it is at most
+    ``max_retry_after_s``. A longer one (CERIT answers ``max_parallel_requests`` 429s with
+    the next hourly reset, ~3600 s, although a slot frees within seconds) is not waited
+    out: the call goes on with the capped backoff instead, up to its deadline. Rate limits
+    (429) are retried until the call's deadline, at most ``rate_limit_retries`` times;
+    other retryable failures ``retries`` times. Tests pass a small ``base_delay_s`` or
+    their own ``sleep``.
     """
 
     retries: int = DEFAULTS.llm_retries
     base_delay_s: float = 2.0
-    max_delay_s: float = 120.0
+    max_delay_s: float = 60.0
     jitter: float = 0.5
-    max_retry_after_s: float = 300.0
+    max_retry_after_s: float = 60.0
+    rate_limit_retries: int = 100
     sleep: Callable[[float], Awaitable[None]] = field(default=asyncio.sleep, compare=False, repr=False)
 
     def backoff_s(self, retry_number: int) -> float:
-        base = min(self.base_delay_s * (2**retry_number), self.max_delay_s)
+        base = min(self.base_delay_s * (2 ** min(retry_number, 30)), self.max_delay_s)
         return base + random.uniform(0.0, self.jitter * self.base_delay_s)
+
+    def may_retry(self, retries_so_far: int, status: int | None) -> bool:
+        limit = self.rate_limit_retries if status == 429 else self.retries
+        return retries_so_far < max(0, limit)
+
+    def delay_s(self, retries_so_far: int, retry_after_s: float | None) -> tuple[float, str | None]:
+        """The wait before the next attempt, and a note when the server's ask was not followed."""
+        if retry_after_s is not None and retry_after_s <= self.max_retry_after_s:
+            return retry_after_s, None
+        delay = self.backoff_s(retries_so_far)
+        if retry_after_s is None:
+            return delay, None
+        return delay, f"the server asked to wait {retry_after_s:.0f} s; retrying after {delay:.1f} s (capped backoff)"

@@ -1,27 +1,45 @@
 """Structured output: ask for one JSON object matching a pydantic model, read it back.
 
-Works the same on every provider (and on local servers without a JSON mode): the
-schema goes into the system prompt, the reply is parsed leniently (bare JSON, a fenced
-block, or the outermost braces) and validated; on failure the caller re-asks with the
-error, a bounded number of times.
+The schema always goes into the system prompt, so the path works on every provider and
+local server; where the model supports it the adapter also uses the provider's own
+structured output (``native_schema`` is what it sends). Replies are read tolerantly,
+because real models wrap JSON in many ways: reasoning blocks (``<think>...</think>``,
+possibly with braces of their own), code fences (closed or not), prose before or after,
+trailing commas, explicit nulls for optional fields. Each candidate object is validated
+against the model and the first valid one wins; what had to be repaired is reported so
+the call's record says so. An unusable reply gets one repair turn quoting the error.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import re
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 T = TypeVar("T", bound=BaseModel)
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)```", re.DOTALL)
+_FENCE = re.compile(r"```[ \t]*(?:json|JSON|json5)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_REASONING_BLOCK = re.compile(r"<(think|thinking|reasoning|thought)>.*?(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
+_DANGLING_CLOSE = re.compile(r"^.*</(?:think|thinking|reasoning|thought)>", re.DOTALL | re.IGNORECASE)
+_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+MAX_START_POSITIONS = 200  # where a JSON value may begin: bounded, replies can be large
 
 
 class StructuredOutputError(ValueError):
     """The reply is not a valid instance; the message is written for the model."""
+
+
+@dataclass
+class Parsed(Generic[T]):
+    """A validated reply and the repairs it needed (empty: it was clean JSON)."""
+
+    value: T
+    repairs: list[str] = field(default_factory=list)
 
 
 @functools.lru_cache(maxsize=64)
@@ -35,38 +53,118 @@ def schema_instructions(model: type[BaseModel]) -> str:
     )
 
 
-def extract_json(text: str) -> Any:
-    """The JSON value in a reply, or StructuredOutputError."""
-    stripped = text.strip()
-    if not stripped:
-        raise StructuredOutputError("the reply was empty; it must be a JSON object")
-    candidates = [stripped]
-    candidates += [m.group(1).strip() for m in _FENCE.finditer(text)]
-    start, end = stripped.find("{"), stripped.rfind("}")
-    if 0 <= start < end:
-        candidates.append(stripped[start : end + 1])
-    error = ""
-    for candidate in candidates:
+def strip_reasoning(text: str) -> tuple[str, bool]:
+    """``text`` without reasoning blocks (``<think>`` and kin, closed or cut off), and
+    whether there were any. A server that drops the opening tag leaves ``...</think>``:
+    everything up to it goes too."""
+    stripped = _REASONING_BLOCK.sub("", text)
+    stripped = _DANGLING_CLOSE.sub("", stripped)
+    return stripped, stripped != text
+
+
+def _candidates(text: str) -> list[tuple[str, list[str]]]:
+    """Texts that may hold the JSON value, each with the repairs that produced it."""
+    out: list[tuple[str, list[str]]] = []
+    body, had_reasoning = strip_reasoning(text)
+    base = ["a reasoning block removed"] if had_reasoning else []
+    body = body.strip()
+    out.append((body, base))
+    for match in _FENCE.finditer(body):
+        out.append((match.group(1).strip(), [*base, "the code fence removed"]))
+    return out
+
+
+def _values(candidate: str, repairs: list[str]) -> list[tuple[Any, list[str]]]:
+    """Every JSON value ``candidate`` holds: whole, else each complete value in it, in order
+    of where it starts; each also with trailing commas removed."""
+    found: list[tuple[Any, list[str]]] = []
+    decoder = json.JSONDecoder()
+    for text, fixes in (
+        (candidate, repairs),
+        (_TRAILING_COMMA.sub(r"\1", candidate), [*repairs, "trailing commas removed"]),
+    ):
+        if fixes is not repairs and text == candidate:
+            continue
         try:
-            return json.loads(candidate)
-        except json.JSONDecodeError as exc:
-            error = error or f"{exc.msg} at line {exc.lineno} column {exc.colno}"
-    raise StructuredOutputError(f"the reply is not valid JSON ({error})")
+            found.append((json.loads(text), fixes))
+            continue
+        except json.JSONDecodeError:
+            pass
+        starts = [m.start() for m in re.finditer(r"[{\[]", text)][:MAX_START_POSITIONS]
+        for pos in starts:
+            try:
+                value, _end = decoder.raw_decode(text, pos)
+            except json.JSONDecodeError:
+                continue
+            note = "text around the JSON ignored" if (pos > 0 or text[_end:].strip()) else ""
+            found.append((value, [*fixes, note] if note else fixes))
+    return found
+
+
+def extract_json(text: str) -> Any:
+    """The first JSON object in a reply (tolerantly, as ``parse_structured`` reads it),
+    or StructuredOutputError."""
+    if not text.strip():
+        raise StructuredOutputError("the reply was empty; it must be a JSON object")
+    for candidate, repairs in _candidates(text):
+        for value, _ in _values(candidate, repairs):
+            if isinstance(value, dict):
+                return value
+    raise StructuredOutputError("the reply holds no JSON object")
+
+
+def _drop_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_nulls(v) for v in value]
+    return value
+
+
+def _validation_text(exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors()[:6]:
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        problems.append(f"{where}: {err['msg']}")
+    more = f" (and {exc.error_count() - 6} more)" if exc.error_count() > 6 else ""
+    return "the JSON does not match the schema: " + "; ".join(problems) + more
 
 
 def parse_structured(text: str, model: type[T]) -> T:
-    value = extract_json(text)
-    if not isinstance(value, dict):
-        raise StructuredOutputError(f"the reply must be a JSON object, not a {type(value).__name__}")
-    try:
-        return model.model_validate(value)
-    except ValidationError as exc:
-        problems = []
-        for err in exc.errors()[:6]:
-            where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-            problems.append(f"{where}: {err['msg']}")
-        more = f" (and {exc.error_count() - 6} more)" if exc.error_count() > 6 else ""
-        raise StructuredOutputError("the JSON does not match the schema: " + "; ".join(problems) + more) from None
+    return parse_reply(text, model).value
+
+
+def parse_reply(text: str, model: type[T]) -> Parsed[T]:
+    """The first object in ``text`` that validates as ``model``, with its repairs; else
+    StructuredOutputError saying what was wrong with the first object found."""
+    if not text.strip():
+        raise StructuredOutputError("the reply was empty; it must be a JSON object")
+    first_error: str | None = None
+    saw_value = False
+    for candidate, repairs in _candidates(text):
+        for value, fixes in _values(candidate, repairs):
+            saw_value = True
+            if not isinstance(value, dict):
+                first_error = first_error or f"the reply must be a JSON object, not a {type(value).__name__}"
+                continue
+            try:
+                return Parsed(model.model_validate(value), fixes)
+            except ValidationError as exc:
+                cleaned = _drop_nulls(value)
+                if cleaned != value:
+                    try:
+                        return Parsed(model.model_validate(cleaned), [*fixes, "null fields dropped"])
+                    except ValidationError:
+                        pass
+                first_error = first_error or _validation_text(exc)
+    if first_error is not None:
+        raise StructuredOutputError(first_error)
+    if not saw_value:
+        body = strip_reasoning(text)[0].strip()
+        if not body:
+            raise StructuredOutputError("the reply held only reasoning, no JSON object after it")
+        raise StructuredOutputError("the reply is not valid JSON (no complete JSON object found)")
+    raise StructuredOutputError("the reply holds no JSON object")
 
 
 def reask_message(error: str, *, truncated: bool) -> str:
@@ -76,3 +174,49 @@ def reask_message(error: str, *, truncated: bool) -> str:
             "Answer again with a shorter JSON object that still matches the schema, and nothing else."
         )
     return f"Your reply could not be used: {error}. Answer again with only the JSON object, matching the schema."
+
+
+@functools.lru_cache(maxsize=64)
+def native_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The schema a provider's structured output enforces: every object closed, every
+    property required (optional ones nullable), no ``default`` or ``title`` keywords.
+    That is the form OpenAI's strict mode accepts; the others take it as well. The nulls
+    a model then writes for optional fields are dropped when the reply is read."""
+    return _strict(copy.deepcopy(model.model_json_schema()))
+
+
+def _nullable(prop: dict[str, Any]) -> dict[str, Any]:
+    if "$ref" in prop or "enum" in prop or "const" in prop:
+        return {"anyOf": [prop, {"type": "null"}]}
+    if "anyOf" in prop:
+        if not any(p.get("type") == "null" for p in prop["anyOf"]):
+            prop["anyOf"].append({"type": "null"})
+        return prop
+    kind = prop.get("type")
+    if isinstance(kind, str) and kind != "null":
+        prop["type"] = [kind, "null"]
+    elif isinstance(kind, list) and "null" not in kind:
+        prop["type"] = [*kind, "null"]
+    return prop
+
+
+def _strict(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_strict(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    node.pop("default", None)
+    node.pop("title", None)
+    for key, value in list(node.items()):
+        if key == "properties" and isinstance(value, dict):
+            node[key] = {name: _strict(prop) for name, prop in value.items()}
+        elif isinstance(value, dict | list):
+            node[key] = _strict(value)
+    if node.get("type") == "object" and isinstance(node.get("properties"), dict):
+        required = set(node.get("required", []))
+        node["properties"] = {
+            name: (prop if name in required else _nullable(prop)) for name, prop in node["properties"].items()
+        }
+        node["required"] = list(node["properties"])
+        node["additionalProperties"] = False
+    return node

@@ -47,6 +47,7 @@ class Message(BaseModel):
     tool_call_id: str | None = None
     is_error: bool = False
     provider_data: dict[str, Any] | None = None
+    cache_prefix: bool = False
 
     @model_validator(mode="after")
     def _check_role_fields(self) -> Message:
@@ -68,13 +69,16 @@ class ToolSpec(BaseModel):
 class Usage(BaseModel):
     """Tokens of one call. ``input_tokens`` counts every prompt token, cached ones included;
     ``cached_tokens`` and ``cache_write_tokens`` are the parts of it read from / written to
-    the provider's prompt cache."""
+    the provider's prompt cache. ``output_tokens`` counts every generated token, reasoning
+    included; ``reasoning_tokens`` is the part of it the model spent thinking (billed as
+    output)."""
 
     model_config = ConfigDict(extra="ignore")
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
     cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
     cost_usd: float = 0.0
 
 
@@ -84,7 +88,9 @@ class ChatResponse(BaseModel):
     ``stop_reason``: ``end`` (the model finished), ``tool_use`` (it wants the tool calls
     run), ``max_tokens`` (output cut off at the token limit: ``text`` is partial and a
     tool call that may be incomplete carries ``error``), ``other`` (refusal, safety stop,
-    anything else; ``raw_stop_reason`` says which).
+    anything else; ``raw_stop_reason`` says which). ``reasoning`` is the thinking text the
+    provider returned (Anthropic thinking, Gemini thought summaries, ``reasoning_content``
+    of vLLM/DeepSeek-style servers); it is recorded and shown, never sent back as text.
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -96,6 +102,7 @@ class ChatResponse(BaseModel):
     model: str = ""
     latency_s: float = 0.0
     provider_data: dict[str, Any] | None = None
+    reasoning: str = ""
 
     def to_message(self) -> Message:
         """The assistant turn to append to the conversation before sending tool results."""

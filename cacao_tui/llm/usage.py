@@ -18,6 +18,7 @@ class UsageSum:
     output_tokens: int = 0
     cached_tokens: int = 0
     cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
     cost_usd: float = 0.0
 
     def add(self, usage: Usage | None, *, failed: bool = False) -> None:
@@ -30,6 +31,7 @@ class UsageSum:
         self.output_tokens += usage.output_tokens
         self.cached_tokens += usage.cached_tokens
         self.cache_write_tokens += usage.cache_write_tokens
+        self.reasoning_tokens += usage.reasoning_tokens
         self.cost_usd += usage.cost_usd
 
     def as_usage(self) -> Usage:
@@ -39,6 +41,7 @@ class UsageSum:
             output_tokens=self.output_tokens,
             cached_tokens=self.cached_tokens,
             cache_write_tokens=self.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens,
             cost_usd=self.cost_usd,
         )
 
@@ -56,6 +59,11 @@ class UsageTotals:
         self.run.add(usage, failed=failed)
         self.by_branch.setdefault(branch, UsageSum()).add(usage, failed=failed)
         self.by_node.setdefault((branch, iteration, node), UsageSum()).add(usage, failed=failed)
+
+    @property
+    def tokens(self) -> int:
+        """Every token of the run so far, in and out (what --budget-tokens counts)."""
+        return self.run.input_tokens + self.run.output_tokens
 
     def branch(self, name: str | None) -> UsageSum:
         return self.by_branch.get(name, UsageSum())

@@ -97,7 +97,7 @@ async def test_gemini_sdk_reads_google_gemini_base_url(server: WireServer, monke
     choice = ProviderChoice("gemini", "gemini-3.1-pro-preview", "test", "GEMINI_API_KEY")  # no base_url passed
     llm = TrackedLLM(build_provider(choice, env={"GEMINI_API_KEY": "k"}))
     assert (await llm.chat([Message(role="user", content="x")], ctx=CTX)).text == "hi"
-    assert server.requests[0].path.endswith("/models/gemini-3.1-pro-preview:generateContent")
+    assert server.requests[0].path.endswith("/models/gemini-3.1-pro-preview:streamGenerateContent?alt=sse")
     assert server.requests[0].headers.get("x-goog-api-key") == "k"
     await llm.aclose()
 

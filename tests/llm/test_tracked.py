@@ -128,13 +128,40 @@ def test_default_backoff_is_2_times_2_to_the_n_plus_jitter() -> None:
         assert 2.0 * 2**n <= delay <= 2.0 * 2**n + 1.0
 
 
-async def test_a_retry_after_too_long_ends_the_call_at_once() -> None:
+async def test_a_long_retry_after_is_not_waited_out_but_retried_with_capped_backoff() -> None:
+    """CERIT answers max_parallel_requests with the hourly reset (~3600 s); a slot frees in seconds."""
     waits = Waits()
-    daily_quota = ProviderError("HTTP 429: quota", status=429, retryable=True, retry_after_s=86400)
-    llm = TrackedLLM(ScriptedProvider([daily_quota, "never reached"]), retry=RetryPolicy(sleep=waits))
-    with pytest.raises(LLMError, match="asks to wait 86400 s"):
-        await llm.chat(HI, ctx=CallContext(None, None, "analyze"))
-    assert waits.seen == []
+    notices = []
+    busy = ProviderError("HTTP 429: max_parallel_requests", status=429, retryable=True, retry_after_s=3600)
+    llm = TrackedLLM(
+        ScriptedProvider([busy, busy, "answered"]),
+        retry=RetryPolicy(sleep=waits, jitter=0.0),
+        on_retry=notices.append,
+    )
+    records = []
+    llm.on_call = records.append
+    assert (await llm.chat(HI, ctx=CallContext(None, None, "analyze"))).text == "answered"
+    assert waits.seen == [2.0, 4.0]  # the backoff, not 3600 s
+    assert all("asked to wait 3600 s" in (n.note or "") for n in notices)
+    [record] = records
+    assert [a.retry_after_s for a in record.attempts] == [3600, 3600]
+    assert any("capped backoff" in note for note in record.notes)
+
+
+async def test_rate_limits_are_retried_until_the_deadline_not_a_count() -> None:
+    waits = Waits()
+    busy = ProviderError("HTTP 429: busy", status=429, retryable=True)
+    llm = TrackedLLM(ScriptedProvider([busy] * 8 + ["ok"]), retry=RetryPolicy(retries=2, base_delay_s=0.0, sleep=waits))
+    assert (await llm.chat(HI, ctx=CallContext(None, None, "analyze"))).text == "ok"
+    assert len(waits.seen) == 8
+
+
+async def test_a_spent_quota_is_not_retried() -> None:
+    quota = ProviderError("HTTP 429: You exceeded your current quota", status=429, retryable=True)
+    provider = ScriptedProvider([quota, "never"])
+    with pytest.raises(LLMError, match="current quota"):
+        await TrackedLLM(provider, retry=RetryPolicy(sleep=Waits())).chat(HI, ctx=CallContext(None, None, "a"))
+    assert len(provider.requests) == 1
 
 
 async def test_non_retryable_errors_fail_at_once() -> None:

@@ -202,7 +202,7 @@ async def test_useless_text_when_a_tool_is_required_ends_in_a_clear_error(dialec
 
 async def test_useless_text_for_structured_output_ends_in_a_clear_error(dialect: Dialect, server: WireServer) -> None:
     server.repeat = dialect.text("Sure! Here is my strategy: tile everything.")
-    llm, _ = make_llm(dialect, server, reasks=2)
+    llm, _ = make_llm(dialect, server, repairs=2)
     with pytest.raises(LLMError, match="no valid Strategy after 3 replies"):
         await llm.structured([Message(role="user", content="go")], Strategy, ctx=CTX)
     assert len(server.requests) == 3

@@ -1,10 +1,13 @@
 """Loopback HTTP servers that speak each provider's wire protocol, for tests.
 
-A ``WireServer`` answers POSTs from a queue of scripted ``Reply`` objects (the last
-``repeat`` reply answers everything after the queue runs dry) and keeps every request.
-The ``Dialect`` classes build bodies in the Anthropic Messages, OpenAI Chat Completions
-and Gemini generateContent formats, and build a real SDK-backed provider pointed at the
-server. Nothing leaves 127.0.0.1. ``cli_env`` and ``ENDPOINT_VARS`` point a whole
+A ``WireServer`` answers POSTs from a queue of scripted ``Reply`` objects (then from its
+``responder`` function, if set; the last ``repeat`` reply answers everything after the
+queue runs dry) and keeps every request. The ``Dialect`` classes build bodies in the
+Anthropic Messages, OpenAI Chat Completions and Gemini generateContent formats, and build
+a real SDK-backed provider pointed at the server. A request that asks for a stream
+(``"stream": true``, Gemini's ``:streamGenerateContent``) gets the same reply as
+server-sent events, cut into pieces (``Reply.stall_after`` events, then silence: a stalled
+stream). Nothing leaves 127.0.0.1. ``cli_env`` and ``ENDPOINT_VARS`` point a whole
 ``cacao`` process at a server.
 """
 
@@ -15,6 +18,7 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -29,6 +33,8 @@ class Reply:
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    stall_after: int | None = None  # streamed: send this many events, then nothing for stall_s
+    stall_s: float = 60.0
 
 
 @dataclass
@@ -47,8 +53,10 @@ class WireServer:
     def __init__(self) -> None:
         self.replies: deque[Reply] = deque()
         self.repeat: Reply | None = None
+        self.responder: Callable[[Seen], Reply | None] | None = None
         self.requests: list[Seen] = []
         self._lock = threading.Lock()
+        self._stop = threading.Event()
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -62,9 +70,13 @@ class WireServer:
                     body = json.loads(raw) if raw else None
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
-                reply = owner._next(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                seen = Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                reply = owner._next(seen)
                 if reply.delay_s:
-                    time.sleep(reply.delay_s)
+                    owner._stop.wait(reply.delay_s)
+                if reply.status == 200 and isinstance(reply.body, dict) and wants_stream(seen):
+                    self._stream(reply)
+                    return
                 payload = json.dumps(reply.body).encode() if not isinstance(reply.body, bytes) else reply.body
                 try:
                     self.send_response(reply.status)
@@ -77,6 +89,26 @@ class WireServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
 
+            def _stream(self, reply: Reply) -> None:
+                events = sse_events(reply.body)
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.send_header("cache-control", "no-cache")
+                    for k, v in reply.headers.items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    for n, event in enumerate(events):
+                        if reply.stall_after is not None and n >= reply.stall_after:
+                            owner._stop.wait(reply.stall_s)
+                            return
+                        self.wfile.write(event)
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                finally:
+                    self.close_connection = True
+
         self._server = _Server(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
@@ -85,6 +117,10 @@ class WireServer:
             self.requests.append(seen)
             if self.replies:
                 return self.replies.popleft()
+            if self.responder is not None:
+                found = self.responder(seen)
+                if found is not None:
+                    return found
             if self.repeat is not None:
                 return self.repeat
         return Reply(500, {"error": {"message": "no scripted reply left"}})
@@ -103,8 +139,128 @@ class WireServer:
         return self
 
     def stop(self) -> None:
+        self._stop.set()  # a stalled stream or a delayed reply ends now
         self._server.shutdown()
         self._server.server_close()
+
+
+# -- streams: the same replies as server-sent events -----------------------------------------
+
+
+def wants_stream(seen: Seen) -> bool:
+    return ":streamGenerateContent" in seen.path or (isinstance(seen.body, dict) and seen.body.get("stream") is True)
+
+
+def pieces(text: str, size: int = 12, most: int = 200) -> list[str]:
+    """``text`` in pieces of ``size`` characters, or in ``most`` pieces when that is fewer."""
+    size = max(size, -(-len(text) // most))
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _sse(data: Any, event: str | None = None) -> bytes:
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {json.dumps(data)}\n\n".encode()
+
+
+def sse_events(body: dict[str, Any]) -> list[bytes]:
+    """A complete reply body (any of the three formats) as the events of its stream."""
+    if "choices" in body:
+        return _openai_events(body)
+    if body.get("type") == "message":
+        return _anthropic_events(body)
+    return _gemini_events(body)
+
+
+def _openai_events(body: dict[str, Any]) -> list[bytes]:
+    base = {k: body[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    choice = body["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        return _sse({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    for key in ("reasoning_content", "reasoning"):
+        for piece in pieces(message.get(key) or "") if message.get(key) else []:
+            out.append(chunk({key: piece}))
+    if message.get("refusal"):
+        out.append(chunk({"refusal": message["refusal"]}))
+    if message.get("content"):
+        out += [chunk({"content": piece}) for piece in pieces(message["content"])]
+    for i, call in enumerate(message.get("tool_calls") or []):
+        fn = call["function"]
+        head = {"index": i, "id": call["id"], "type": "function", "function": {"name": fn["name"], "arguments": ""}}
+        out.append(chunk({"tool_calls": [head]}))
+        out += [chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]}) for p in pieces(fn["arguments"])]
+    out.append(chunk({}, choice["finish_reason"]))
+    out.append(_sse({**base, "choices": [], "usage": body.get("usage")}))
+    out.append(b"data: [DONE]\n\n")
+    return out
+
+
+def _anthropic_events(body: dict[str, Any]) -> list[bytes]:
+    usage = dict(body.get("usage") or {})
+    start = {**body, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    out = [_sse({"type": "message_start", "message": start}, "message_start")]
+    for i, block in enumerate(body["content"]):
+        kind = block["type"]
+        if kind == "text":
+            out.append(_sse({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
+                            "content_block_start"))  # fmt: skip
+            for p in pieces(block["text"]):
+                delta = {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": p}}
+                out.append(_sse(delta, "content_block_delta"))
+        elif kind == "thinking":
+            empty = {"type": "thinking", "thinking": "", "signature": ""}
+            out.append(_sse({"type": "content_block_start", "index": i, "content_block": empty}, "content_block_start"))
+            for p in pieces(block["thinking"]):
+                delta = {"type": "content_block_delta", "index": i, "delta": {"type": "thinking_delta", "thinking": p}}
+                out.append(_sse(delta, "content_block_delta"))
+            sig = {"type": "signature_delta", "signature": block.get("signature", "")}
+            out.append(_sse({"type": "content_block_delta", "index": i, "delta": sig}, "content_block_delta"))
+        elif kind == "tool_use":
+            head = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            out.append(_sse({"type": "content_block_start", "index": i, "content_block": head}, "content_block_start"))
+            raw = block["input"] if isinstance(block["input"], str) else json.dumps(block["input"])
+            for p in pieces(raw):
+                delta = {"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta",
+                                                                               "partial_json": p}}  # fmt: skip
+                out.append(_sse(delta, "content_block_delta"))
+        else:
+            out.append(_sse({"type": "content_block_start", "index": i, "content_block": block}, "content_block_start"))
+        out.append(_sse({"type": "content_block_stop", "index": i}, "content_block_stop"))
+    end = {"type": "message_delta", "delta": {"stop_reason": body["stop_reason"], "stop_sequence": None},
+           "usage": {"output_tokens": usage.get("output_tokens", 0)}}  # fmt: skip
+    out.append(_sse(end, "message_delta"))
+    out.append(_sse({"type": "message_stop"}, "message_stop"))
+    return out
+
+
+def _gemini_events(body: dict[str, Any]) -> list[bytes]:
+    candidates = body.get("candidates") or []
+    if not candidates:
+        return [f"data: {json.dumps(body)}\r\n\r\n".encode()]
+    candidate = candidates[0]
+    parts = (candidate.get("content") or {}).get("parts") or []
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        if "text" in part and "functionCall" not in part:
+            texts = pieces(part["text"])
+            for n, p in enumerate(texts):
+                piece = {**part, "text": p}
+                if n < len(texts) - 1:
+                    piece.pop("thoughtSignature", None)  # the signature comes with the part's last piece
+                out.append({"candidates": [{"content": {"role": "model", "parts": [piece]}, "index": 0}]})
+        else:
+            out.append({"candidates": [{"content": {"role": "model", "parts": [part]}, "index": 0}]})
+    last = {k: v for k, v in candidate.items() if k != "content"}
+    if not out:
+        out.append({"candidates": [{**last}]})
+    else:
+        out[-1]["candidates"][0].update(last)
+    out[-1]["usageMetadata"] = body.get("usageMetadata")
+    out[-1]["modelVersion"] = body.get("modelVersion")
+    return [f"data: {json.dumps(chunk)}\r\n\r\n".encode() for chunk in out]
 
 
 # -- dialects ----------------------------------------------------------------------------
