@@ -1,5 +1,8 @@
 """The --no-ui renderer: one line per state change, tuning progress throttled, a final table.
 
+Every LLM call gets a line when it ends (tokens in, cached, out, reasoning, time, tokens/s),
+and a call still streaming after ``LLM_PROGRESS_EVERY_S`` gets a progress line that often.
+
 With --json it prints every event as one JSON line instead. It is a subscriber of the same
 event stream as the Textual app, and keeps no state the engine does not send. Text from
 problem files and the model is printed terminal-safe (escape sequences, NUL, bidi controls
@@ -20,6 +23,7 @@ from cacao_tui.engine.events import (
     DecisionMade,
     IterationStatusChanged,
     LLMCallEvent,
+    LLMCallProgress,
     LogLine,
     MasterPhase,
     NewBest,
@@ -35,6 +39,7 @@ from cacao_tui.store.results import load_results, render_results
 from cacao_tui.ui.formatting import safe_event, safe_json_line, safe_text
 
 PROGRESS_EVERY_S = 2.0
+LLM_PROGRESS_EVERY_S = 10.0
 
 
 def _ms(value: float | None) -> str:
@@ -51,6 +56,7 @@ class HeadlessRenderer:
         self.json_lines = json_lines
         self.verbose = verbose
         self._progress_at: dict[tuple[str, int], float] = {}
+        self._llm_progress_at: dict[object, float] = {}
         self.finished: RunFinished | None = None
 
     def print_line(self, text: str) -> None:
@@ -133,14 +139,30 @@ class HeadlessRenderer:
             return f"{where}{tag}{e.message}"
         if isinstance(e, LLMCallEvent):
             c = e.call
+            where = f"{c.branch} #{c.iteration}" if c.branch and c.iteration else (c.branch or "master")
+            self._llm_progress_at.pop(c.key, None)
             if c.error:
-                return f"{c.branch or 'master'}: LLM call {c.node}#{c.index} failed: {c.error}"
-            if self.verbose:
-                return (
-                    f"{c.branch or 'master'}: LLM {c.node}#{c.index} {c.usage.input_tokens}+{c.usage.output_tokens} "
-                    f"tokens {c.latency_s:.1f} s"
-                )
-            return None
+                return f"{where}: LLM call {c.node}#{c.index} failed: {c.error}"
+            u = c.usage
+            cached = f" ({u.cached_tokens:,} cached)" if u.cached_tokens else ""
+            thought = f" ({u.reasoning_tokens:,} reasoning)" if u.reasoning_tokens else ""
+            rate = f", {u.output_tokens / c.latency_s:.0f} tok/s" if c.latency_s >= 0.5 and u.output_tokens else ""
+            retries = f", {c.retries} retries" if c.retries else ""
+            return (
+                f"{where}: LLM {c.node}#{c.index}: {u.input_tokens:,} in{cached} / {u.output_tokens:,} out{thought}, "
+                f"{c.latency_s:.1f} s{rate}{retries}"
+            )
+        if isinstance(e, LLMCallProgress):
+            p = e.progress
+            if p.phase != "streaming" or p.elapsed_s < LLM_PROGRESS_EVERY_S:
+                return None  # a wait is printed as the retry's log line
+            now = time.monotonic()
+            if now - self._llm_progress_at.get(p.key, 0.0) < LLM_PROGRESS_EVERY_S:
+                return None
+            self._llm_progress_at[p.key] = now
+            where = f"{p.branch} #{p.iteration}" if p.branch and p.iteration else (p.branch or "master")
+            rate = f", {p.tokens_per_s:.0f} tok/s" if p.tokens_per_s else ""
+            return f"{where}: LLM {p.node}#{p.index} streaming: ~{p.output_tokens:,} tokens{rate}, {p.elapsed_s:.0f} s"
         if isinstance(e, RunFinished):
             self.finished = e
             lines: list[str] = []

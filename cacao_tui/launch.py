@@ -20,13 +20,14 @@ from pathlib import Path
 from cacao_tui.cluster.placement import PlacedTuner, Placement, branch_of
 from cacao_tui.cluster.spec import ClusterError, parse_cluster
 from cacao_tui.engine.engine import Engine
-from cacao_tui.engine.events import EventBus, JobPlaced, LLMCallEvent, RunFinished
+from cacao_tui.engine.events import EventBus, JobPlaced, LLMCallEvent, LLMCallProgress, RunFinished
 from cacao_tui.engine.gpu import arch_of, detect_gpus
 from cacao_tui.engine.scheduler import GpuScheduler
 from cacao_tui.headless import HeadlessRenderer
 from cacao_tui.ktt_client import KttTuner
-from cacao_tui.llm import LLMError, create_llm, llm_timeout_s, load_env, select_provider
+from cacao_tui.llm import LLMError, create_llm, llm_timeout_s, load_env, load_llm_settings, select_provider
 from cacao_tui.llm.recording import CallRecord
+from cacao_tui.llm.tracked import RetryNotice
 from cacao_tui.nodes.context import NoDevices, RunDeps
 from cacao_tui.run_request import RunRequest
 from cacao_tui.settings import DEFAULTS
@@ -121,6 +122,7 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     problem = request.problem
     load_env(problem.directory)
     choice = select_provider(request.provider, request.model)
+    llm_settings = load_llm_settings().with_cli(reasoning=request.reasoning, max_tokens=request.max_tokens)
     cluster = parse_cluster(request.cluster)
     layout = RunLayout(problem.directory)
     on_placed = _placed(layout, lambda: bus)
@@ -158,11 +160,18 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         model=choice.model,
         single_shot=request.single_shot or DEFAULTS.single_shot,
         budget_usd=request.budget_usd,
+        budget_tokens=request.budget_tokens if request.budget_tokens is not None else llm_settings.budget_tokens,
     )
     bus = EventBus()
 
     def on_call(record: CallRecord) -> None:
         bus.emit(LLMCallEvent.of(record, llm.usage.run.as_usage()))
+
+    def on_retry(n: RetryNotice) -> None:  # the wait is shown (the log, the app's LLM tab)
+        where = f"{n.key.node}#{n.key.index}"
+        note = f" ({n.note})" if n.note else ""
+        message = f"LLM {where}: {n.error}; retry {n.attempt} in {n.delay_s:.1f} s{note}"
+        bus.log(message, level="warning", branch=n.key.branch, iteration=n.key.iteration)
 
     replay_from = request.replay_from
     if choice.provider == "replay" and replay_from is None:
@@ -171,9 +180,15 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         choice,
         record_root=layout.output,
         budget_usd=settings.budget_usd,
+        budget_tokens=settings.budget_tokens,
         replay_from=Path(replay_from) if replay_from else None,
         on_call=on_call,
+        on_retry=on_retry,
+        on_progress=lambda p: bus.emit(LLMCallProgress(progress=p)),
         timeout_s=llm_timeout_s(request.llm_timeout_s),
+        max_concurrent=request.llm_concurrency,
+        settings=llm_settings,
+        cache_scope=problem.name,
     )
     # Archive only now: a replay source inside output/ has been read into memory above.
     if not request.resume:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from cacao_tui import __version__
+from cacao_tui.llm.models import EFFORTS
 from cacao_tui.llm.registry import canonical_name, names_for_help
 from cacao_tui.llm.timeouts import LLM_TIMEOUT_ENV
 from cacao_tui.problem import Problem, ProblemError
@@ -198,6 +199,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     llm.add_argument("--from", dest="from_path", metavar="PATH", help="recorded session to replay (--provider replay)")
     llm.add_argument(
+        "--budget-tokens",
+        type=_whole("budget-tokens", 1),
+        metavar="N",
+        help="stop new LLM calls once N tokens (in + out) are used; works for models without a price",
+    )
+    llm.add_argument(
+        "--reasoning",
+        choices=EFFORTS,
+        metavar="LEVEL",
+        help="reasoning effort of every step: low, medium or high (default: the model's own; "
+        "per step in ~/.config/cacao_tui/llm.toml)",
+    )
+    llm.add_argument(
+        "--max-tokens",
+        type=_whole("max-tokens", 1),
+        metavar="N",
+        help=f"visible output of one LLM call (default {DEFAULTS.llm_max_tokens}); reasoning models get room on top",
+    )
+    llm.add_argument(
+        "--llm-concurrency",
+        type=_whole("llm-concurrency", 1),
+        metavar="N",
+        help=f"LLM calls in flight at once (default {DEFAULTS.llm_concurrency})",
+    )
+    llm.add_argument(
         "--llm-timeout",
         type=_positive_number,
         metavar="SECONDS",
@@ -289,6 +315,10 @@ def run_request(args: argparse.Namespace, problem: Problem) -> RunRequest:
         provider=args.provider,
         model=args.model,
         budget_usd=args.budget_usd,
+        budget_tokens=args.budget_tokens,
+        reasoning=args.reasoning,
+        max_tokens=args.max_tokens,
+        llm_concurrency=args.llm_concurrency,
         replay_from=args.from_path,
         llm_timeout_s=args.llm_timeout,
     )

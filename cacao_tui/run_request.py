@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from cacao_tui.llm.models import Effort
 from ktt.problem import Problem
 
 FrontEnd = Literal["app", "lines", "json"]  # the Textual app, --no-ui progress lines, --json events
@@ -40,6 +41,10 @@ class RunRequest:
     provider: str | None = None  # a canonical registry name; None: chosen from the environment
     model: str | None = None
     budget_usd: float | None = None
+    budget_tokens: int | None = None  # a cap in tokens (in + out): for models without a price too
+    reasoning: Effort | None = None  # low | medium | high for every step (llm.toml may set steps apart)
+    max_tokens: int | None = None  # the visible output of one call
+    llm_concurrency: int | None = None
     replay_from: Path | None = None  # a recorded session (--provider replay); default: session.jsonl
     llm_timeout_s: float | None = None
 

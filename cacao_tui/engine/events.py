@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from cacao_tui.llm.progress import CallProgress
 from cacao_tui.llm.recording import CallRecord
 from cacao_tui.llm.types import Usage
 from cacao_tui.store.state import Decision, ProfileOutcome, TuneOutcome
@@ -131,6 +132,23 @@ class LLMCallEvent(_Event):
         return self.call.iteration
 
 
+class LLMCallProgress(_Event):
+    """A call in progress, as the LLM layer reports it: the reply streaming in (its tail,
+    tokens so far, tokens/s) or the wait before a retry. A few per second per call at most;
+    kept out of the bus history and the run log (a wait is logged)."""
+
+    type: Literal["llm_progress"] = "llm_progress"
+    progress: CallProgress
+
+    @property
+    def branch(self) -> str | None:
+        return self.progress.branch
+
+    @property
+    def iteration(self) -> int | None:
+        return self.progress.iteration
+
+
 class KernelWritten(_Event):
     type: Literal["kernel_written"] = "kernel_written"
     branch: str
@@ -220,6 +238,7 @@ Event = Annotated[
     | LogLine
     | JobPlaced
     | LLMCallEvent
+    | LLMCallProgress
     | KernelWritten
     | TuningProgress
     | TuningFinished
@@ -246,7 +265,7 @@ class EventBus:
         self._subscribers: list[Subscriber] = []
         self._seq = 0
         self.errors: list[str] = []
-        # Recent events (tuning progress excluded) for a view that subscribes late.
+        # Recent events (tuning and LLM progress excluded) for a view that subscribes late.
         self.history: deque[_Event] = deque(maxlen=history_limit)
 
     def subscribe(self, fn: Subscriber, *, replay: bool = False) -> Callable[[], None]:
@@ -265,7 +284,7 @@ class EventBus:
     def emit(self, event: _Event) -> None:
         self._seq += 1
         event.seq = self._seq
-        if not isinstance(event, TuningProgress):
+        if not isinstance(event, TuningProgress | LLMCallProgress):
             self.history.append(event)
         for fn in list(self._subscribers):
             try:

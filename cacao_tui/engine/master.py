@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING
 
 from cacao_tui.engine.events import MasterPhase
+from cacao_tui.llm import ReplyUnusable
 from cacao_tui.nodes.analyze import analyze
 from cacao_tui.nodes.strategize import strategize
 from cacao_tui.store.atomic import read_model_or_none, write_model
@@ -38,12 +39,19 @@ class Master:
         ms = read_model_or_none(self.path, MasterState) or MasterState()
         if ms.analysis is None:
             self._save(ms, "analyzing")
-            ms.analysis = await analyze(deps)
+            try:
+                ms.analysis = await analyze(deps)
+            except ReplyUnusable as exc:  # a refusal or an empty reply, twice: strategize without it
+                ms.analysis = f"(no analysis: {exc.reason})"
+                self._fallback(ms, f"analyze: {exc}; strategizing without an analysis")
             self._save(ms)
         deps.analysis = ms.analysis
         if not ms.strategies:
             self._save(ms, "strategizing")
-            ms.strategies = await strategize(deps, ms.analysis, deps.settings.n_strategies)
+            found = await strategize(deps, ms.analysis, deps.settings.n_strategies)
+            ms.strategies = found.strategies
+            if found.fallback:
+                self._fallback(ms, f"strategize: {found.fallback}")
             if not ms.strategies:
                 ms.error = "the model proposed no strategies"
                 self._save(ms, "failed", ms.error)
@@ -57,6 +65,10 @@ class Master:
         if ms.phase != "dispatched":
             self._save(ms, "dispatched", f"{len(names)} branches")
         return names
+
+    def _fallback(self, ms: MasterState, note: str) -> None:
+        ms.fallbacks.append(note)
+        self.engine.bus.log(f"master: {note}", level="warning")
 
     def finish(self, ok: bool, message: str | None = None) -> None:
         ms = read_model_or_none(self.path, MasterState) or MasterState()

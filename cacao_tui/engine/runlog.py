@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import IO
 
-from cacao_tui.engine.events import LLMCallEvent, TuningProgress, _Event
+from cacao_tui.engine.events import LLMCallEvent, LLMCallProgress, TuningProgress, _Event
 from cacao_tui.llm.redaction import redact_data
 
 PROGRESS_EVERY_S = 5.0
@@ -14,7 +14,8 @@ PROGRESS_EVERY_S = 5.0
 
 class RunLog:
     """Appends every event as one JSON line (secrets redacted); tuning progress is thinned to
-    one line per 5 s per branch."""
+    one line per 5 s per branch, and a streaming LLM reply is left out (its call is logged
+    when it ends; a wait before a retry is logged)."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -24,6 +25,8 @@ class RunLog:
 
     def __call__(self, event: _Event) -> None:
         if self._file is None:
+            return
+        if isinstance(event, LLMCallProgress) and event.progress.phase == "streaming":
             return
         if isinstance(event, TuningProgress):
             key = (event.branch, event.iteration)

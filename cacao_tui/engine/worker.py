@@ -37,7 +37,7 @@ from cacao_tui.engine.events import (
     TuningFinished,
     TuningProgress,
 )
-from cacao_tui.llm import BudgetExceeded, LLMError
+from cacao_tui.llm import BudgetExceeded, LLMError, ReplyUnusable
 from cacao_tui.nodes.author import AuthorFailed, author
 from cacao_tui.nodes.branch_queries import outcome_line
 from cacao_tui.nodes.context import BranchView, RunDeps, SourceFiles
@@ -53,6 +53,7 @@ from cacao_tui.store.layout import BranchLayout
 from cacao_tui.store.results import best_candidate
 from cacao_tui.store.state import (
     TERMINAL_BRANCH,
+    AuthorOutcome,
     BestResult,
     BranchConfig,
     BranchManifest,
@@ -573,11 +574,18 @@ class BranchWorker:
         view.it.root.mkdir(parents=True, exist_ok=True)
 
         m = self.manifest()
-        if st.plan is None and (m.plan is None or m.plan_seq < m.steer_seq):
+        if st.error is None and st.plan is None and (m.plan is None or m.plan_seq < m.steer_seq):
             self.set_iter_status(st, "planning")
             self.set_aside_records(idx, ("plan",))
             st.plan_seq = m.steer_seq
-            st.plan = await self.guarded(lambda: plan(deps, view))
+            try:
+                st.plan = await self.guarded(lambda: plan(deps, view))
+            except ReplyUnusable as exc:  # a refusal or an empty reply, twice: a failed step, never a plan
+                st.plan_seq = None
+                st.error = f"planning failed: {exc}"
+                self.set_iter_status(st, "failed", st.error)
+                self.reporter.log(st.error, "warning")
+                return await self.decide_step(st, view)
             self.save_state(st)
         if st.plan is not None and st.plan_seq is not None and (m.plan_iteration != idx or m.plan != st.plan):
             m = self.manifest()
@@ -593,8 +601,8 @@ class BranchWorker:
             try:
                 write = implement_and_configure if deps.settings.single_shot else author
                 st.author = await self.guarded(lambda: write(deps, view, view.plan or ""))
-            except AuthorFailed as exc:
-                st.author = exc.outcome
+            except (AuthorFailed, ReplyUnusable) as exc:
+                st.author = exc.outcome if isinstance(exc, AuthorFailed) else AuthorOutcome()
                 st.error = f"authoring failed: {exc}"
                 self.set_iter_status(st, "failed", st.error)
                 self.reporter.log(st.error, "warning")
@@ -633,7 +641,12 @@ class BranchWorker:
             else:
                 self.set_iter_status(st, "proposing")
                 self.set_aside_records(idx, ("propose",))
-                st.proposal = await self.guarded(lambda: propose(deps, view, st))
+                try:
+                    st.proposal = await self.guarded(lambda: propose(deps, view, st))
+                except ReplyUnusable as exc:  # advice only: the decision goes on without it
+                    st.proposal = f"(no proposal: {exc.reason})"
+                    self.reporter.log(f"propose: {exc}", "warning")
+                    self.save_state(st)
         return await self.decide_step(st, view)
 
     def refresh(self, view: BranchView, cfg: BranchConfig) -> BranchView:

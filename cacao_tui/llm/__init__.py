@@ -11,9 +11,11 @@ imported until its provider is built.
 """
 
 from cacao_tui.llm.env import load_env
-from cacao_tui.llm.errors import BudgetExceeded, LLMError, ProviderError, ReplayMismatch
+from cacao_tui.llm.errors import BudgetExceeded, CallFailed, LLMError, ProviderError, ReplayMismatch, ReplyUnusable
 from cacao_tui.llm.factory import create_llm
+from cacao_tui.llm.models import ModelInfo
 from cacao_tui.llm.pricing import Price
+from cacao_tui.llm.progress import CallProgress
 from cacao_tui.llm.provider import ChatRequest, Provider
 from cacao_tui.llm.recording import CallRecord, recording_path
 from cacao_tui.llm.redaction import redact
@@ -25,23 +27,29 @@ from cacao_tui.llm.timeouts import llm_timeout_s
 from cacao_tui.llm.tracked import RetryNotice, TrackedLLM
 from cacao_tui.llm.types import CallContext, CallKey, ChatResponse, Message, ToolCall, ToolSpec, Usage
 from cacao_tui.llm.usage import UsageSum, UsageTotals
+from cacao_tui.llm.user_config import LLMSettings, load_llm_settings
 
 __all__ = [
     "PROVIDERS",
     "BudgetExceeded",
     "CallContext",
+    "CallFailed",
     "CallKey",
+    "CallProgress",
     "CallRecord",
     "ChatRequest",
     "ChatResponse",
     "LLMError",
+    "LLMSettings",
     "Message",
+    "ModelInfo",
     "Price",
     "Provider",
     "ProviderChoice",
     "ProviderEntry",
     "ProviderError",
     "ReplayMismatch",
+    "ReplyUnusable",
     "RetryNotice",
     "RetryPolicy",
     "ScriptedProvider",
@@ -54,6 +62,7 @@ __all__ = [
     "create_llm",
     "llm_timeout_s",
     "load_env",
+    "load_llm_settings",
     "price_for",
     "recording_path",
     "redact",

@@ -5,8 +5,9 @@ ratio calibrated on the provider's own counts of earlier calls; near the limit i
 provider's counting endpoint where there is one). When the request would not fit the
 context window less the output limit, it is shrunk here, in this order, until it fits:
 
-1. the results of older tool calls (not the newest turns) are replaced by a stub that
-   says so (the model can call the tool again);
+1. the results of older tool calls (not those of the turn in progress: the newest
+   assistant message and what follows it) are replaced by a stub that says so (the model
+   can call the tool again);
 2. the large arguments of older tool calls (files written long ago) likewise;
 3. older turns of the conversation are cut to a head and a tail;
 4. last, the first message (the task) is cut the same way.
@@ -25,7 +26,6 @@ from dataclasses import dataclass, field
 
 from cacao_tui.llm.types import Message, ToolSpec
 
-KEEP_NEWEST = 4  # the newest messages are never shrunk (the turn in progress)
 STUB_CHARS = 400  # what an older turn keeps when history is cut (head and tail)
 DEFAULT_CHARS_PER_TOKEN = 3.5  # conservative for code and JSON until calibrated
 SAFETY = 0.97  # aim a little under the window: estimates are estimates
@@ -36,10 +36,13 @@ _CONTEXT_PATTERNS = re.compile(
     r"|reduce the length of the messages|request too large",
     re.IGNORECASE,
 )
-_WINDOW = re.compile(
-    r"(?:maximum context length is|context window(?: of| is)?|maximum(?: number of)? (?:input )?tokens(?: allowed)?"
-    r"(?: is)?|limit of|max(?:imum)?)\s*:?\s*([0-9][0-9,_]{2,})\s*tokens?",
-    re.IGNORECASE,
+_WINDOW = (
+    re.compile(
+        r"(?:maximum context length is|context window(?: of| is)?|maximum(?: number of)? (?:input )?tokens(?: allowed)?"
+        r"(?: is)?|limit of|max(?:imum)?)\s*:?\s*\(?([0-9][0-9,_]{2,})\)?\s*(?:tokens?)?",
+        re.IGNORECASE,
+    ),
+    re.compile(r"([0-9][0-9,_]{2,})\s*(?:tokens?\s*)?maximum", re.IGNORECASE),  # "9100 tokens > 8192 maximum"
 )
 
 
@@ -49,7 +52,7 @@ def is_context_length_error(status: int | None, message: str) -> bool:
 
 def context_window_in(message: str) -> int | None:
     """The window a context-length error names ("maximum context length is 8192 tokens")."""
-    match = _WINDOW.search(message)
+    match = next((m for m in (p.search(message) for p in _WINDOW) if m), None)
     if not match:
         return None
     try:
@@ -141,7 +144,9 @@ def fit_messages(messages: list[Message], budget_tokens: int, count: Callable[[l
     before = total
     task_end = next((i for i, m in enumerate(out) if m.role != "user"), len(out))  # the opening user turn(s)
     task_end = max(1, min(task_end, len(out) - 1))
-    older = range(task_end, max(task_end, len(out) - KEEP_NEWEST))
+    # The turn in progress is never shrunk: the newest assistant message and what answers it.
+    newest = max((i for i, m in enumerate(out) if m.role == "assistant"), default=len(out) - 1)
+    older = range(task_end, max(task_end, newest))
 
     def stage(what: str, indices: range | list[int], shrink: Callable[[int, Message], Message | None]) -> bool:
         nonlocal total

@@ -18,7 +18,6 @@ nothing: the stable prefix comes first in every request.
 
 from __future__ import annotations
 
-import importlib
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +28,7 @@ from cacao_tui.llm.provider import AdapterSetup, ChatRequest
 from cacao_tui.llm.redaction import redact
 from cacao_tui.llm.retry import is_retryable_status, parse_retry_after
 from cacao_tui.llm.tool_arguments import parse_tool_arguments
+from cacao_tui.llm.transport import transport_error, transport_error_types
 from cacao_tui.llm.types import ChatResponse, Message, StopReason, ToolCall, ToolSpec, Usage
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class GeminiProvider:
         if base_url:
             http_options.base_url = base_url
         self._client = genai.Client(api_key=api_key, vertexai=False, http_options=http_options)
-        self._transport_errors = _transport_error_types()
+        self._transport_errors = transport_error_types()
 
     def _config(self, request: ChatRequest) -> tuple[list[Any], dict[str, Any]]:
         types = self._types
@@ -120,7 +120,7 @@ class GeminiProvider:
         except self._errors.APIError as exc:
             raise _status_error(exc, config) from None
         except self._transport_errors as exc:
-            raise _transport_error(exc) from None
+            raise transport_error(exc) from None
         return from_gemini_response(response, self.model)
 
     async def count_tokens(self, request: ChatRequest) -> int | None:
@@ -138,25 +138,6 @@ class GeminiProvider:
         close = getattr(self._client.aio, "aclose", None)
         if close is not None:
             await close()
-
-
-def _transport_error_types() -> tuple[type[BaseException], ...]:
-    found: list[type[BaseException]] = []
-    for module_name in ("httpx2", "httpx"):
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        found.append(module.TransportError)
-    return tuple(found) or (OSError,)
-
-
-def _transport_error(exc: BaseException) -> ProviderError:
-    if "timeout" in type(exc).__name__.lower():
-        return ProviderError("request timed out", kind="timeout", retryable=True)
-    return ProviderError(
-        f"connection failed: {type(exc).__name__}: {redact(str(exc))}", kind="connection", retryable=True
-    )
 
 
 def _retry_delay_from_body(details: Any) -> float | None:

@@ -29,6 +29,7 @@ from cacao_tui.llm.provider import AdapterSetup, ChatRequest
 from cacao_tui.llm.redaction import redact
 from cacao_tui.llm.retry import is_retryable_status, parse_retry_after
 from cacao_tui.llm.tool_arguments import parse_tool_arguments
+from cacao_tui.llm.transport import transport_error, transport_error_types
 from cacao_tui.llm.types import ChatResponse, Message, StopReason, ToolCall, ToolSpec, Usage
 
 if TYPE_CHECKING:
@@ -129,6 +130,8 @@ class OpenAIProvider:
             return await read_stream(stream, self.model, request)
         except sdk.APITimeoutError:
             raise ProviderError("request timed out", kind="timeout", retryable=True) from None
+        except transport_error_types() as exc:  # while the stream is read
+            raise transport_error(exc) from None
         except sdk.APIConnectionError as exc:
             raise ProviderError(f"connection failed: {redact(str(exc))}", kind="connection", retryable=True) from None
         except sdk.APIStatusError as exc:

@@ -12,6 +12,7 @@ the call's record says so. An unusable reply gets one repair turn quoting the er
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import json
@@ -74,30 +75,31 @@ def _candidates(text: str) -> list[tuple[str, list[str]]]:
     return out
 
 
-def _values(candidate: str, repairs: list[str]) -> list[tuple[Any, list[str]]]:
-    """Every JSON value ``candidate`` holds: whole, else each complete value in it, in order
-    of where it starts; each also with trailing commas removed."""
-    found: list[tuple[Any, list[str]]] = []
+def _values(candidates: list[tuple[str, list[str]]]) -> list[tuple[Any, list[str]]]:
+    """Every JSON value the candidates hold: first each candidate whole (as it is, then with
+    trailing commas removed), then each complete value inside one, in order of where it
+    starts."""
     decoder = json.JSONDecoder()
-    for text, fixes in (
-        (candidate, repairs),
-        (_TRAILING_COMMA.sub(r"\1", candidate), [*repairs, "trailing commas removed"]),
-    ):
-        if fixes is not repairs and text == candidate:
-            continue
-        try:
+    variants: list[tuple[str, list[str]]] = []
+    for text, repairs in candidates:
+        variants.append((text, repairs))
+        fixed = _TRAILING_COMMA.sub(r"\1", text)
+        if fixed != text:
+            variants.append((fixed, [*repairs, "trailing commas removed"]))
+    found: list[tuple[Any, list[str]]] = []
+    for text, fixes in variants:
+        with contextlib.suppress(json.JSONDecodeError):
             found.append((json.loads(text), fixes))
-            continue
-        except json.JSONDecodeError:
-            pass
+    for text, fixes in variants:
         starts = [m.start() for m in re.finditer(r"[{\[]", text)][:MAX_START_POSITIONS]
         for pos in starts:
             try:
-                value, _end = decoder.raw_decode(text, pos)
+                value, end = decoder.raw_decode(text, pos)
             except json.JSONDecodeError:
                 continue
-            note = "text around the JSON ignored" if (pos > 0 or text[_end:].strip()) else ""
-            found.append((value, [*fixes, note] if note else fixes))
+            if pos == 0 and not text[end:].strip():
+                continue  # the whole text: already tried
+            found.append((value, [*fixes, "text around the JSON ignored"]))
     return found
 
 
@@ -106,10 +108,9 @@ def extract_json(text: str) -> Any:
     or StructuredOutputError."""
     if not text.strip():
         raise StructuredOutputError("the reply was empty; it must be a JSON object")
-    for candidate, repairs in _candidates(text):
-        for value, _ in _values(candidate, repairs):
-            if isinstance(value, dict):
-                return value
+    for value, _ in _values(_candidates(text)):
+        if isinstance(value, dict):
+            return value
     raise StructuredOutputError("the reply holds no JSON object")
 
 
@@ -141,22 +142,21 @@ def parse_reply(text: str, model: type[T]) -> Parsed[T]:
         raise StructuredOutputError("the reply was empty; it must be a JSON object")
     first_error: str | None = None
     saw_value = False
-    for candidate, repairs in _candidates(text):
-        for value, fixes in _values(candidate, repairs):
-            saw_value = True
-            if not isinstance(value, dict):
-                first_error = first_error or f"the reply must be a JSON object, not a {type(value).__name__}"
-                continue
-            try:
-                return Parsed(model.model_validate(value), fixes)
-            except ValidationError as exc:
-                cleaned = _drop_nulls(value)
-                if cleaned != value:
-                    try:
-                        return Parsed(model.model_validate(cleaned), [*fixes, "null fields dropped"])
-                    except ValidationError:
-                        pass
-                first_error = first_error or _validation_text(exc)
+    for value, fixes in _values(_candidates(text)):
+        saw_value = True
+        if not isinstance(value, dict):
+            first_error = first_error or f"the reply must be a JSON object, not a {type(value).__name__}"
+            continue
+        try:
+            return Parsed(model.model_validate(value), fixes)
+        except ValidationError as exc:
+            cleaned = _drop_nulls(value)
+            if cleaned != value:
+                try:
+                    return Parsed(model.model_validate(cleaned), [*fixes, "null fields dropped"])
+                except ValidationError:
+                    pass
+            first_error = first_error or _validation_text(exc)
     if first_error is not None:
         raise StructuredOutputError(first_error)
     if not saw_value:

@@ -499,6 +499,7 @@ class TrackedLLM:
         if failure.context_window:
             self._window = min(self._window or failure.context_window, failure.context_window)
             request.max_tokens = min(request.max_tokens, max(1024, self.context_window // 2))
+            record.max_tokens = request.max_tokens
         sent = sum(message_chars(m) for m in request.messages) + request_chars(request.system, [], request.tools)
         current = self.estimator.tokens(sent)
         target = int(min(current * 0.7, (self.context_window - request.max_tokens) * 0.9))

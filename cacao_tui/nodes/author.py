@@ -3,15 +3,25 @@
 A compile error costs a retry inside the step, not an iteration: the model sees the
 errors and fixes them. The step ends when the model calls end_step after a passing
 check, or fails after too many rejected end_steps, too many tool calls, or a model that
-stops using the tools.
+stops using the tools (a refusal is answered once with the task restated; a second one
+ends the step). A call repeated with the same arguments ``REPEAT_LIMIT`` times with no
+file written in between is not run again: the model is told so, and one more repeat ends
+the loop as the tool-call cap does (the files are accepted if they changed and pass a
+final check).
+
+The opening turn is [the stable prefix: problem brief and tuning-spec guide, the same
+in every authoring step of the run] then [this iteration's task]; the LLM layer keeps the
+growing conversation within the model's context window and marks cache breakpoints.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 
 from cacao_tui import prompts
-from cacao_tui.llm import CallContext, Message
+from cacao_tui.llm import CallContext, Message, ToolCall
+from cacao_tui.llm.refusals import refusal_reason, restate
 from cacao_tui.nodes.author_tools import ToolOutcome, run_file_tool, tool_specs
 from cacao_tui.nodes.branch_queries import BranchQueries, DiskBranches
 from cacao_tui.nodes.briefing import (
@@ -32,6 +42,8 @@ from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import AuthorOutcome
 
 MAX_NUDGES = 3
+REPEAT_LIMIT = 3  # the same call with the same arguments, no file written in between
+AUTHOR_TASK = "write kernels.cu and tuning.yaml with the tools, check_compilation, then end_step."
 UNCHANGED = (
     "end_step rejected: the files are the ones this iteration started from. An iteration exists to make "
     "a change: edit kernels.cu or tuning.yaml (in a configuration-only iteration, tuning.yaml) first."
@@ -88,7 +100,7 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
         branches=deps.branches,
     )
     has_history = any(i < branch.iteration for i in branch.layout.iteration_indices())
-    tools = tool_specs(has_history, has_other_results(deps, branch))
+    tools = tool_specs()
     names = {t.name for t in tools}
     notes = []
     if has_history:
@@ -96,11 +108,11 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
             "this branch's earlier iterations: tuning_landscape, grep_tuner_output, list_iterations, "
             "query_history, query_errors"
         )
-    if "branch_index" in names:
+    if has_other_results(deps, branch):
         notes.append("the other branches: branch_index, branch_log, branch_errors")
+    stable = problem_brief(deps) + "\n\n" + prompts.load("tuning_spec").strip() + "\n"
     text = prompts.render(
         "author",
-        problem=problem_brief(deps),
         strategy_title=branch.strategy.title,
         plan=plan,
         task=author_task(branch),
@@ -120,35 +132,51 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
         readable=", ".join(ws.readable()),
         query_tools=("\nYou can also ask about " + "; and ".join(notes) + ".") if notes else "",
         tool_cap=deps.defaults.tool_call_cap,
-        tuning_spec=prompts.load("tuning_spec"),
     )
-    messages: list[Message] = [Message(role="user", content=text)]
+    messages: list[Message] = [
+        Message(role="user", content=stable, cache_prefix=True),
+        Message(role="user", content=text),
+    ]
     ctx = CallContext(branch=branch.name, iteration=branch.iteration, node="author")
     outcome = AuthorOutcome()
     passed_digest: str | None = None
     nudges = 0
+    refused = False
     rejected_ends = 0
+    repeats = RepeatGuard()
     if seeded:
         branch.reporter.kernel_written(branch.it.kernel, branch.it.spec if branch.it.spec.exists() else None)
 
-    while outcome.tool_calls < deps.defaults.tool_call_cap:
+    while outcome.tool_calls < deps.defaults.tool_call_cap and not repeats.ended:
         resp = await deps.llm.chat(messages, tools, ctx=ctx, system=prompts.load("system"))
         messages.append(resp.to_message())
         if not resp.tool_calls:
             nudges += 1
+            refusal = refusal_reason(resp)
+            if refusal and refused:
+                raise AuthorFailed(f"{refusal} (also after the task was restated)", outcome)
             if nudges > MAX_NUDGES:
                 raise AuthorFailed("the model stopped calling tools before end_step", outcome)
-            hint = (
-                "Your reply was cut off at the token limit. Write large files in parts: write_file a "
-                "skeleton, then edit_file."
-                if resp.stop_reason == "max_tokens"
-                else "Use the tools: change the files, check_compilation, then end_step when the check passed."
-            )
+            if refusal:
+                refused = True
+                hint = restate(refusal, AUTHOR_TASK)
+            elif resp.stop_reason == "max_tokens":
+                hint = (
+                    "Your reply was cut off at the token limit. Write large files in parts: write_file a "
+                    "skeleton, then edit_file."
+                )
+            else:
+                hint = "Use the tools: change the files, check_compilation, then end_step when the check passed."
             messages.append(Message(role="user", content=hint))
             continue
         for call in resp.tool_calls:
             outcome.tool_calls += 1
-            if call.error:
+            repeated = repeats.see(call)
+            if repeated is not None:
+                result = ToolOutcome(repeated, is_error=True)
+                if repeats.ended:
+                    branch.reporter.log(f"authoring: {repeats.ended}; the loop ends", "warning")
+            elif call.error:
                 result = ToolOutcome(f"malformed arguments for {call.name}: {call.error}", is_error=True)
             elif call.name == "check_compilation":
                 outcome.compile_checks += 1
@@ -176,23 +204,26 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
                 writes = call.name in ("write_file", "edit_file")
                 result = run_file_tool(call, ws, queries, names)
                 if writes and not result.is_error:
+                    repeats.files_changed()
                     branch.reporter.kernel_written(
                         branch.it.kernel, branch.it.spec if branch.it.spec.exists() else None
                     )
             messages.append(_tool_message(call.id, call.name, result))
         nudges = 0
 
-    # Out of tool calls: accept the files only if they changed and pass a final check.
+    # Out of tool calls (or ended for repeating itself): accept the files only if they
+    # changed and pass a final check.
+    why = repeats.ended or f"tool-call cap ({deps.defaults.tool_call_cap}) reached"
     if seed_digest is not None and _files_digest(branch) == seed_digest:
-        raise AuthorFailed(f"tool-call cap ({deps.defaults.tool_call_cap}) reached without changing the files", outcome)
+        raise AuthorFailed(f"{why} without changing the files", outcome)
     final = await check_compilation(deps, branch)
     outcome.compile_checks += 1
     if final.ok:
         outcome.ok = True
-        outcome.message = f"tool-call cap ({deps.defaults.tool_call_cap}) reached; the files passed a final check"
+        outcome.message = f"{why}; the files passed a final check"
         branch.reporter.kernel_written(branch.it.kernel, branch.it.spec)
         return outcome
-    raise AuthorFailed(f"tool-call cap ({deps.defaults.tool_call_cap}) reached without a passing check", outcome)
+    raise AuthorFailed(f"{why} without a passing check", outcome)
 
 
 async def _end_step(deps: RunDeps, branch: BranchView, outcome: AuthorOutcome, passed: str | None) -> ToolOutcome:
@@ -204,6 +235,34 @@ async def _end_step(deps: RunDeps, branch: BranchView, outcome: AuthorOutcome, p
         return ToolOutcome("accepted (checked now)", ended=True)
     outcome.compile_failures += 1
     return ToolOutcome("end_step rejected: the current files do not pass the check.\n" + check.text, is_error=True)
+
+
+class RepeatGuard:
+    """Counts identical calls (name and arguments) since the files last changed."""
+
+    def __init__(self, limit: int = REPEAT_LIMIT) -> None:
+        self.limit = limit
+        self.counts: dict[str, int] = {}
+        self.ended: str | None = None
+
+    def files_changed(self) -> None:
+        self.counts.clear()
+
+    def see(self, call: ToolCall) -> str | None:
+        """None: run the call. Else the answer to send instead of running it."""
+        key = json.dumps([call.name, call.arguments], sort_keys=True, ensure_ascii=False, default=str)
+        n = self.counts.get(key, 0) + 1
+        self.counts[key] = n
+        if n < self.limit:
+            return None
+        if n == self.limit:
+            return (
+                f"Not run: you made this exact {call.name} call {n} times with the same arguments and no file "
+                "changed in between, so its result is the one you already have. Do something else: edit the "
+                "files, run check_compilation after a change, or end_step. One more identical call ends this step."
+            )
+        self.ended = f"the model repeated {call.name} with the same arguments {n} times"
+        return f"Not run: {self.ended}. The step ends now."
 
 
 def _tool_message(call_id: str, name: str, result: ToolOutcome) -> Message:

@@ -112,10 +112,12 @@ BRANCH_TOOLS = [
 ]
 
 
-def tool_specs(has_history: bool, has_others: bool) -> list[ToolSpec]:
-    """Only tools that can answer: history tools once there is an earlier iteration, branch
-    tools once another branch exists."""
-    return AUTHOR_TOOLS + (HISTORY_TOOLS if has_history else []) + (BRANCH_TOOLS if has_others else [])
+def tool_specs() -> list[ToolSpec]:
+    """Every tool, in every authoring step: the tool list is part of the prompt prefix a
+    provider caches (it comes before the system prompt), so it must not change between
+    steps. A query with nothing to report yet says so; the task names the tools that can
+    answer now."""
+    return AUTHOR_TOOLS + HISTORY_TOOLS + BRANCH_TOOLS
 
 
 @dataclass

@@ -3,28 +3,33 @@
 from __future__ import annotations
 
 from cacao_tui import prompts
-from cacao_tui.llm import CallContext, LLMError, Message
+from cacao_tui.llm import CallContext, ReplyUnusable
 from cacao_tui.nodes.briefing import problem_brief
 from cacao_tui.nodes.context import BranchView, RunDeps
-from cacao_tui.nodes.replies import fenced_block
+from cacao_tui.nodes.replies import YAML_START, ask_text, code_reply, opening_turn
+
+TASK = "reply with the whole tuning.yaml in one ```yaml fenced block."
 
 
 async def configure(deps: RunDeps, branch: BranchView, kernel: str, errors: str = "", task: str = "") -> str:
+    brief = problem_brief(deps)
     text = prompts.render(
         "configure",
-        problem=problem_brief(deps),
+        problem=brief,
         kernel=kernel,
         task=task,
         errors=f"The previous tuning.yaml failed the check:\n{errors}\n" if errors else "",
         tuning_spec=prompts.load("tuning_spec"),
     )
-    resp = await deps.llm.chat(
-        [Message(role="user", content=text)],
+    resp = await ask_text(
+        deps.llm,
+        opening_turn(text, brief),
         ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="configure"),
         system=prompts.load("system"),
+        task=TASK,
     )
-    spec = fenced_block(resp.text, ("yaml", "yml"))
+    spec = code_reply(resp.text, ("yaml", "yml"), "launches:", YAML_START)
     if not spec or "launches" not in spec:
-        raise LLMError("configure: the reply holds no ```yaml block with launches")
+        raise ReplyUnusable("configure: the reply holds no ```yaml block with launches", reason="no tuning.yaml")
     branch.it.spec.write_text(spec, encoding="utf-8")
     return spec

@@ -5,6 +5,12 @@ The model fills a DecisionReply; the engine turns it into the stored Decision. W
 user has chosen the action (change-decision), the model is told and its other fields are
 kept, but the action is the user's. At the iteration budget no model is asked (the worker
 stops the branch itself).
+
+When no usable decision comes back (no valid JSON after the repair turn, a refusal, a
+call that failed at the provider), a rule decides instead, as the original falls back to a
+default decision: continue while the last result improved on the branch's earlier ones,
+retry a failed iteration once, else stop. The decision says so (``fallback``); the branch
+never fails for it.
 """
 
 from __future__ import annotations
@@ -12,7 +18,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from cacao_tui import prompts
-from cacao_tui.llm import CallContext, Message
+from cacao_tui.llm import CallContext, CallFailed, Message, ReplyUnusable
+from cacao_tui.nodes.branch_queries import outcome_line
 from cacao_tui.nodes.briefing import (
     branches_section,
     clip,
@@ -115,12 +122,18 @@ async def decide(deps: RunDeps, branch: BranchView, state: IterState, path_note:
         max_subs=MAX_SUB_STRATEGIES,
         branch_note="" if branch.can_branch else f" (NOT available here{branch.branch_note})",
     )
-    reply = await deps.llm.structured(
-        [Message(role="user", content=text)],
-        DecisionReply,
-        ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="decide"),
-        system=prompts.load("system"),
-    )
+    try:
+        reply = await deps.llm.structured(
+            [Message(role="user", content=text)],
+            DecisionReply,
+            ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="decide"),
+            system=prompts.load("system"),
+        )
+    except (ReplyUnusable, CallFailed) as exc:
+        why = exc.reason if isinstance(exc, ReplyUnusable) else str(exc)
+        decision = rule_decision(deps, branch, state, why)
+        branch.reporter.log(f"no usable decision from the model ({why}); rule-based: {decision.action}", "warning")
+        return decision
     if len(reply.sub_strategies) > MAX_SUB_STRATEGIES:
         branch.reporter.log(
             f"the decision named {len(reply.sub_strategies)} sub-strategies; the first {MAX_SUB_STRATEGIES} are kept",
@@ -146,3 +159,47 @@ async def decide(deps: RunDeps, branch: BranchView, state: IterState, path_note:
     if forced is not None and forced != decision.action:
         decision = decision.model_copy(update={"action": forced, "overridden_from": decision.action})
     return decision
+
+
+def improved(branch: BranchView, state: IterState) -> bool:
+    """This iteration's best beats every earlier one on the branch's line (or is the first)."""
+    current = state.run.best_ms if state.run is not None and state.error is None else None
+    if not current:
+        return False
+    earlier = [
+        st.run.best_ms
+        for st in earlier_states(branch)
+        if st.index not in branch.superseded and st.run is not None and st.run.best_ms
+    ]
+    return not earlier or current < min(earlier)
+
+
+def rule_decision(deps: RunDeps, branch: BranchView, state: IterState, why: str) -> Decision:
+    """The decision when the model gave none: continue while improving, retry one failure, else stop."""
+    limit = deps.defaults.history_text_chars
+    previous_failed = branch.previous is not None and branch.previous.error is not None
+    forced = branch.forced_action
+    if forced is not None:  # a forced branch without sub-strategies continues (the worker says so)
+        action, rule = forced, "the user's choice"
+    elif state.error is not None and not previous_failed:
+        action, rule = "retry", "the iteration failed: retry it once"
+    elif state.error is None and improved(branch, state):
+        action, rule = "continue", "the result improved on the branch's earlier ones: continue"
+    else:
+        action = "stop"
+        rule = "two failures in a row" if state.error is not None else "no improvement to build on"
+    feedback = ""
+    if action == "retry":
+        feedback = f"The previous iteration failed: {clip(state.error, limit)}. Fix that with the smallest change."
+    elif action == "continue" and state.proposal:
+        feedback = clip(state.proposal, limit)
+    result = f"failed: {' '.join((state.error or '').split())[:200]}" if state.error else outcome_line(state.run)
+    return Decision(
+        action=action,  # type: ignore[arg-type]
+        reason=f"rule-based fallback ({rule}); the model gave no usable decision: {clip(why, 300)}",
+        feedback=feedback,
+        iteration_summary=f"{branch.mode} -> {result} (decided by rule)"[:500],
+        automatic=True,
+        fallback=clip(why, limit),
+        override_id=None,
+    )

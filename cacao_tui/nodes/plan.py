@@ -9,7 +9,7 @@ iteration writes it again, seeing what the user said.
 from __future__ import annotations
 
 from cacao_tui import prompts
-from cacao_tui.llm import CallContext, Message
+from cacao_tui.llm import CallContext
 from cacao_tui.nodes.briefing import (
     branches_section,
     history_section,
@@ -21,11 +21,14 @@ from cacao_tui.nodes.briefing import (
     start_section,
 )
 from cacao_tui.nodes.context import BranchView, RunDeps
-from cacao_tui.nodes.replies import require_text
+from cacao_tui.nodes.replies import ask_text, opening_turn, require_text
+
+TASK = "write the branch plan the first message asks for."
 
 
 async def plan(deps: RunDeps, branch: BranchView) -> str:
     again = branch.plan is not None
+    brief = problem_brief(deps)
     task = (
         prompts.render("tasks/plan_again", iteration=branch.iteration)
         if again
@@ -33,7 +36,7 @@ async def plan(deps: RunDeps, branch: BranchView) -> str:
     )
     text = prompts.render(
         "plan",
-        problem=problem_brief(deps),
+        problem=brief,
         branch=branch.name,
         level=branch.depth + 1,
         levels=deps.settings.max_depth,
@@ -48,9 +51,11 @@ async def plan(deps: RunDeps, branch: BranchView) -> str:
         branches=branches_section(deps, branch),
         task=task,
     )
-    resp = await deps.llm.chat(
-        [Message(role="user", content=text)],
+    resp = await ask_text(
+        deps.llm,
+        opening_turn(text, brief),
         ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="plan"),
         system=prompts.load("system"),
+        task=TASK,
     )
     return require_text(resp, "plan")

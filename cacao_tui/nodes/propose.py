@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cacao_tui import prompts
-from cacao_tui.llm import CallContext, Message
+from cacao_tui.llm import CallContext
 from cacao_tui.nodes.briefing import (
     best_section,
     branches_section,
@@ -25,11 +25,12 @@ from cacao_tui.nodes.briefing import (
 )
 from cacao_tui.nodes.context import BranchView, RunDeps, SourceFiles
 from cacao_tui.nodes.profile import profile_text
-from cacao_tui.nodes.replies import require_text
+from cacao_tui.nodes.replies import ask_text, opening_turn, require_text
 from cacao_tui.nodes.tuner_output import tuner_tail
 from cacao_tui.nodes.workspace import read_model_file
 from cacao_tui.store.state import MAX_SUB_STRATEGIES, IterState
 
+TASK = "read the measurements of this iteration and propose the next change, as the first message asks."
 MODE_TEXT = {
     "first": "the branch's first kernel",
     "continue": "a change to the previous kernel",
@@ -63,6 +64,7 @@ def branching_text(deps: RunDeps, branch: BranchView) -> str:
 
 
 async def propose(deps: RunDeps, branch: BranchView, state: IterState) -> str:
+    brief = problem_brief(deps)
     tuning = outcome_text(state.run)
     if state.run and state.run.confirmed:
         tuning += " (best confirmed on a fresh input set)"
@@ -73,7 +75,7 @@ async def propose(deps: RunDeps, branch: BranchView, state: IterState) -> str:
     )
     text = prompts.render(
         "propose",
-        problem=problem_brief(deps),
+        problem=brief,
         branch=branch.name,
         strategy_title=branch.strategy.title,
         iteration=branch.iteration,
@@ -91,9 +93,11 @@ async def propose(deps: RunDeps, branch: BranchView, state: IterState) -> str:
         branches=branches_section(deps, branch),
         branching=branching_text(deps, branch),
     )
-    resp = await deps.llm.chat(
-        [Message(role="user", content=text)],
+    resp = await ask_text(
+        deps.llm,
+        opening_turn(text, brief),
         ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="propose"),
         system=prompts.load("system"),
+        task=TASK,
     )
     return require_text(resp, "propose")

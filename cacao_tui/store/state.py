@@ -87,6 +87,7 @@ class RunSettings(BaseModel):
     model: str
     single_shot: bool = False
     budget_usd: float | None = None
+    budget_tokens: int | None = None
 
 
 class Context(_State):
@@ -119,6 +120,8 @@ class MasterState(_State):
     analysis: str | None = None
     strategies: list[Strategy] = Field(default_factory=list)
     error: str | None = None
+    # What the master did instead of failing when a model reply was unusable (a default strategy, ...).
+    fallbacks: list[str] = Field(default_factory=list)
     updated_at: float = Field(default_factory=now)
 
 
@@ -266,6 +269,7 @@ class Decision(BaseModel):
     skip_implement: bool = False  # the next iteration keeps the kernel and changes only tuning.yaml
     iteration_summary: str = ""  # one line: what was tried -> what happened
     automatic: bool = False  # decided by the engine without a model call (budget, failed step)
+    fallback: str | None = None  # why the rule-based decision stands in for the model's (no usable reply)
     overridden_from: Action | None = None  # the model's action, when the user changed it
     override_id: str | None = None  # the control command that changed it
 

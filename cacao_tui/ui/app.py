@@ -147,13 +147,17 @@ class CacaoApp(SigtermExit, App[AppResult]):
 
     @staticmethod
     def _coalesce(events: list[object]) -> Iterable[object]:
-        """Keep only the newest tuning progress of each iteration (they are snapshots)."""
-        latest: dict[tuple[str, int], int] = {}
+        """Keep only the newest tuning progress of each iteration and the newest progress of
+        each LLM call in flight (they are snapshots)."""
+        latest: dict[object, int] = {}
         for i, e in enumerate(events):
             if isinstance(e, ev.TuningProgress):
                 latest[(e.branch, e.iteration)] = i
+            elif isinstance(e, ev.LLMCallProgress):
+                latest[e.progress.key] = i
         keep = set(latest.values())
-        return (e for i, e in enumerate(events) if not isinstance(e, ev.TuningProgress) or i in keep)
+        snapshots = ev.TuningProgress | ev.LLMCallProgress
+        return (e for i, e in enumerate(events) if not isinstance(e, snapshots) or i in keep)
 
     # ---- quitting --------------------------------------------------------------------
     async def action_quit(self) -> None:

@@ -105,6 +105,11 @@ class LLMCallView:
     stop_reason: str | None = None
     started_at: float = 0.0
     retries: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    reasoning: str = ""  # the model's thinking, as recorded
+    reasoning_effort: str | None = None
+    notes: list[str] = field(default_factory=list)  # what the LLM layer did (a shrunk context, a repair, ...)
 
     @property
     def key(self) -> str:
@@ -150,6 +155,11 @@ def _from_call_record(path: Path, data: dict[str, Any]) -> LLMCallView | None:
         stop_reason=response.stop_reason if response else None,
         started_at=record.started_at,
         retries=record.retries,
+        cached_tokens=record.usage.cached_tokens,
+        reasoning_tokens=record.usage.reasoning_tokens,
+        reasoning=response.reasoning if response else "",
+        reasoning_effort=record.reasoning_effort,
+        notes=list(record.notes),
     )
 
 

@@ -451,7 +451,7 @@ def test_without_a_timed_best_the_next_iteration_starts_from_the_latest_kernel(m
 
     def spy_author(request):  # type: ignore[no-untyped-def]
         if request.key.node == "author" and request.key.index == 0:
-            authors.append(request.messages[0].content)
+            authors.append("\n\n".join(m.content for m in request.messages))
         return inner(request)
 
     scenario.respond = spy_author  # type: ignore[method-assign]

@@ -27,7 +27,13 @@ MESSAGE_STRIP = "Look at the long strips (TM = 16) before you give up on this br
 
 def prompt(layout: RunLayout, branch: str, iteration: int, node: str, index: int = 0) -> str:
     record = layout.branch(branch).iteration(iteration).llm / f"{node}_{index:03d}.json"
-    return json.loads(record.read_text())["messages"][0]["content"]
+    messages = json.loads(record.read_text())["messages"]
+    opening = []  # the opening turn: a stable prefix (problem brief, ...) then the task
+    for m in messages:
+        if m["role"] != "user":
+            break
+        opening.append(m["content"])
+    return "\n\n".join(opening)
 
 
 def state(layout: RunLayout, branch: str, iteration: int) -> IterState:

@@ -72,7 +72,7 @@ def test_revert_between_runs_continues_from_that_kernel(mmul_dir: Path) -> None:
     st5 = iteration(mmul_dir, "b1-alpha", 5)
     assert st5.base_iteration == 2 and st5.plan  # planned again after the revert
     author = next(r for r in scenario.requests if r.key.node == "author" and r.key.iteration == 5 and r.key.index == 0)
-    text = author.messages[0].content
+    text = "\n\n".join(m.content for m in author.messages)
     assert "Current files, from iteration 2 of this branch (the iteration the user reverted to)" in text
     assert "FAKE_TIME_MS: 1.0" in text  # iteration 2's kernel (2.0 / 2)
     assert "The user reverted this branch to iteration 2; iterations 3, 4 are superseded" in text

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field

@@ -15,6 +15,8 @@ from textual.widgets import Footer, TabbedContent
 
 from cacao_tui.engine import events as ev
 from cacao_tui.engine.control import EngineControl
+from cacao_tui.llm.progress import CallProgress
+from cacao_tui.llm.types import CallKey
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.ui import keymap
 from cacao_tui.ui.disk import load_selection, read_all_branches, read_run_started
@@ -50,6 +52,7 @@ class MainScreen(Screen[None]):
         self.selection = Selection()
         self._stale = True
         self._progress: dict[tuple[str, int], ev.TuningProgress | ev.TuningFinished] = {}
+        self._llm_live: dict[CallKey, CallProgress] = {}  # calls in flight: their latest snapshot
         self.details_loads = 0  # how often the selection's files were read (tests, benchmark)
         self.ready = False  # set once the run's files were read; the app flushes events only then
 
@@ -107,6 +110,14 @@ class MainScreen(Screen[None]):
         if logs:
             self.details.log_pane.append(logs)
         for event in events:
+            if isinstance(event, ev.LLMCallProgress):
+                self._llm_live[event.progress.key] = event.progress
+                if self.details.active_tab == "llm" and self._shows_call(event.branch, event.iteration):
+                    self.details.llm.show_live(event.progress)
+                continue
+            ended = isinstance(event, ev.LLMCallEvent) and self._llm_live.pop(event.call.key, None) is not None
+            if ended and self.details.active_tab == "llm":
+                self._draw_live()
             if isinstance(event, ev.TuningProgress | ev.TuningFinished):
                 self._progress[(event.branch, event.iteration)] = event
                 # Drawn only while the Tuning tab shows; activating it draws the latest.
@@ -123,8 +134,20 @@ class MainScreen(Screen[None]):
         else:
             self.details.tuning.show_finished(event)
 
+    def _shows_call(self, branch: str | None, iteration: int | None) -> bool:
+        if self.selection.branch is None:
+            return branch is None
+        return branch is not None and iteration is not None and self._shows_iteration(branch, iteration)
+
+    def _draw_live(self) -> None:
+        """The newest call in flight of what is selected, or none."""
+        shown = [p for p in self._llm_live.values() if self._shows_call(p.branch, p.iteration)]
+        self.details.llm.show_live(shown[-1] if shown else None)
+
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == "llm":
+            self._draw_live()
         if event.pane.id == "tuning":
             shown = [e for (b, i), e in self._progress.items() if self._shows_iteration(b, i)]
             if shown and isinstance(shown[-1], ev.TuningProgress):
@@ -158,6 +181,7 @@ class MainScreen(Screen[None]):
         self.details.log_pane.set_selection(self.selection)
         branch = self.view.branches.get(self.selection.branch) if self.selection.branch else None
         self.sparkline.show(branch)
+        self._draw_live()
         self.reload_details()
 
     def _reload_if_stale(self) -> None:

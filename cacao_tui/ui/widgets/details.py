@@ -76,6 +76,7 @@ class DetailsPane(Vertical):
         self.log_pane = self.query_one(LogPane)
         self.kernel = self.query_one(KernelPane)
         self.tuning = self.query_one(TuningPane)
+        self.llm = self.query_one(LLMPane)
 
     def show_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab

@@ -1,4 +1,9 @@
-"""The LLM tab: the calls of the selection in a table, and the selected call in full."""
+"""The LLM tab: the calls of the selection in a table, and the selected call in full.
+
+While a call of the selection is in flight its reply shows above the table as it streams
+in (the tail of the text and of the reasoning, tokens so far, tokens/s, elapsed time), or
+the wait before its retry; it goes away when the call's record arrives.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
+from cacao_tui.llm.progress import CallProgress
 from cacao_tui.ui.disk import LLMCallView
 from cacao_tui.ui.formatting import fmt_cost, fmt_count
 from cacao_tui.ui.widgets.scroll_pane import ScrollPane
@@ -19,10 +25,12 @@ from cacao_tui.ui.widgets.text_line import TextLine
 
 MESSAGE_CHARS = 6_000  # per message shown; the rest is cut with a note
 ROLE_STYLES = {"system": "magenta", "user": "cyan", "assistant": "green", "tool": "yellow"}
+LIVE_LINES = 8  # of the streaming reply's tail shown
 COLUMNS = (
     ("node", "node"),
     ("idx", "#"),
     ("in", "in"),
+    ("cached", "cached"),
     ("out", "out"),
     ("secs", "s"),
     ("cost", "$"),
@@ -49,6 +57,7 @@ def call_row(call: LLMCallView) -> tuple[object, ...]:
         call.node,
         str(call.index),
         fmt_count(call.input_tokens),
+        fmt_count(call.cached_tokens) if call.cached_tokens else "-",
         fmt_count(call.output_tokens),
         f"{call.latency_s:.1f}",
         fmt_cost(call.cost_usd),
@@ -62,15 +71,23 @@ def call_detail(call: LLMCallView) -> RenderableType:
     head.append(f"{call.node} #{call.index}", style="bold")
     if call.model:
         head.append(f" · {call.model}")
-    head.append(
-        f" · {call.input_tokens:,} in / {call.output_tokens:,} out · {call.latency_s:.1f} s · {fmt_cost(call.cost_usd)}"
-    )
+    head.append(f" · {call.input_tokens:,} in")
+    if call.cached_tokens:
+        head.append(f" ({call.cached_tokens:,} cached)")
+    head.append(f" / {call.output_tokens:,} out")
+    if call.reasoning_tokens:
+        head.append(f" ({call.reasoning_tokens:,} reasoning)")
+    head.append(f" · {call.latency_s:.1f} s · {fmt_cost(call.cost_usd)}")
+    if call.reasoning_effort:
+        head.append(f" · reasoning {call.reasoning_effort}")
     if call.retries:
         head.append(f" · {call.retries} retries", style="yellow")
     head.append(f"\n{call.path}", style="dim")
     parts.append(head)
     if call.error:
         parts.append(Text(f"error: {call.error}", style="bold red"))
+    for note in call.notes:
+        parts.append(Text(f"note: {note}", style="yellow"))
     if call.tools:
         parts.append(Text("tools offered: " + ", ".join(call.tools), style="dim"))
     for message in call.messages:
@@ -81,6 +98,11 @@ def call_detail(call: LLMCallView) -> RenderableType:
         for tc in message.get("tool_calls") or []:
             if isinstance(tc, dict):
                 parts.append(_tool_call(tc))
+    if call.reasoning:
+        parts.append(Text("── reasoning ──", style="bold magenta"))
+        thinking = _cut(call.reasoning)
+        thinking.stylize("dim italic")
+        parts.append(thinking)
     parts.append(Text("── response ──", style="bold green"))
     parts.append(_cut(call.response_text) if call.response_text else Text("(no text)", style="dim"))
     for tc in call.tool_calls:
@@ -100,6 +122,35 @@ def _tool_call(tc: dict[str, object]) -> Text:
     return text
 
 
+def live_view(p: CallProgress) -> Text:
+    """A call in flight: what has streamed so far, or the wait before its retry."""
+    text = Text()
+    if p.phase == "waiting":
+        text.append(f"⏸ {p.node} #{p.index} · waiting {p.wait_s or 0:.0f} s before a retry", style="bold yellow")
+        if p.message:
+            text.append(f"\n{_flat(p.message, 300)}", style="yellow")
+        return text
+    rate = f" · {p.tokens_per_s:.0f} tok/s" if p.tokens_per_s else ""
+    text.append(f"▶ {p.node} #{p.index} · streaming · ~{fmt_count(p.output_tokens)} tokens{rate} · {p.elapsed_s:.1f} s",
+                style="bold green")  # fmt: skip
+    if p.tool_chars:
+        text.append(f" · {fmt_count(p.tool_chars)} chars of tool calls", style="green")
+    if p.reasoning_tail and not p.text_tail:
+        text.append("\n" + _tail(p.reasoning_tail), style="dim italic")
+    if p.text_tail:
+        text.append("\n" + _tail(p.text_tail))
+    return text
+
+
+def _tail(text: str, lines: int = LIVE_LINES) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _flat(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit] + "…"
+
+
 class LLMPane(Vertical):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -108,6 +159,7 @@ class LLMPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield TextLine("LLM calls", id="llm-header", classes="pane-header")
+        yield Static("", id="llm-live")
         yield KeyTable(COLUMNS, id="llm-calls")
         with ScrollPane(id="llm-detail-scroll"):
             yield Static("", id="llm-detail")
@@ -126,6 +178,13 @@ class LLMPane(Vertical):
         elif self._shown not in self._calls:
             table.move_cursor(row=len(calls) - 1)
             self._show(calls[-1].key)
+
+    def show_live(self, progress: CallProgress | None) -> None:
+        """The selection's call in flight, or nothing (its record has arrived)."""
+        live = self.query_one("#llm-live", Static)
+        live.display = progress is not None
+        if progress is not None:
+            live.update(live_view(progress))
 
     def _show(self, key: str | None) -> None:
         if key == self._shown:
