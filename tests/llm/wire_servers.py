@@ -7,8 +7,8 @@ Anthropic Messages, OpenAI Chat Completions and Gemini generateContent formats, 
 a real SDK-backed provider pointed at the server. A request that asks for a stream
 (``"stream": true``, Gemini's ``:streamGenerateContent``) gets the same reply as
 server-sent events, cut into pieces (``Reply.stall_after`` events, then silence: a stalled
-stream). Nothing leaves 127.0.0.1. ``cli_env`` and ``ENDPOINT_VARS`` point a whole
-``cacao`` process at a server.
+stream; with ``Reply.gate``, the rest once the test sets it). Nothing leaves 127.0.0.1.
+``cli_env`` and ``ENDPOINT_VARS`` point a whole ``cacao`` process at a server.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ class Reply:
     delay_s: float = 0.0
     stall_after: int | None = None  # streamed: send this many events, then nothing for stall_s
     stall_s: float = 60.0
+    gate: threading.Event | None = None  # streamed: after gate_after events, wait for it to be set
+    gate_after: int = 0
 
 
 @dataclass
@@ -101,6 +103,9 @@ class WireServer:
                         if reply.stall_after is not None and n >= reply.stall_after:
                             owner._stop.wait(reply.stall_s)
                             return
+                        if reply.gate is not None and n == reply.gate_after:
+                            while not reply.gate.wait(0.05) and not owner._stop.is_set():
+                                pass
                         self.wfile.write(event)
                         self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
