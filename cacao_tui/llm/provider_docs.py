@@ -60,10 +60,30 @@ def prices_markdown() -> str:
     return "\n".join(rows)
 
 
+def models_markdown() -> str:
+    rows = [
+        "| provider | model (or prefix) | context window | output limit | structured output | reasoning control "
+        "| thinks by default | shortest cached prefix |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for p in registry.PROVIDERS:
+        if p.name == "replay":
+            continue
+        entries = [*p.models.items(), ("(any other)", p.model_defaults)]
+        for model, m in entries:
+            name = model if model.startswith("(") else f"`{model}`"
+            rows.append(
+                f"| {p.name} | {name} | {m.context_window:,} | {m.max_output:,} | {m.structured} | {m.reasoning} "
+                f"| {'yes' if m.reasons else 'no'} | {m.min_cache_tokens:,} |"
+            )
+    return "\n".join(rows)
+
+
 DOC_TABLES = {
     "providers": providers_markdown,
     "temperatures": temperatures_markdown,
     "prices": prices_markdown,
+    "models": models_markdown,
 }
 
 
