@@ -54,7 +54,8 @@ def test_a_ten_megabyte_reply_is_cut_and_not_resent(tmp_path: Path) -> None:
     assert sizes[biggest] < 1024 * 1024, f"{biggest}: {sizes[biggest]:,} bytes"
 
     analyze = json.loads((output / "llm" / "analyze_000.json").read_text())
-    assert "10,485,783" in analyze["note"] and "cut to 65,536" in analyze["note"]
+    note = " ".join(analyze["notes"])
+    assert "10,485,783" in note and "cut to 65,536" in note
     assert len(analyze["response"]["text"]) < DEFAULTS.llm_reply_text_chars + 500
     assert "[cacao: reply cut here" in analyze["response"]["text"]
     master = json.loads((output / "master.json").read_text())
