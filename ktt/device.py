@@ -252,6 +252,9 @@ class Gpu:
 _CTYPES: dict[str, type] = {
     "ptr": ctypes.c_uint64,
     "int": ctypes.c_int32,
+    "char": ctypes.c_int8,
+    "short": ctypes.c_int16,
+    "long": ctypes.c_int64,
     "float": ctypes.c_float,
     "double": ctypes.c_double,
     "u64": ctypes.c_uint64,

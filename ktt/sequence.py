@@ -17,7 +17,8 @@ from ktt.buffers import Guarded, ShapeBuffers, alloc_guarded
 from ktt.device import CudaError, F, Gpu, KernelParams
 from ktt.gpu_checks import POISON32
 
-ARG_KINDS = {"int": "int", "float": "float", "double": "double"}
+ARG_KINDS = {"int": "int", "float": "float", "double": "double", "char": "char", "short": "short", "long": "long"}
+INTEGER_KINDS = frozenset({"int", "char", "short", "long"})
 
 
 class LaunchRejected(Exception):
@@ -334,7 +335,7 @@ class _Builder:
             else:
                 kind = ARG_KINDS[arg["dtype"]]
                 value = arg["value"]
-                values.append((kind, int(value) if kind == "int" else float(value)))
+                values.append((kind, int(value) if kind in INTEGER_KINDS else float(value)))
         prepared = PreparedLaunch(name, info.func, grid, block, smem, int(launch.get("stream", 0)), values, label)  # type: ignore[arg-type]
         self.seq.launches.append(prepared)
         return prepared

@@ -10,7 +10,8 @@ own search of the tuning space at that shape, its own reference time and its own
 2. references: a cpu_c or python reference produces each case's outputs, one case at a time
    and with nothing else running (so a reference that is timed is timed alone).
 3. each case in order: its reference time (read from reference_time.json, else measured and
-   recorded there), then its search, within ``--duration`` if given, else the spec's
+   recorded there; a null there means no baseline: never timed, no speedup, no score), then its
+   search, within ``--duration`` if given, else the spec's
    ``duration_s``, else the case's ``duration_s``, else the problem's ``tuning.duration_s``.
    A case that finds no valid configuration stops the run: later cases are not run.
 
@@ -58,7 +59,9 @@ from ktt.protocol import (
     TuneSummary,
 )
 from ktt.reference_times import (
+    NO_BASELINE,
     Measurement,
+    ReferenceTime,
     ReferenceTimeError,
     ReferenceTimes,
     read_reference_times,
@@ -307,7 +310,8 @@ class Tuner:
         for search in self.searches:
             shape = search.shape
             known = self.ref_times.get(shape.name)
-            need_time = known.ms is None
+            self._no_baseline(shape, known)
+            need_time = known.to_measure
             need_outputs = not all(self.work.has_reference(problem, shape.name, s) for s in (0, 1))
             if not (need_time or need_outputs):
                 continue
@@ -351,6 +355,13 @@ class Tuner:
             self.references[shape.name] = CaseReference(kept.ms, kept.source, kept.method)
         self.log(f"reference time{self.label(shape)}: {ms:.4g} ms ({method})")
 
+    def _no_baseline(self, shape: Shape, known: ReferenceTime) -> None:
+        """A null in reference_time.json: this shape is never timed and has no speedup (the original's rule)."""
+        if known.no_baseline and shape.name not in self.references:
+            self.references[shape.name] = CaseReference(None, NO_BASELINE)
+            self.log(f"reference time{self.label(shape)}: no baseline (null in {self.reference_file.name}): "
+                     "not timed; no speedup, and no score")  # fmt: skip
+
     def _use_shape(self, search: CaseSearch) -> None:
         """Bring the worker to this case's shape; a cuda reference is computed (and timed) there."""
         assert self.worker is not None
@@ -358,6 +369,7 @@ class Tuner:
         known = self.ref_times.get(shape.name)
         if known.ms is not None and shape.name not in self.references:
             self.references[shape.name] = CaseReference(known.ms, known.source, known.method)
+        self._no_baseline(shape, known)
         cuda = self.problem.reference.type == "cuda"
         need_time = cuda and shape.name not in self.references
         self.stage("reference", search)
@@ -486,7 +498,7 @@ class Tuner:
             status="ok" if best else "no_valid",
             time_ms=best.time_ms if best else None,
             reference_ms=ref.ms,
-            reference_source=ref.source if ref.ms is not None else None,
+            reference_source=ref.source if ref.ms is not None or ref.source == NO_BASELINE else None,
             reference_method=ref.method if ref.ms is not None else None,
             speedup=speedup,
             error=None if best else "no configuration passed validation",

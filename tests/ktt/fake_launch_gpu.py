@@ -100,6 +100,9 @@ class FakeGpu:
     def record(self, event: Any, stream: Any = None) -> None:
         pass
 
+    def elapsed_ms(self, start: Any, end: Any) -> float:
+        return 1.0  # every timed span takes a made-up millisecond
+
     def wait_event(self, stream: Any, event: Any) -> None:
         pass
 
@@ -146,3 +149,79 @@ class FakeBuffers:
 
     def argument(self, name: str) -> int:
         return self.dev[name].ptr
+
+
+@dataclass
+class _Result:
+    bad: int
+    first: int | None
+    max_abs_error: float | None
+    unwritten: int
+    nonfinite: int
+
+
+_NUMPY = {"float": np.float32, "double": np.float64, "int": np.int32, "char": np.int8, "short": np.int16,
+          "long": np.int64}  # fmt: skip
+_BITS = {"float": np.uint32, "double": np.uint64, "int": np.uint32, "char": np.uint8, "short": np.uint16,
+         "long": np.uint64}  # fmt: skip
+
+
+def _poison_bits(dtype: str, n: int) -> np.ndarray:
+    """What a poisoned buffer of ``n`` elements holds: the 32-bit poison word repeated."""
+    words = np.full((n * np.dtype(_BITS[dtype]).itemsize + 3) // 4, 0x7FF8DEAD, np.uint32)
+    return words.view(np.uint8)[: n * np.dtype(_BITS[dtype]).itemsize].view(_BITS[dtype])
+
+
+class FakeChecks:
+    """A FAKE of ``ktt.gpu_checks.GpuChecks`` on a FakeGpu: the same counters, computed in numpy
+    by the rules the CUDA helpers follow (kept in step with ktt/gpu_checks.py's SOURCE)."""
+
+    def __init__(self, gpu: FakeGpu) -> None:
+        self.gpu = gpu
+        self.results: list[_Result] = []
+
+    def begin(self) -> None:
+        self.results = []
+
+    def collect(self) -> None:
+        pass
+
+    def result(self, slot: int) -> _Result:
+        return self.results[slot]
+
+    def _add(self, result: _Result) -> int:
+        self.results.append(result)
+        return len(self.results) - 1
+
+    def compare(self, dtype: str, out: int, ref: int, n: int, tol: float, init: int | None = None) -> int:
+        t = _NUMPY[dtype]
+        size = np.dtype(t).itemsize * n
+        o, r = self.gpu.view(out, size, t), self.gpu.view(ref, size, t)
+        bits = self.gpu.view(out, size, _BITS[dtype])
+        poisoned = (bits == _poison_bits(dtype, n)) if init is None else np.zeros(n, bool)
+        finite = np.isfinite(o.astype(np.float64))
+        err = np.abs(o.astype(np.float64) - r.astype(np.float64))
+        bad = poisoned | ~finite | ~(err <= tol)
+        unwritten = poisoned.copy()
+        if init is not None:
+            unwritten |= bad & (bits == self.gpu.view(init, size, _BITS[dtype]))
+        compared = ~poisoned & finite
+        max_err = float(err[compared].max()) if compared.any() else 0.0
+        idx = np.flatnonzero(bad)
+        return self._add(
+            _Result(
+                int(bad.sum()),
+                int(idx[0]) if idx.size else None,
+                max_err,
+                int(unwritten.sum()),
+                int((~poisoned & ~finite).sum()),
+            )
+        )
+
+    def diff_words(self, a: int, b: int, nwords: int) -> int:
+        diff = np.flatnonzero(self.gpu.view(a, 4 * nwords, np.uint32) != self.gpu.view(b, 4 * nwords, np.uint32))
+        return self._add(_Result(int(diff.size), int(diff[0]) if diff.size else None, None, 0, 0))
+
+    def not_value(self, a: int, nwords: int, value: int) -> int:
+        diff = np.flatnonzero(self.gpu.view(a, 4 * nwords, np.uint32) != np.uint32(value))
+        return self._add(_Result(int(diff.size), int(diff[0]) if diff.size else None, None, 0, 0))
