@@ -130,6 +130,8 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     _refuse_original_run(request, RunLayout(problem.directory))
     load_env(problem.directory)
     choice = select_provider(request.provider, request.model)
+    for warning in choice.warnings:
+        print(f"cacao: warning: {warning}", file=sys.stderr)
     cluster = parse_cluster(request.cluster)
     layout = RunLayout(problem.directory)
     on_placed = _placed(layout, lambda: bus)
