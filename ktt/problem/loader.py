@@ -118,6 +118,14 @@ def load_problem(directory: Path | str) -> Problem:
         inputs_source = problem_path
     else:
         if not inputs_path.is_file():
+            if _framework_form(root):
+                raise ProblemError(
+                    inputs_path,
+                    "",
+                    "file not found; this is the original's framework-file form (the boundary is C++ in "
+                    "inputs.hpp, its DefineInputs()), which cacao does not read",
+                    hint="describe the boundary in inputs.yaml (docs/INPUTS_YAML_GUIDE.md; docs/compatibility.md)",
+                )
             raise ProblemError(
                 inputs_path,
                 "",
@@ -209,6 +217,16 @@ def load_problem(directory: Path | str) -> Problem:
     for shape in problem.shapes:
         _check_floor(problem, shape, problem_path)
     return problem
+
+
+def _framework_form(root: Path) -> bool:
+    """The original's newest problems (branch framework-file-autotuning): an inputs.hpp that defines
+    the boundary as C++ (``DefineInputs``) and a problem.yaml of metadata only."""
+    try:
+        text = read_text_capped(root / "inputs.hpp", MAX_SOURCE_BYTES, errors="replace")
+    except OSError:
+        return False
+    return "DefineInputs" in text
 
 
 def _expression(value: ExprValue, path: Path, field: str, known: set[str], python: bool = False) -> Expression:
