@@ -36,7 +36,9 @@ from ktt.problem.yaml_io import parse_yaml_mapping, read_yaml_mapping, validate_
 from ktt.tensor_map import (
     BUFFER_TMA_DTYPE,
     FLOAT_DTYPES,
+    L2_PROMOTION_BYTES,
     MAX_RANK,
+    SWIZZLE_BYTES,
     TMA_DTYPES,
     TensorMapGeometry,
     geometry_problem,
@@ -138,9 +140,12 @@ class TensorMapArg(_SpecModel):
     dims: list[int | str]
     box: list[int | str]
     strides: list[int | str] | None = None
-    swizzle: Literal["none", "32B", "64B", "128B"] = "none"
-    l2_promotion: Literal["none", "64B", "128B", "256B"] = "none"
+    # A name, or an expression for the size in bytes (0: none), so a tune parameter can choose it.
+    swizzle: int | str = "none"  # none | 32B | 64B | 128B
+    l2_promotion: int | str = "none"  # none | 64B | 128B | 256B
     oob_fill: Literal["none", "nan"] = "none"
+
+    _nb = field_validator("swizzle", "l2_promotion", mode="before")(reject_bool)
 
     @field_validator("dims", "box", "strides", mode="before")
     @classmethod
@@ -305,12 +310,13 @@ class TensorMapExprs:
     dims: tuple[Expression, ...]
     box: tuple[Expression, ...]
     strides: tuple[Expression, ...] | None  # None: dense
-    swizzle: str
-    l2_promotion: str
+    swizzle: str | Expression  # a SWIZZLE_BYTES name, or bytes per configuration
+    l2_promotion: str | Expression  # an L2_PROMOTIONS name, or bytes per configuration
     oob_fill: str
 
     def expressions(self) -> tuple[Expression, ...]:
-        return (*self.dims, *self.box, *(self.strides or ()))
+        chosen = tuple(e for e in (self.swizzle, self.l2_promotion) if isinstance(e, Expression))
+        return (*self.dims, *self.box, *(self.strides or ()), *chosen)
 
 
 @dataclass(frozen=True)
@@ -546,19 +552,42 @@ def _evaluate_map(
 ) -> TensorMapGeometry:
     """The map's sizes for one configuration; rules on single values are checked (ktt.tensor_map)."""
     size = TMA_DTYPES[m.dtype]
+    swizzle = _option(m.swizzle, SWIZZLE_BYTES, env, value, f"{field}.swizzle")
+    l2_promotion = _option(m.l2_promotion, L2_PROMOTION_BYTES, env, value, f"{field}.l2_promotion")
     out: dict[str, tuple[int, ...]] = {}
     for kind, exprs in (("dims", m.dims), ("box", m.box), ("strides", m.strides or ())):
         vals = []
         for i, e in enumerate(exprs):
             v = int(value(e, env, True))
-            why = static_problem(f"{kind}[{i}]", v, m.dtype, m.swizzle)
+            why = static_problem(f"{kind}[{i}]", v, m.dtype, swizzle)
             if why:
                 raise LaunchFieldError(f"{field}.{kind}[{i}]", why)
             vals.append(v)
         out[kind] = tuple(vals)
     dims = out["dims"]
     strides = tuple(s * size for s in out["strides"]) if m.strides is not None else packed_strides(dims, size)
-    return TensorMapGeometry(m.buffer, m.dtype, dims, strides, out["box"], m.swizzle, m.l2_promotion, m.oob_fill)
+    return TensorMapGeometry(m.buffer, m.dtype, dims, strides, out["box"], swizzle, l2_promotion, m.oob_fill)
+
+
+def _option(
+    chosen: str | Expression,
+    names: dict[str, int],
+    env: dict[str, Number],
+    value: Callable[[Expression, dict[str, Number], bool], Number],
+    field: str,
+) -> str:
+    """A swizzle / L2 promotion chosen by an expression: its size in bytes -> its name."""
+    if isinstance(chosen, str):
+        return chosen
+    nbytes = int(value(chosen, env, True))
+    for name, size in names.items():
+        if size == nbytes:
+            return name
+    raise LaunchFieldError(field, f"{nbytes} bytes; allowed: {_choices(names)}")
+
+
+def _choices(names: dict[str, int]) -> str:
+    return ", ".join(f"{n} ({b})" if n != "none" else "none (0)" for n, b in names.items())
 
 
 def load_spec(path: Path | str, problem: Problem) -> TuningSpec:
@@ -707,6 +736,10 @@ def _resolve_map(
         )
     if item.oob_fill == "nan" and dtype not in FLOAT_DTYPES:
         raise SpecError(path, f"{field}.oob_fill", f"nan fills need a floating-point dtype, not {dtype}")
+    swizzle = _option_spec(item.swizzle, SWIZZLE_BYTES, f"{field}.swizzle", path, expr)
+    l2_promotion = _option_spec(item.l2_promotion, L2_PROMOTION_BYTES, f"{field}.l2_promotion", path, expr)
+    # A box rule that reads the swizzle is checked with the swizzle when it is constant.
+    static_swizzle = swizzle if isinstance(swizzle, str) else "none"
     out: dict[str, tuple[Expression, ...]] = {}
     for kind, values in (("dims", item.dims), ("box", item.box), ("strides", item.strides or [])):
         exprs = []
@@ -717,7 +750,7 @@ def _resolve_map(
                     n = e.evaluate_int({})
                 except ExpressionError as exc:
                     raise SpecError(path, f"{field}.{kind}[{i}]", str(exc)) from None
-                why = static_problem(f"{kind}[{i}]", n, dtype, item.swizzle)
+                why = static_problem(f"{kind}[{i}]", n, dtype, static_swizzle)
                 if why:
                     raise SpecError(path, f"{field}.{kind}[{i}]", why)
             exprs.append(e)
@@ -728,8 +761,8 @@ def _resolve_map(
         out["dims"],
         out["box"],
         out["strides"] if item.strides is not None else None,
-        item.swizzle,
-        item.l2_promotion,
+        swizzle,
+        l2_promotion,
         item.oob_fill,
     )
     scalar_names = {s.name for s in problem.scalars}
@@ -749,6 +782,23 @@ def _resolve_map(
             if bad is not None:
                 raise SpecError(path, f"{field}.{bad[0]}", f"{bad[1]} (shape {shape.name})")
     return tmap
+
+
+def _option_spec(raw: int | str, names: dict[str, int], field: str, path: Path, expr: Any) -> str | Expression:
+    """A swizzle / L2 promotion as written: a name ('128B'), a size in bytes, or an expression for one."""
+    if isinstance(raw, str) and raw in names:
+        return raw
+    e = expr(raw, field)
+    if e.names:
+        return e
+    try:
+        nbytes = e.evaluate_int({})
+    except ExpressionError as exc:
+        raise SpecError(path, field, str(exc)) from None
+    for name, size in names.items():
+        if size == nbytes:
+            return name
+    raise SpecError(path, field, f"{raw!r}: allowed are {_choices(names)}, or an expression for the bytes")
 
 
 def _buffer_bytes(name: str, buffers: dict[str, Buffer], scratch: dict[str, Scratch], shape: Shape) -> int | None:

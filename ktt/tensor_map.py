@@ -48,7 +48,7 @@ BUFFER_TMA_DTYPE = {
     "bfloat16": "bfloat16",
 }
 SWIZZLE_BYTES = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
-L2_PROMOTIONS = ("none", "64B", "128B", "256B")
+L2_PROMOTION_BYTES = {"none": 0, "64B": 64, "128B": 128, "256B": 256}
 OOB_FILLS = ("none", "nan")  # none: out-of-bound elements read as zero (CUDA's FLOAT_OOB_FILL_NONE)
 
 MAX_RANK = 5
