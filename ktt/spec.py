@@ -788,6 +788,8 @@ def _option_spec(raw: int | str, names: dict[str, int], field: str, path: Path, 
     """A swizzle / L2 promotion as written: a name ('128B'), a size in bytes, or an expression for one."""
     if isinstance(raw, str) and raw in names:
         return raw
+    if isinstance(raw, str) and re.fullmatch(r"\s*\d+\s*[Bb]\s*", raw):
+        raise SpecError(path, field, f"{raw!r}: allowed are {_choices(names)}, or an expression for the bytes")
     e = expr(raw, field)
     if e.names:
         return e
