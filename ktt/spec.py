@@ -41,7 +41,7 @@ from ktt.tensor_map import (
     SWIZZLE_BYTES,
     TMA_DTYPES,
     TensorMapGeometry,
-    geometry_problem,
+    layout_problem,
     packed_strides,
     static_problem,
 )
@@ -765,23 +765,44 @@ def _resolve_map(
         l2_promotion,
         item.oob_fill,
     )
-    scalar_names = {s.name for s in problem.scalars}
-    if all(e.names <= scalar_names for e in tmap.expressions()):  # no tune parameter: check every shape now
-        for shape in problem.shapes:
-            env = dict(shape.scalars)
-            try:
-                geometry = _evaluate_map(tmap, env, _plain, "")
-                nbytes = _buffer_bytes(name, buffers, scratch, shape)
-            except LaunchFieldError as exc:
-                raise SpecError(path, field + exc.field, f"{exc.message} (shape {shape.name})") from None
-            except ExpressionError as exc:
-                raise SpecError(path, field, f"{exc} (shape {shape.name})") from None
-            if nbytes is None:
-                continue
-            bad = geometry_problem(geometry, nbytes, f"{name!r}")
-            if bad is not None:
-                raise SpecError(path, f"{field}.{bad[0]}", f"{bad[1]} (shape {shape.name})")
+    _check_layout(tmap, field, path, problem, buffers, scratch)
     return tmap
+
+
+def _check_layout(
+    tmap: TensorMapExprs,
+    field: str,
+    path: Path,
+    problem: Problem,
+    buffers: dict[str, Buffer],
+    scratch: dict[str, Scratch],
+) -> None:
+    """Dims and strides that read no tune parameter are checked for every shape when the spec loads:
+    the map's fit in its buffer does not depend on the box or the swizzle."""
+    scalar_names = {s.name for s in problem.scalars}
+    if not all(e.names <= scalar_names for e in (*tmap.dims, *(tmap.strides or ()))):
+        return  # per configuration (ktt.launch_program)
+    size = TMA_DTYPES[tmap.dtype]
+    for shape in problem.shapes:
+        env = dict(shape.scalars)
+        try:
+            dims = tuple(e.evaluate_int(env) for e in tmap.dims)
+            strides = tuple(e.evaluate_int(env) * size for e in tmap.strides or ())
+            nbytes = _buffer_bytes(tmap.buffer, buffers, scratch, shape)
+        except ExpressionError as exc:
+            raise SpecError(path, field, f"{exc} (shape {shape.name})") from None
+        for i, d in enumerate(dims):
+            why = static_problem(f"dims[{i}]", d, tmap.dtype, "none")
+            if why:
+                raise SpecError(path, f"{field}.dims[{i}]", f"{why} (shape {shape.name})")
+        if tmap.strides is None:
+            strides = packed_strides(dims, size)
+        if nbytes is None:
+            continue
+        g = TensorMapGeometry(tmap.buffer, tmap.dtype, dims, strides, (1,) * len(dims))
+        bad = layout_problem(g, nbytes, f"{tmap.buffer!r}")
+        if bad is not None:
+            raise SpecError(path, f"{field}.{bad[0]}", f"{bad[1]} (shape {shape.name})")
 
 
 def _option_spec(raw: int | str, names: dict[str, int], field: str, path: Path, expr: Any) -> str | Expression:

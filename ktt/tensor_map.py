@@ -154,12 +154,18 @@ def geometry_problem(g: TensorMapGeometry, buffer_bytes: int, buffer_label: str)
 
     ``field`` is relative to the map: 'dims[1]', 'box[0]', 'strides[0]', 'oob_fill', 'dims'.
     ``buffer_label`` names the buffer in messages ('A (4,096 elements of float)')."""
-    size = g.itemsize
     for kind, values in (("dims", g.dims), ("box", g.box)):
         for i, v in enumerate(values):
             why = static_problem(f"{kind}[{i}]", v, g.dtype, g.swizzle)
             if why:
                 return f"{kind}[{i}]", why
+    return layout_problem(g, buffer_bytes, buffer_label)
+
+
+def layout_problem(g: TensorMapGeometry, buffer_bytes: int, buffer_label: str) -> tuple[str, str] | None:
+    """The rules on ``dims`` and ``strides`` alone (the box and the swizzle aside): alignment, no
+    overlapping rows, and the fit in the buffer."""
+    size = g.itemsize
     for i, nbytes in enumerate(g.strides):
         if nbytes % size:
             return f"strides[{i}]", f"{nbytes} B is not a whole number of {g.dtype} elements"

@@ -2,11 +2,17 @@
 // host-encoded tensor map of X into shared memory, scaled there, stored through a map of Y.
 // Blocks run in clusters of CLUSTER_X; a block launched outside its cluster traps.
 // TW, TH, CLUSTER_X and SWIZZLE (0 or 128: the maps' swizzle in bytes) are tune parameters.
-// HOSTILE (0 by default) makes it misbehave: 1 stores through X's map (a read-only input).
+// HOSTILE (0 by default) makes it misbehave: 1 stores through X's map (a read-only input);
+// 2 fixes the cluster size at compile time to 2 blocks, which a launch with another size contradicts.
 #include "inputs.hpp"
 
 #ifndef HOSTILE
 #define HOSTILE 0
+#endif
+#if HOSTILE == 2
+#define CLUSTER_DIMS __cluster_dims__(2, 1, 1)
+#else
+#define CLUSTER_DIMS
 #endif
 
 // CUtensorMap as the driver lays it out: <cuda.h> does not compile under NVRTC.
@@ -29,7 +35,7 @@ __device__ __forceinline__ bool mbar_try_wait(unsigned bar, unsigned parity) {
     return done != 0;
 }
 
-extern "C" __global__ void tma_scale(const __grid_constant__ CUtensorMap x_map,
+extern "C" __global__ void CLUSTER_DIMS tma_scale(const __grid_constant__ CUtensorMap x_map,
                                      const __grid_constant__ CUtensorMap y_map) {
     // 128-byte swizzling repeats every 1024 bytes: the tile starts on such a boundary.
     __shared__ alignas(1024) float tile[TH * TW];
