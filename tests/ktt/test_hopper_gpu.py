@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_gpu_tuning import results, tune
+from test_gpu_tuning import results, run_ktt, tune
 
 from ktt.tensor_map import TensorMapGeometry
 from ktt.toolkit import query_device
@@ -92,3 +92,19 @@ def test_the_driver_encodes_every_map_ktt_accepts() -> None:
                 assert len(gpu.encode_tensor_map(g, ptr)) == 128
     finally:
         gpu.free(ptr)
+
+
+def test_ncu_counts_the_tma_traffic_of_a_cluster_launch(tmp_path: Path) -> None:
+    """One TMA load and one TMA store per block: 32 x 10 blocks at TW = TH = 32 (W = 1000, H = 300)."""
+    config = '{"TW": 32, "TH": 32, "CLUSTER_X": 2, "SWIZZLE": 128}'
+    code, lines = run_ktt("profile", "--problem", HOPPER, "--kernel", HOPPER / "kernels.cu", "--spec",
+                          HOPPER / "tuning.yaml", "--config", config, "--output", tmp_path)  # fmt: skip
+    report = lines[-1]
+    if report.get("error_kind") in ("ncu_missing", "no_permission"):
+        pytest.skip(f"ncu cannot profile here: {report.get('error')}")
+    assert code == 0, report.get("error")
+    (k,) = report["kernels"]
+    by = {m["name"]: m["value"] for m in k["metrics"]}
+    assert by["smsp__inst_executed_op_tma_ld.sum"] == 320
+    assert by["smsp__inst_executed_op_tma_st.sum"] == 320
+    assert by["sm__inst_executed_pipe_tensor_op_gmma.sum"] == 0  # no wgmma in this kernel
