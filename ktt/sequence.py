@@ -109,6 +109,9 @@ class Sequence:
     nbytes: dict[str, int] = field(default_factory=dict)
     copy_back: list[str] = field(default_factory=list)  # swapped boundary buffers
     passes: dict[str, int] = field(default_factory=dict)  # loop label -> passes in the last run (last entry)
+    # The shape's buffers (ShapeBuffers.dev): read at every run, so a buffer re-allocated between
+    # runs is bound (and its tensor maps encoded) at its new address.
+    boundary: dict[str, Guarded] = field(default_factory=dict)
     _flag_host: Any = None
     _fork: Any = None
     _joins: dict[int, Any] = field(default_factory=dict)
@@ -151,6 +154,9 @@ class Sequence:
             gpu.record(self._fork)
             for s in side:
                 gpu.wait_event(gpu.side_stream(s), self._fork)
+        for name, g in self.boundary.items():
+            if self.home[name] != g.ptr:
+                self.home[name], self.nbytes[name] = g.ptr, g.nbytes
         bindings = dict(self.home)
         self.passes = {}
         if events is not None and self.launch_events():
@@ -242,7 +248,7 @@ def prepare(gpu: Gpu, bufs: ShapeBuffers, cubin: bytes, launches: list[dict], sc
         if exc.sticky:
             raise
         raise LaunchRejected(f"the module does not load on this device: {exc.name}") from None
-    seq = Sequence(gpu, module, [])
+    seq = Sequence(gpu, module, [], boundary=bufs.dev)
     try:
         for name, g in bufs.dev.items():
             seq.home[name] = g.ptr

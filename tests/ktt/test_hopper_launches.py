@@ -369,11 +369,12 @@ launches:
     assert [decode_map(r[0])[0] for r in records] == [y, t, y, t] * 2
     assert [e[1] for e in encodes(gpu)] == [y, t]
     assert decode_map(records[0][0])[1] == (32, 32) and records[0][1] == seq.home["X"]
-    # a buffer re-allocated at another address gets a map of its own
-    moved = gpu.alloc(4096)
-    seq.home["Y"] = moved
+    # a buffer re-allocated between runs (ShapeBuffers.dev holds the new one) gets a map of its own
+    bufs.dev["Y"] = alloc_guarded(gpu, 4096, "Y")
+    moved = bufs.dev["Y"].ptr
     seq.run(None)
-    assert decode_map(records[8][0])[0] == moved and [e[1] for e in encodes(gpu)] == [y, t, moved]
+    assert [decode_map(r[0])[0] for r in records[8:]] == [moved, t, moved, t]
+    assert [e[1] for e in encodes(gpu)] == [y, t, moved] and seq.home["Y"] == moved
 
 
 def test_plain_launches_encode_nothing_and_take_the_plain_launch() -> None:
@@ -382,6 +383,10 @@ def test_plain_launches_encode_nothing_and_take_the_plain_launch() -> None:
     seq.run(None)
     assert not encodes(gpu) and seq.launches[0].config is None and seq.launches[0].encode is None
     assert gpu.launches()[0].cluster is None
+    old = seq.home["X"]
+    bufs.dev["X"] = alloc_guarded(gpu, 4096, "X")  # re-allocated between runs: the next run binds it
+    seq.run(None)
+    assert [r.args[0] for r in gpu.launches()] == [old, bufs.dev["X"].ptr] and not encodes(gpu)
 
 
 def test_a_refused_encode_fails_the_configuration_naming_the_argument() -> None:
