@@ -164,3 +164,14 @@ def test_the_tensor_map_declaration_the_prompts_give_compiles_for_sm90a() -> Non
         arch="sm_90",
     )
     assert report.ok and report.arch == "sm_90a", report.message
+
+
+def test_the_tuning_spec_guides_hopper_example_loads(tmp_path: Path) -> None:
+    """docs/TUNING_SPEC.md's tensor-map and cluster example is what the parser takes."""
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "TUNING_SPEC.md").read_text(encoding="utf-8")
+    (doc,) = [yaml.safe_load(b) for b in FENCE.findall(guide) if "tensor_map:" in b and "kernel:" in b]
+    params = {"BM": [128], "BN": [128], "BK": [64], "STAGES": [4], "CLUSTER_M": [2]}
+    spec, problem = load_hopper(tmp_path, {"tune_params": params, **doc})
+    node = launch_plan(spec, {k: v[0] for k, v in params.items()}, problem.primary)[0][0]
+    assert node["cluster"] == [2, 1, 1] and node["args"][1]["box"] == [64, 128]
+    assert node["args"][0]["l2_promotion"] == "256B" and node["smem"] == 4 * 256 * 64 * 2 + 1024
