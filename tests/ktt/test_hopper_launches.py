@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import ctypes
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 from fake_launch_gpu import FakeBuffers, FakeGpu, decode_map
 from ktt_paths import DATA
+from test_tune_orchestration import run as run_fake_tune
 
 from ktt.buffers import alloc_guarded
 from ktt.candidates import launch_plan
@@ -26,16 +26,13 @@ from ktt.expressions import ExpressionError
 from ktt.nvrtc import CompileRequest
 from ktt.problem import ProblemError, load_problem
 from ktt.problem.model import Problem
-from ktt.protocol import TuneSummary
 from ktt.sequence import LaunchRejected, prepare
 from ktt.spec import SpecError, load_spec_text
 from ktt.tensor_map import L2_PROMOTION_BYTES, OOB_FILLS, SWIZZLE_BYTES, TMA_DTYPES, TensorMapGeometry
 from ktt.toolkit import arch_specific, compile_target, normalize_arch, runs_on
-from ktt.tune import TuneOptions, tune
 
 TINY = DATA / "tiny"
 HOPPER = DATA / "hopper"
-FAKE_WORKER = [sys.executable, str(Path(__file__).parent / "fake_worker.py")]
 
 WGMMA = 'extern "C" __global__ void scale(const float* X, float* Y) { asm volatile("wgmma.fence.sync.aligned;"); }\n'
 PLAIN_SPEC = "launches:\n  - {kernel: scale, grid: {x: 8}, block: {x: 128}}\n"
@@ -141,22 +138,11 @@ def test_the_target_is_part_of_the_compile_key() -> None:
 
 def test_the_tuner_compiles_for_the_arch_specific_variant(tmp_path: Path) -> None:
     """A fake GPU worker (arch sm_90): every configuration is compiled for sm_90a, the summary says so."""
-    lines: list = []
-    opts = TuneOptions(
-        problem_dir=HOPPER,
-        kernel=HOPPER / "kernels.cu",
-        spec=HOPPER / "tuning.yaml",
-        output=tmp_path / "out",
-        worker_command=FAKE_WORKER,
-        arch="sm_90",
-        cache_dir=tmp_path / "cache",
-        compile_workers=1,
-        max_configs=3,
-        reference_time=tmp_path / "reference_time.json",
-    )  # type: ignore[arg-type]
-    code = tune(opts, lines.append)
-    summary = next(x for x in lines if isinstance(x, TuneSummary))
-    assert code == 0 and summary.ok and summary.arch == "sm_90a", summary.message
+    code, _, summary, rows = run_fake_tune(
+        tmp_path, (HOPPER / "tuning.yaml").read_text(), HOPPER, (HOPPER / "kernels.cu").read_text(), max_configs=3
+    )
+    assert summary is not None and code == 0 and summary.ok, summary and summary.message
+    assert summary.arch == "sm_90a" and len(rows) == 3
 
 
 # -- tensor-map arguments: the spec ------------------------------------------------------------
