@@ -311,7 +311,7 @@ class TensorMapExprs:
     box: tuple[Expression, ...]
     strides: tuple[Expression, ...] | None  # None: dense
     swizzle: str | Expression  # a SWIZZLE_BYTES name, or bytes per configuration
-    l2_promotion: str | Expression  # an L2_PROMOTIONS name, or bytes per configuration
+    l2_promotion: str | Expression  # an L2_PROMOTION_BYTES name, or bytes per configuration
     oob_fill: str
 
     def expressions(self) -> tuple[Expression, ...]:

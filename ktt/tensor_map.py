@@ -37,16 +37,8 @@ TMA_DTYPES: dict[str, int] = {
     "tfloat32_ftz": 4,
 }
 FLOAT_DTYPES = frozenset({"float16", "float32", "float64", "bfloat16", "float32_ftz", "tfloat32", "tfloat32_ftz"})
-# A map's dtype when it names none: the buffer's element type.
-BUFFER_TMA_DTYPE = {
-    "int": "int32",
-    "float": "float32",
-    "double": "float64",
-    "half": "float16",
-    "float16": "float16",
-    "bf16": "bfloat16",
-    "bfloat16": "bfloat16",
-}
+# A map's dtype when it names none: the buffer's element type (ktt.problem.files.DTYPES).
+BUFFER_TMA_DTYPE = {"int": "int32", "float": "float32", "double": "float64"}
 SWIZZLE_BYTES = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
 L2_PROMOTION_BYTES = {"none": 0, "64B": 64, "128B": 128, "256B": 256}
 OOB_FILLS = ("none", "nan")  # none: out-of-bound elements read as zero (CUDA's FLOAT_OOB_FILL_NONE)
