@@ -436,6 +436,11 @@ class Tuner:
             self.arch = target_arch(device_arch, self.spec, problem)  # sm_90 -> sm_90a unless chosen
         except ProblemError as exc:
             raise TuneError(str(exc), EXIT_BAD_INPUT) from None
+        if self.spec.arch or problem.arch:
+            why = "tuning.yaml arch" if self.spec.arch else "problem.yaml gpu.arch"
+        else:
+            why = "the GPU's arch-specific variant" if self.arch != device_arch else "the GPU's arch"
+        self.log(f"compiling for {self.arch} on a {device_arch} GPU ({why})")
         self.ctx = CompileContext(problem, self.spec, self.kernel, self.work, self.arch)
         for shape in problem.shapes:
             self.ctx._inputs_hpp(shape)

@@ -26,6 +26,7 @@ from ktt.expressions import ExpressionError
 from ktt.nvrtc import CompileRequest
 from ktt.problem import ProblemError, load_problem
 from ktt.problem.model import Problem
+from ktt.protocol import LogLine
 from ktt.sequence import LaunchRejected, prepare
 from ktt.spec import SpecError, load_spec_text
 from ktt.tensor_map import L2_PROMOTION_BYTES, OOB_FILLS, SWIZZLE_BYTES, TMA_DTYPES, TensorMapGeometry
@@ -138,11 +139,13 @@ def test_the_target_is_part_of_the_compile_key() -> None:
 
 def test_the_tuner_compiles_for_the_arch_specific_variant(tmp_path: Path) -> None:
     """A fake GPU worker (arch sm_90): every configuration is compiled for sm_90a, the summary says so."""
-    code, _, summary, rows = run_fake_tune(
+    code, lines, summary, rows = run_fake_tune(
         tmp_path, (HOPPER / "tuning.yaml").read_text(), HOPPER, (HOPPER / "kernels.cu").read_text(), max_configs=3
     )
     assert summary is not None and code == 0 and summary.ok, summary and summary.message
     assert summary.arch == "sm_90a" and len(rows) == 3
+    logs = [x.message for x in lines if isinstance(x, LogLine)]
+    assert "compiling for sm_90a on a sm_90 GPU (the GPU's arch-specific variant)" in logs
 
 
 # -- tensor-map arguments: the spec ------------------------------------------------------------
