@@ -491,3 +491,24 @@ def test_the_encode_and_launch_calls_take_their_arguments_up_to_the_driver() -> 
     with pytest.raises(Exception) as info:
         cu.cuOccupancyMaxActiveClusters(cu.CUfunction(), config)
     assert not isinstance(info.value, TypeError), info.value
+
+
+def test_cluster_launches_in_a_launch_program_run_every_pass() -> None:
+    text = """
+scratch: [{name: t, size: N}]
+launches:
+  - repeat:
+      var: p
+      count: 3
+      swap: [Y, t]
+      body:
+        - {kernel: k, grid: {x: 8}, block: {x: 32}, cluster: {x: "1 << p"}, args: [Y, t]}
+"""
+    gpu, bufs, program, scratch, _ = fake_setup(text)
+    assert [body[0]["cluster"] for body in program[0]["repeat"]["bodies"]] == [[1, 1, 1], [2, 1, 1], [4, 1, 1]]
+    seq = prepare(gpu, bufs, b"fake", program, scratch)
+    seq.run(None)
+    records = gpu.launches()
+    assert [r.cluster for r in records] == [(1, 1, 1), (2, 1, 1), (4, 1, 1)]
+    y, t = seq.home["Y"], seq.home["t"]
+    assert [r.args for r in records] == [[y, t], [t, y], [y, t]]  # the swaps rebind the names
