@@ -37,8 +37,10 @@ TMA_DTYPES: dict[str, int] = {
     "tfloat32_ftz": 4,
 }
 FLOAT_DTYPES = frozenset({"float16", "float32", "float64", "bfloat16", "float32_ftz", "tfloat32", "tfloat32_ftz"})
-# A map's dtype when it names none: the buffer's element type (ktt.problem.files.DTYPES).
-BUFFER_TMA_DTYPE = {"int": "int32", "float": "float32", "double": "float64"}
+# A map's dtype when it names none: the buffer's element type (ktt.problem.files.DTYPES). "long"
+# is the older inline form's int64 (issue 19); its char and short have no signed TMA type: a map
+# of them names its dtype (uint8, uint16).
+BUFFER_TMA_DTYPE = {"int": "int32", "float": "float32", "double": "float64", "long": "int64"}
 SWIZZLE_BYTES = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
 L2_PROMOTION_BYTES = {"none": 0, "64B": 64, "128B": 128, "256B": 256}
 OOB_FILLS = ("none", "nan")  # none: out-of-bound elements read as zero (CUDA's FLOAT_OOB_FILL_NONE)
