@@ -260,21 +260,6 @@ def test_swizzle_and_l2_promotion_may_follow_a_tune_parameter() -> None:
     assert got[48].startswith("launches[0].args[0].swizzle: 48 bytes; allowed")
 
 
-def test_a_map_in_a_repeat_body_is_evaluated_per_pass() -> None:
-    text = """
-scratch: [{name: t, size: N}]
-launches:
-  - repeat:
-      var: p
-      count: 3
-      body:
-        - {kernel: k, grid: {x: 1}, block: {x: 1}, args: [{tensor_map: t, dims: ["N >> p"], box: [64]}]}
-"""
-    program, _ = launch_plan(load_spec_text(text, tiny()), {}, tiny().primary)
-    dims = [body[0]["args"][0]["dims"] for body in program[0]["repeat"]["bodies"]]
-    assert dims == [[1024], [512], [256]]
-
-
 # -- clusters: the spec ------------------------------------------------------------------------
 
 CLUSTER_SPEC = """
@@ -493,7 +478,8 @@ def test_the_encode_and_launch_calls_take_their_arguments_up_to_the_driver() -> 
     assert not isinstance(info.value, TypeError), info.value
 
 
-def test_cluster_launches_in_a_launch_program_run_every_pass() -> None:
+def test_maps_and_clusters_in_a_launch_program_follow_each_pass() -> None:
+    """A repeat body's tensor map, cluster shape and bindings are those of each pass."""
     text = """
 scratch: [{name: t, size: N}]
 launches:
@@ -502,13 +488,21 @@ launches:
       count: 3
       swap: [Y, t]
       body:
-        - {kernel: k, grid: {x: 8}, block: {x: 32}, cluster: {x: "1 << p"}, args: [Y, t]}
+        - {kernel: k, grid: {x: 8}, block: {x: 32}, cluster: {x: "1 << p"},
+           args: [{tensor_map: t, dims: ["N >> p"], box: [64]}, Y]}
 """
     gpu, bufs, program, scratch, _ = fake_setup(text)
-    assert [body[0]["cluster"] for body in program[0]["repeat"]["bodies"]] == [[1, 1, 1], [2, 1, 1], [4, 1, 1]]
+    bodies = program[0]["repeat"]["bodies"]
+    assert [body[0]["args"][0]["dims"] for body in bodies] == [[1024], [512], [256]]
+    assert [body[0]["cluster"] for body in bodies] == [[1, 1, 1], [2, 1, 1], [4, 1, 1]]
     seq = prepare(gpu, bufs, b"fake", program, scratch)
     seq.run(None)
     records = gpu.launches()
     assert [r.cluster for r in records] == [(1, 1, 1), (2, 1, 1), (4, 1, 1)]
     y, t = seq.home["Y"], seq.home["t"]
-    assert [r.args for r in records] == [[y, t], [t, y], [y, t]]  # the swaps rebind the names
+    # the swaps rebind the names: the map of t follows t's binding, pass by pass
+    assert [(decode_map(r.args[0]), r.args[1]) for r in records] == [
+        ((t, (1024,)), y),
+        ((y, (512,)), t),
+        ((t, (256,)), y),
+    ]
