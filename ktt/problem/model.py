@@ -168,6 +168,7 @@ class Problem:
     floor_bytes: Expression | None = None
     floor_flops: Expression | None = None
     gpu_info: dict[str, str | int | float] = field(default_factory=dict)  # gpu.* advisory keys, for prompts
+    arch: str | None = None  # gpu.arch: the compile target when it names one (ktt.toolkit.compile_target)
     inputs_file: Path | None = None  # where the boundary was read: inputs.yaml, or problem.yaml (inline form)
     warnings: list[str] = field(default_factory=list)
 
