@@ -173,14 +173,13 @@ def isa_fragment(bn: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def spec_boxes(cfg: dict[str, int], dims: tuple[int, int, int]) -> dict[str, tuple[int, int]]:
-    """The boxes tuning.yaml gives the maps of this configuration's swizzle."""
+    """The boxes tuning.yaml gives the maps (their swizzle is SWIZZLE, the kernel's macro)."""
     env = {**cfg, "DIM_M": dims[0], "DIM_N": dims[1], "DIM_K": dims[2]}
     spec = yaml.safe_load((EXAMPLE / "tuning.yaml").read_text())
     args = spec["launches"][0]["args"]
-    maps = [a for a in args if isinstance(a, dict) and a.get("swizzle") == f"{cfg['SWIZZLE']}B"]
-    assert [m["tensor_map"] for m in maps] == ["A", "BT"]
-    # the kernel takes the pairs in the order 128B, 64B, 32B, then C
-    assert [a.get("swizzle") for a in args[:6]] == ["128B", "128B", "64B", "64B", "32B", "32B"] and args[6] == "C"
+    assert [a.get("tensor_map") if isinstance(a, dict) else a for a in args] == ["A", "BT", "C"]
+    maps = args[:2]
+    assert all(str(m["swizzle"]) == "SWIZZLE" for m in maps)
     out = {}
     for m in maps:
         dim = [Expression(str(d)).evaluate_int(env) for d in m["dims"]]

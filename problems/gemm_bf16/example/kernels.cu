@@ -275,23 +275,11 @@ __device__ __forceinline__ void produce(u32 base, u32 kt, u32 tile_m, u32 tile_n
     }
 }
 
-// A tensor map's swizzle is fixed in tuning.yaml, so the tuner passes one pair of maps (A, BT)
-// per mode; the kernel uses the pair its SWIZZLE names.
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
-gemm_tma_wgmma(const __grid_constant__ CUtensorMap a128, const __grid_constant__ CUtensorMap b128,
-               const __grid_constant__ CUtensorMap a64, const __grid_constant__ CUtensorMap b64,
-               const __grid_constant__ CUtensorMap a32, const __grid_constant__ CUtensorMap b32,
+gemm_tma_wgmma(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                float* __restrict__ C) {
-#if SWIZZLE == 128
-    const CUtensorMap* tmA = &a128;
-    const CUtensorMap* tmB = &b128;
-#elif SWIZZLE == 64
-    const CUtensorMap* tmA = &a64;
-    const CUtensorMap* tmB = &b64;
-#else
-    const CUtensorMap* tmA = &a32;
-    const CUtensorMap* tmB = &b32;
-#endif
+    const CUtensorMap* tmA = &a_map;  // TMA reads the maps where the launch put them
+    const CUtensorMap* tmB = &b_map;
     extern __shared__ unsigned char smem_raw[];
     __shared__ __align__(8) u64 bars[2 * STAGES];  // full[0..STAGES), empty[STAGES..2*STAGES)
 
