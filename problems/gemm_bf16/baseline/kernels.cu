@@ -10,8 +10,18 @@
 
 #define THREADS ((BM / TM) * (BN / TN))
 
-__device__ __forceinline__ float bf16_lo(unsigned int w) { return __uint_as_float(w << 16); }
-__device__ __forceinline__ float bf16_hi(unsigned int w) { return __uint_as_float(w & 0xFFFF0000u); }
+// Stage ROWS x BK values of a K-major bf16 matrix (rows `first`.., columns k0..) as fp32 in
+// S[k][row]; each int is two consecutive k values of one row.
+template <int ROWS, int PITCH>
+__device__ __forceinline__ void stage(float (*S)[PITCH], const unsigned int* src, int first, int k0, int tid) {
+    for (int v = tid; v < ROWS * BK / 2; v += THREADS) {
+        const int r = v / (BK / 2);
+        const int c = (v % (BK / 2)) * 2;
+        const unsigned int w = src[((size_t)(first + r) * DIM_K + k0 + c) / 2];
+        S[c][r] = __uint_as_float(w << 16);              // element 2i: the low half
+        S[c + 1][r] = __uint_as_float(w & 0xFFFF0000u);  // element 2i + 1: the high half
+    }
+}
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 gemm_simt(const int* __restrict__ A, const int* __restrict__ BT, float* __restrict__ C) {
@@ -32,21 +42,8 @@ gemm_simt(const int* __restrict__ A, const int* __restrict__ BT, float* __restri
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
 
     for (int k0 = 0; k0 < DIM_K; k0 += BK) {
-        // Each int is two consecutive k values of one row.
-        for (int v = tid; v < BM * BK / 2; v += THREADS) {
-            const int r = v / (BK / 2);
-            const int c = (v % (BK / 2)) * 2;
-            const unsigned int w = a[((size_t)(row0 + r) * DIM_K + k0 + c) / 2];
-            As[c][r] = bf16_lo(w);
-            As[c + 1][r] = bf16_hi(w);
-        }
-        for (int v = tid; v < BN * BK / 2; v += THREADS) {
-            const int r = v / (BK / 2);
-            const int c = (v % (BK / 2)) * 2;
-            const unsigned int w = b[((size_t)(col0 + r) * DIM_K + k0 + c) / 2];
-            Bs[c][r] = bf16_lo(w);
-            Bs[c + 1][r] = bf16_hi(w);
-        }
+        stage<BM, BM + 4>(As, a, row0, k0, tid);
+        stage<BN, BN + 4>(Bs, b, col0, k0, tid);
         __syncthreads();
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
