@@ -145,7 +145,8 @@ GEMM_HD void b_copy(u32 kt, u32 box, u32 tile_n, u32 rank, u32* offset, int* k, 
 // share plus the multicast shares of the other CTAs of the cluster).
 GEMM_HD u32 stage_tx_bytes() { return STAGE_A_BYTES + STAGE_B_BYTES; }
 
-// The parity to wait for on a stage's barrier in round `round` (k-tile round * STAGES + s).
+// The parity k-tile kt waits for: on its stage's full barrier (phase kt / STAGES), and on its
+// empty barrier before refilling it (the release of the previous round, kt / STAGES - 1).
 GEMM_HD u32 full_parity(u32 kt) { return (kt / STAGES) & 1u; }
 
 GEMM_HD u32 empty_parity(u32 kt) { return ((kt / STAGES) - 1u) & 1u; }  // kt >= STAGES
@@ -163,7 +164,8 @@ __device__ __forceinline__ void mbar_expect_tx(u32 bar, u32 bytes) {
 
 // Wait until the barrier's phase of the given parity has completed. The loop is in PTX: a
 // C++ loop here is a divergent path to ptxas, which then serialises the wgmma around it.
-// 2^26 failed tries (seconds) mean a lost arrival: trap, so the launch fails instead of hanging.
+// 2^26 failed tries (seconds at least) mean a lost arrival: trap, so the launch fails instead of
+// hanging (ktt then reports a runtime error and restarts its worker).
 __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
     asm volatile(
         "{\n.reg .pred p;\n.reg .u32 n;\n"
