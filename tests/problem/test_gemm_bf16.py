@@ -76,6 +76,20 @@ def test_the_reference_multiplies_the_packed_matrices(tmp_path: Path) -> None:
     np.testing.assert_array_equal(c.cpu().numpy(), (a.astype(np.float64) @ bt.T.astype(np.float64)).ravel())
 
 
+@pytest.mark.parametrize(("spec", "sample"), [("example/tuning.yaml", 6), ("demo/2_wgmma.yaml", 1000)])
+def test_the_hopper_kernel_passes_ktt_check_for_sm_90a(spec: str, sample: int, tmp_path: Path) -> None:
+    """Tensor-map arguments, the cluster launch and an sm_90a compile, as the replay's author step checks them."""
+    env = dict(os.environ, PYTHONPATH=child_pythonpath())
+    done = subprocess.run(
+        [sys.executable, "-m", "ktt", "check", "--problem", str(PROBLEM), "--kernel", str(PROBLEM / "example" /
+         "kernels.cu"), "--spec", str(PROBLEM / spec), "--sample", str(sample), "--cache-dir", str(tmp_path / "c")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    head = done.stdout.splitlines()[0]
+    assert head.startswith("check ok: ") and head.endswith("arch sm_90a"), head
+
+
 # -- on a Hopper GPU ----------------------------------------------------------------------------
 def _tune(tmp_path: Path, kernel: str, spec: str, seconds: int) -> tuple[TuneSummary, subprocess.CompletedProcess]:
     problem = tmp_path / "gemm_bf16"
