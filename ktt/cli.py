@@ -157,7 +157,12 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="compile-check a sample of configurations (no GPU needed)")
     common(c)
     c.add_argument("--sample", type=int, default=4, help="configurations to compile (default 4)")
-    c.add_argument("--arch", default=None, help="target, e.g. sm_90 (default: the GPU, else the problem, else sm_90)")
+    c.add_argument(
+        "--arch",
+        default=None,
+        help="the GPU's arch, e.g. sm_90 (default: the GPU, else the problem, else sm_90); "
+        "the target is its arch-specific variant (sm_90a) unless tuning.yaml or problem.yaml names one",
+    )
     c.add_argument("--seed", type=int, default=0)
 
     t = sub.add_parser("tune", help="search the space on the GPU; write results.jsonl and summary.json")

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ktt import gpu_lock, procs, sandbox
-from ktt.candidates import CompileContext, KernelSource
+from ktt.candidates import CompileContext, KernelSource, target_arch
 from ktt.case_search import Candidate, CaseSearch, TuneError
 from ktt.compile_cache import default_cache_dir
 from ktt.compile_pool import CompilePool, default_workers
@@ -198,6 +198,9 @@ class Tuner:
             raise TuneError(f"{o.kernel}: cannot read the kernel source ({exc.strerror})", EXIT_BAD_INPUT) from None
         try:
             self.spec: TuningSpec = load_spec(o.spec, self.problem)
+            chosen = self.spec.arch or self.problem.arch
+            if chosen:  # what needs no GPU: tensor maps and clusters with a chosen target below sm_90
+                target_arch(chosen, self.spec, self.problem)
         except ProblemError as exc:
             raise TuneError(str(exc), EXIT_BAD_INPUT) from None
         self.max_configs = o.max_configs or self.spec.max_configs
@@ -435,12 +438,21 @@ class Tuner:
         ordinal = self.opts.device if self.opts.device is not None else problem.gpu_indices[0]
         uuid = None
         if self.opts.arch and self.opts.worker_command:
-            self.device_name, self.arch = "(not queried)", self.opts.arch
+            self.device_name, device_arch = "(not queried)", self.opts.arch
         else:
             info = query_device(ordinal)
             if info is None:
                 raise TuneError(f"no CUDA device {ordinal} (no driver, or no such GPU)", EXIT_ENVIRONMENT)
-            self.device_name, self.arch, uuid = info.name, info.arch, info.uuid
+            self.device_name, device_arch, uuid = info.name, info.arch, info.uuid
+        try:
+            self.arch = target_arch(device_arch, self.spec, problem)  # sm_90 -> sm_90a unless chosen
+        except ProblemError as exc:
+            raise TuneError(str(exc), EXIT_BAD_INPUT) from None
+        if self.spec.arch or problem.arch:
+            why = "tuning.yaml arch" if self.spec.arch else "problem.yaml gpu.arch"
+        else:
+            why = "the GPU's arch-specific variant" if self.arch != device_arch else "the GPU's arch"
+        self.log(f"compiling for {self.arch} on a {device_arch} GPU ({why})")
         self.ctx = CompileContext(problem, self.spec, self.kernel, self.work, self.arch)
         for shape in problem.shapes:
             self.ctx._inputs_hpp(shape)

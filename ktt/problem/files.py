@@ -103,6 +103,7 @@ class GpuSection(FileModel):
 
     index: int | list[int] = 0
     compute_capability: str | float | None = None
+    arch: str | None = None  # ours: the compile target (sm_90, sm_90a...); tuning.yaml's arch: wins
 
     @field_validator("index")
     @classmethod

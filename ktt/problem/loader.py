@@ -34,6 +34,7 @@ from ktt.problem.legacy import (
 )
 from ktt.problem.model import Buffer, Dim3, ForbidRule, Problem, Reference, Scalar, Shape
 from ktt.problem.yaml_io import read_yaml_mapping, validate_model
+from ktt.toolkit import normalize_arch
 
 # No GPU made so far has more memory than this; a buffer larger than it is a typo.
 MAX_GPU_BYTES = 288 * 10**9
@@ -196,6 +197,7 @@ def load_problem(directory: Path | str) -> Problem:
         gpu_indices=pfile.gpu.index if isinstance(pfile.gpu.index, list) else [pfile.gpu.index],
         compute_capability=_compute_capability(pfile.gpu.compute_capability, problem_path),
         gpu_info=_gpu_info(pfile.gpu.advisory(), warnings),
+        arch=_arch(pfile.gpu.arch, problem_path),
         inputs_file=inputs_source,
         global_size_type=global_size_type,
         grid_exprs=grid_exprs,
@@ -846,6 +848,15 @@ def _gpu_info(advisory: dict[str, Any], warnings: list[str]) -> dict[str, str | 
         else:
             out[name] = value
     return out
+
+
+def _arch(value: str | None, path: Path) -> str | None:
+    if value is None:
+        return None
+    try:
+        return normalize_arch(str(value))
+    except ValueError as exc:
+        raise ProblemError(path, "gpu.arch", str(exc)) from None
 
 
 def _compute_capability(value: str | float | None, path: Path) -> str | None:

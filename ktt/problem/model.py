@@ -170,6 +170,7 @@ class Problem:
     # validation.poison_outputs: write buffers start each run poisoned, not with their init data.
     poison_outputs: bool = False
     gpu_info: dict[str, str | int | float] = field(default_factory=dict)  # gpu.* advisory keys, for prompts
+    arch: str | None = None  # gpu.arch: the compile target when it names one (ktt.toolkit.compile_target)
     inputs_file: Path | None = None  # where the boundary was read: inputs.yaml, or problem.yaml (inline form)
     warnings: list[str] = field(default_factory=list)
 

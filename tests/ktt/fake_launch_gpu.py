@@ -5,6 +5,11 @@ use. Memory is one numpy heap addressed by fake pointers; a launch calls the Pyt
 function registered under the kernel's name with the decoded arguments and records it,
 so a test sees the exact launch order, every pass's scalar values and which memory each
 buffer name was bound to. Nothing here touches CUDA.
+
+Tensor maps and clusters: ``encode_tensor_map`` returns a FAKE 128-byte map (the address
+and the dims, readable with ``decode_map``) and logs ("encode", address, dims); a cluster
+launch (``launch_ex``) is recorded with its cluster shape; ``clusters_fit`` is what the
+occupancy query answers.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ktt.device import DeviceProps, F, KernelParams
+from ktt.tensor_map import TENSOR_MAP_BYTES, TensorMapGeometry
 
 BASE = 0x10000
 
@@ -25,7 +31,15 @@ class LaunchRecord:
     kernel: str
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
-    args: list[Any]  # pointers as ints, scalars as numbers
+    args: list[Any]  # pointers as ints, scalars as numbers, tensor maps as their 128 bytes
+    cluster: tuple[int, int, int] | None = None
+
+
+def decode_map(data: bytes) -> tuple[int, tuple[int, ...]]:
+    """(address, dims) of a FAKE map made by FakeGpu.encode_tensor_map."""
+    words = np.frombuffer(data, np.uint64)
+    rank = int(words[1])
+    return int(words[0]), tuple(int(w) for w in words[2 : 2 + rank])
 
 
 @dataclass
@@ -36,6 +50,9 @@ class FakeGpu:
     top: int = BASE
     log: list[Any] = field(default_factory=list)  # LaunchRecord, ("d2h", ptr), ("d2d", dst, src, n), ("sync",)
     stream: Any = "main"
+    clusters_fit: int = 4  # what max_active_clusters answers
+    cluster_launch: bool = True
+    non_portable: list[Any] = field(default_factory=list)  # functions allowed non-portable cluster sizes
 
     def __post_init__(self) -> None:
         self.heap = np.zeros(self.heap_bytes, np.uint8)
@@ -51,6 +68,7 @@ class FakeGpu:
             max_grid=(2**31 - 1, 65535, 65535),
             max_block=(1024, 1024, 64),
             total_memory=self.heap_bytes,
+            cluster_launch=self.cluster_launch,
         )
 
     # -- memory ------------------------------------------------------------------------
@@ -136,6 +154,30 @@ class FakeGpu:
         args = [h.value for h in params._holders]
         self.log.append(LaunchRecord(func, tuple(grid), tuple(block), args))
         self.kernels[func](self, tuple(grid), tuple(block), *args)
+
+    # -- tensor maps and clusters -------------------------------------------------------
+
+    def encode_tensor_map(self, geometry: TensorMapGeometry, address: int) -> bytes:
+        self.log.append(("encode", address, geometry.dims))
+        words = np.zeros(TENSOR_MAP_BYTES // 8, np.uint64)
+        words[0], words[1] = address, len(geometry.dims)
+        words[2 : 2 + len(geometry.dims)] = geometry.dims
+        return words.tobytes()
+
+    def allow_non_portable_clusters(self, func: Any) -> None:
+        self.non_portable.append(func)
+
+    def cluster_config(self, grid: Any, block: Any, smem: int, stream: Any, cluster: tuple[int, ...]) -> Any:
+        return ("config", tuple(grid), tuple(block), smem, stream, tuple(cluster))
+
+    def max_active_clusters(self, func: Any, config: Any) -> int:
+        return self.clusters_fit
+
+    def launch_ex(self, config: Any, func: str, params: KernelParams) -> None:
+        _, grid, block, _, _, cluster = config
+        args = [h.value for h in params._holders]
+        self.log.append(LaunchRecord(func, grid, block, args, cluster))
+        self.kernels[func](self, grid, block, *args)
 
     def launches(self) -> list[LaunchRecord]:
         return [x for x in self.log if isinstance(x, LaunchRecord)]
