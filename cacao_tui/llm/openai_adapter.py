@@ -109,14 +109,15 @@ class OpenAIProvider:
             kwargs["stream_options"] = {"include_usage": True}
         if request.tools:
             kwargs["tools"] = [to_openai_tool(t) for t in request.tools]
-        if request.temperature is not None:
+        reasoning = request.reasoning is not None and request.info.reasoning != "none"
+        if request.temperature is not None and not reasoning:  # refused alongside a reasoning effort
             kwargs["temperature"] = request.temperature
         if request.schema is not None and request.info.structured == "native":
             kwargs["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": _schema_name(request.schema_name), "schema": request.schema, "strict": True},
             }
-        if request.reasoning is not None and request.info.reasoning != "none":
+        if reasoning:
             kwargs["reasoning_effort"] = request.reasoning
         if request.cache_key and self._official:
             kwargs["prompt_cache_key"] = request.cache_key

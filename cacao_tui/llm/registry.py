@@ -30,11 +30,13 @@ class ProviderEntry:
     model would not exist there). ``auto_detect``: takes part in key detection, in table
     order. ``factory``: ``module:function`` that builds the adapter; ``sdk``: the package
     that module imports. ``prices``: USD per million tokens by model name.
-    ``takes_temperature``: False when the API has no temperature parameter at all;
-    ``no_temperature``: model-name prefixes (or ``*substring``) the API refuses a
-    temperature for. Those calls go out without one (the model's default).
-    ``models``: limits and controls by model name (exact, undated, or the longest name
-    the model's starts with); ``model_defaults`` for every other model.
+    ``takes_temperature``: False when the API (or the SDK pinned here) has no temperature
+    parameter at all; ``no_temperature``: model-name prefixes (or ``*substring``, or
+    ``=name`` for that name only) the API refuses a temperature for. Those calls go out
+    without one (the model's default); so does a call that asks for reasoning (OpenAI
+    refuses a temperature with a reasoning effort). ``models``: limits and controls by
+    model name (exact, undated, or the longest name the model's starts with);
+    ``model_defaults`` for every other model.
     """
 
     name: str
@@ -74,7 +76,9 @@ class ProviderEntry:
         for rule in self.no_temperature:
             if rule.startswith("*") and rule[1:] in name:
                 return False
-            if not rule.startswith("*") and name.startswith(rule):
+            if rule.startswith("=") and name == rule[1:]:
+                return False
+            if not rule.startswith(("*", "=")) and name.startswith(rule):
                 return False
         return True
 
@@ -105,6 +109,7 @@ _OPENAI_PRICES = {
 }
 _GEMINI_PRICES = {
     # prompts up to 200k tokens
+    "gemini-3-pro": Price(2.00, 12.00, 0.20),
     "gemini-3.1-pro-preview": Price(2.00, 12.00, 0.20),
     "gemini-2.5-pro": Price(1.25, 10.00, 0.125),
     "gemini-2.5-flash": Price(0.30, 2.50, 0.03),
@@ -127,7 +132,14 @@ _ANTHROPIC_MODELS = {
     "claude-haiku-4-5": ModelInfo(200_000, 64_000, structured="tool", reasoning="budget", min_cache_tokens=4096),
 }
 _GPT_REASONING = ModelInfo(400_000, 128_000, structured="native", reasoning="effort", reasons=True)
-_OPENAI_MODELS = {"gpt-6": _GPT_REASONING, "gpt-5": _GPT_REASONING, "o3": _GPT_REASONING, "o4": _GPT_REASONING}
+_GPT_ON_REQUEST = ModelInfo(400_000, 128_000, structured="native", reasoning="effort", reasons=False)
+_OPENAI_MODELS = {
+    "gpt-6": _GPT_REASONING,
+    "gpt-5": _GPT_REASONING,  # gpt-5 itself, -mini, -nano: they reason by default
+    "gpt-5.": _GPT_ON_REQUEST,  # gpt-5.1 and later: reasoning effort none unless asked
+    "o3": _GPT_REASONING,
+    "o4": _GPT_REASONING,
+}
 _GEMINI_MODELS = {
     "gemini-3": ModelInfo(
         1_048_576, 65_536, structured="native", reasoning="level", reasons=True, min_cache_tokens=4096
@@ -139,12 +151,13 @@ _GEMINI_MODELS = {
 }
 
 # Table order is the auto-detect order: CERIT > Anthropic > OpenAI > Gemini, as in the original.
+# Default models: the original's newest code's (config.py MODELS, branch framework-file-autotuning).
 PROVIDERS: tuple[ProviderEntry, ...] = (
     ProviderEntry(
         name="cerit",
         title="CERIT's OpenAI-compatible endpoint",
         factory="cacao_tui.llm.openai_adapter:create",
-        default_model="qwen3.5",
+        default_model="kimi-k2.6",
         key_vars=("CERIT_API_KEY",),
         base_var="CERIT_API_BASE",
         base_required=True,
@@ -156,7 +169,7 @@ PROVIDERS: tuple[ProviderEntry, ...] = (
         name="anthropic",
         title="Anthropic Messages API",
         factory="cacao_tui.llm.anthropic_adapter:create",
-        default_model="claude-sonnet-5-5",
+        default_model="claude-opus-4-6",
         aliases=("claude",),
         key_vars=("ANTHROPIC_API_KEY", "CLAUDE_API_KEY"),
         base_var="ANTHROPIC_BASE_URL",
@@ -164,14 +177,15 @@ PROVIDERS: tuple[ProviderEntry, ...] = (
         prices=_ANTHROPIC_PRICES,
         models=_ANTHROPIC_MODELS,
         model_defaults=_CLAUDE_45,
-        # The Messages API of the anthropic SDK we use (2.x) has no temperature parameter.
+        # The Messages API of the anthropic SDK pinned here (2.x) has no temperature parameter
+        # (messages.create refuses one); the original's langchain-anthropic sent one.
         takes_temperature=False,
     ),
     ProviderEntry(
         name="openai",
         title="OpenAI Chat Completions, or any OpenAI-compatible server",
         factory="cacao_tui.llm.openai_adapter:create",
-        default_model="gpt-6.1-sol",
+        default_model="gpt-5.4",
         key_vars=("OPENAI_API_KEY",),
         base_var="OPENAI_BASE_URL",
         key_optional_with_base=True,
@@ -182,14 +196,17 @@ PROVIDERS: tuple[ProviderEntry, ...] = (
         # Also every local server (vLLM, Ollama, llama.cpp): a json_schema response format is
         # tried, and dropped for the run if the server refuses it.
         model_defaults=ModelInfo(131_072, 16_384, structured="native", reasoning="effort"),
-        # Reasoning models accept only their default temperature; codex models none at all.
-        no_temperature=("gpt-5", "gpt-6", "o1", "o3", "o4", "*codex"),
+        # Reasoning models accept only their default temperature (gpt-5 itself and its -mini/-nano,
+        # the -pro models, gpt-6, the o-series); codex models none at all. gpt-5.1 and later reason
+        # only when asked (reasoning effort none by default; --reasoning changes it, and then no
+        # temperature is sent), so otherwise they take one, as the original sent it.
+        no_temperature=("=gpt-5", "gpt-5-", "*-pro", "gpt-6", "o1", "o3", "o4", "*codex"),
     ),
     ProviderEntry(
         name="gemini",
         title="Gemini generateContent",
         factory="cacao_tui.llm.gemini_adapter:create",
-        default_model="gemini-3.1-pro-preview",
+        default_model="gemini-3-pro",
         aliases=("google",),
         key_vars=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
         base_var="GOOGLE_GEMINI_BASE_URL",

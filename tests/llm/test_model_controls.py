@@ -132,6 +132,24 @@ async def test_openai_gets_reasoning_effort_and_room_in_the_limit(server: WireSe
     assert body["reasoning_effort"] == "high" and body["max_tokens"] == 1000 + 32768
 
 
+async def test_openai_sends_no_temperature_with_a_reasoning_effort(server: WireServer) -> None:
+    from cacao_tui.llm.registry import Temperatures
+
+    d = DIALECTS["openai"]
+    server.push(d.text("ok"), d.text("ok"))
+    temps = Temperatures(0.3, 0.0)
+    plain = llm_for(d, server, info=model_info("openai", "gpt-5.4"), temperatures=temps)
+    await plain.chat(HI, ctx=CTX)
+    asked = llm_for(d, server, info=model_info("openai", "gpt-5.4"), temperatures=temps,
+                    settings=LLMSettings(reasoning="low"))  # fmt: skip
+    await asked.chat(HI, ctx=CTX)
+    first, second = (r.body for r in server.requests)
+    assert first["temperature"] == 0.0 and "reasoning_effort" not in first
+    assert second["reasoning_effort"] == "low" and "temperature" not in second
+    for llm in (plain, asked):
+        await llm.aclose()
+
+
 async def test_anthropic_thinking_by_effort_or_budget(server: WireServer) -> None:
     d = DIALECTS["anthropic"]
     server.push(d.text("ok"), d.text("ok"))
