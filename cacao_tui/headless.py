@@ -50,12 +50,21 @@ def _x(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
 
+def _due(last: dict, key: object, every_s: float) -> bool:
+    """Whether a throttled line for ``key`` may be printed now (and note that it was)."""
+    now = time.monotonic()
+    if now - last.get(key, 0.0) < every_s:
+        return False
+    last[key] = now
+    return True
+
+
 class HeadlessRenderer:
     def __init__(self, out: IO[str] | None = None, *, json_lines: bool = False, verbose: bool = False) -> None:
         self.out = out or sys.stdout
         self.json_lines = json_lines
         self.verbose = verbose
-        self._progress_at: dict[tuple[str, int], float] = {}
+        self._progress_at: dict[object, float] = {}
         self._llm_progress_at: dict[object, float] = {}
         self.finished: RunFinished | None = None
 
@@ -97,11 +106,8 @@ class HeadlessRenderer:
         if isinstance(e, IterationStatusChanged):
             return f"{e.branch} #{e.iteration}: {e.status}" + (f" — {e.message}" if e.message else "")
         if isinstance(e, TuningProgress):
-            key = (e.branch, e.iteration)
-            now = time.monotonic()
-            if now - self._progress_at.get(key, 0.0) < PROGRESS_EVERY_S:
+            if not _due(self._progress_at, (e.branch, e.iteration), PROGRESS_EVERY_S):
                 return None
-            self._progress_at[key] = now
             p = e.progress
             budget = f"/{p.budget_s:.0f}" if p.budget_s else ""
             return (
@@ -156,10 +162,8 @@ class HeadlessRenderer:
             p = e.progress
             if p.phase != "streaming" or p.elapsed_s < LLM_PROGRESS_EVERY_S:
                 return None  # a wait is printed as the retry's log line
-            now = time.monotonic()
-            if now - self._llm_progress_at.get(p.key, 0.0) < LLM_PROGRESS_EVERY_S:
+            if not _due(self._llm_progress_at, p.key, LLM_PROGRESS_EVERY_S):
                 return None
-            self._llm_progress_at[p.key] = now
             where = f"{p.branch} #{p.iteration}" if p.branch and p.iteration else (p.branch or "master")
             rate = f", {p.tokens_per_s:.0f} tok/s" if p.tokens_per_s else ""
             return f"{where}: LLM {p.node}#{p.index} streaming: ~{p.output_tokens:,} tokens{rate}, {p.elapsed_s:.0f} s"
