@@ -5,10 +5,10 @@ canary after a run is an out-of-bounds write. Every buffer, ``write`` included, 
 again from its page-locked pristine host copy (its ``init`` data) before every validation
 run, as the original hands each buffer over with its init data: a kernel may accumulate
 into a zeroed output. Under ``validation.poison_outputs`` write buffers are poisoned instead
-(NaN or a sentinel). Read-only inputs are compared with a device copy of their pristine
-values after the run, so a kernel that mutates its input is caught; a validated output is
-compared with the reference and, element by element, with its init data, so one left as it
-started is reported as never written. The reference's outputs live in their own
+(NaN, a NaN in every element of a 16-bit float, or a sentinel). Read-only inputs are compared
+with a device copy of their pristine values after the run, so a kernel that mutates its input
+is caught; a validated output is compared with the reference and, element by element, with its
+init data, so one left as it started is reported as never written. The reference's outputs live in their own
 allocations; candidate outputs never share memory with them.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ktt.device import Gpu
-from ktt.gpu_checks import CANARY32, POISON32, GpuChecks
+from ktt.gpu_checks import CANARY32, GpuChecks, poison_word
 from ktt.inputs import make_buffer
 from ktt.problem.model import Problem, Shape
 
@@ -126,7 +126,7 @@ class ShapeBuffers:
             g = self.dev[b.name]
             fill_guards(self.gpu, g)
             if self.problem.poisoned(b):
-                self.gpu.memset32(g.ptr, POISON32, g.words)
+                self.gpu.memset32(g.ptr, poison_word(b.dtype), g.words)
             else:
                 self.gpu.h2d(g.ptr, self.host[(set_index, b.name)])
 
