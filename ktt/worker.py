@@ -33,12 +33,13 @@ from ktt.device import CudaError, Gpu, KernelParams
 from ktt.gpu_checks import SOURCE as CHECKS_SOURCE
 from ktt.gpu_checks import GpuChecks
 from ktt.nvrtc import CompileRequest, define_pairs
+from ktt.peaks import flops_peak, peak_gflops
 from ktt.problem import load_problem
 from ktt.problem.files import INTEGER_DTYPES
 from ktt.problem.model import Buffer, Problem, Shape
 from ktt.procs import exit_when_parent_dies
 from ktt.sequence import LaunchRejected, PassLimit, Sequence, prepare
-from ktt.timing import FLOOR_MARGIN, L2Flush, TimingSettings, floor_ms, measure, measure_bandwidth, peak_gflops
+from ktt.timing import FLOOR_MARGIN, L2Flush, TimingSettings, floor_ms, measure, measure_bandwidth
 from ktt.toolkit import cuda_include_dirs
 from ktt.workdir import WorkDir, local_headers
 
@@ -150,14 +151,21 @@ class Session:
         if req.get("time_reference") and self.problem.reference.type == "cuda":
             reference_ms = self._cuda_reference(shape, 0, time_it=True)
         self.gpu.sync()
+        return {"ok": True, "reference_ms": reference_ms, **self.floor(shape)}
+
+    def floor(self, shape: Shape) -> dict[str, Any]:
+        """The shape's physical floor: bytes at the measured bandwidth, flops at the peak of the
+        problem's flops_dtype on this device (ktt.peaks)."""
         nbytes, flops = self.problem.floor(shape)
-        floor = floor_ms(nbytes, flops, self.bandwidth, self.peak)
+        p = self.gpu.props
+        peak = flops_peak(self.problem.floor_flops_dtype, p.name, p.arch, p.sm_count, p.clock_khz)
         return {
-            "ok": True,
-            "reference_ms": reference_ms,
-            "floor_ms": floor,
+            "floor_ms": floor_ms(nbytes, flops, self.bandwidth, peak.gflops),
             "floor_bytes": nbytes,
             "floor_flops": flops,
+            "peak_gflops": peak.gflops,
+            "flops_dtype": peak.dtype,
+            "peak_from": peak.source,
         }
 
     def _cuda_reference(self, shape: Shape, set_index: int, time_it: bool = False) -> float | None:

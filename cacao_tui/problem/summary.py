@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktt.expressions import ExpressionError
+from ktt.peaks import NAMES as PEAK_NAMES
+from ktt.peaks import datasheet_peaks
 from ktt.problem.model import Buffer, Dim3, Problem, Shape
 from ktt.reference_times import ReferenceTimes
 
@@ -152,6 +154,8 @@ def _floor_lines(problem: Problem) -> list[str]:
     if problem.floor_bytes is None and problem.floor_flops is None:
         return ["not declared (physical_floor: {bytes, flops} lets the tuner flag impossibly fast times)"]
     lines = []
+    dtype = problem.floor_flops_dtype
+    sheets = datasheet_peaks(dtype)
     for shape in problem.shapes:
         try:
             nbytes, flops = problem.floor(shape)
@@ -162,8 +166,13 @@ def _floor_lines(problem: Problem) -> list[str]:
         if nbytes is not None:
             parts.append(f"{_number(nbytes)} bytes moved ({human_bytes(nbytes)})")
         if flops is not None:
-            parts.append(f"{_number(flops)} flops")
+            at = "".join(f" (>= {flops / tflops / 1e9:.3g} ms on {part})" for part, tflops in sheets[:1])
+            parts.append(f"{_number(flops)} flops{at}")
         lines.append(f"{shape.name}: {', '.join(parts)}")
+    if problem.floor_flops is not None:
+        known = "; ".join(f"{tflops:g} TFLOP/s on {part}" for part, tflops in sheets)
+        how = f"{known}; other GPUs by ktt/peaks.py's rule" if known else "from the GPU's SMs and clock"
+        lines.append(f"flops at the {PEAK_NAMES[dtype]} peak (flops_dtype {dtype}): {how}")
     return lines
 
 
