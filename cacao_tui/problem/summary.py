@@ -166,13 +166,15 @@ def _floor_lines(problem: Problem) -> list[str]:
         if nbytes is not None:
             parts.append(f"{_number(nbytes)} bytes moved ({human_bytes(nbytes)})")
         if flops is not None:
-            at = "".join(f" (>= {flops / tflops / 1e9:.3g} ms on {part})" for part, tflops in sheets[:1])
+            at = "".join(f" ({flops / tflops / 1e9:.3g} ms on {part})" for part, tflops in sheets[:1])
             parts.append(f"{_number(flops)} flops{at}")
-        lines.append(f"{shape.name}: {', '.join(parts)}")
+        text = f"{shape.name}: {', '.join(parts)}"
+        lines += textwrap.wrap(text, WRAP - LABEL_WIDTH, subsequent_indent="  ")
     if problem.floor_flops is not None:
         known = "; ".join(f"{tflops:g} TFLOP/s on {part}" for part, tflops in sheets)
-        how = f"{known}; other GPUs by ktt/peaks.py's rule" if known else "from the GPU's SMs and clock"
-        lines.append(f"flops at the {PEAK_NAMES[dtype]} peak (flops_dtype {dtype}): {how}")
+        how = f"{known}, other GPUs by ktt/peaks.py's rule" if known else "the GPU's SMs x clock x FP32 lanes"
+        text = f"flops at the {PEAK_NAMES[dtype]} peak (flops_dtype {dtype}): {how}"
+        lines += textwrap.wrap(text, WRAP - LABEL_WIDTH, subsequent_indent="  ")
     return lines
 
 

@@ -255,7 +255,9 @@ def test_file_and_custom_inits_of_16_bit_buffers(tmp_path: Path) -> None:
     want_w[::2] = (np.arange(0, 64, 2, dtype=np.float32) * np.float32(0.1)).astype(np.float16).astype(np.float32) + 1
     np.testing.assert_array_equal(data["W"], want_w.astype(np.float16))
     y = half_types.decode(data["Y"], "bf16")
-    assert y[3] == half_types.decode(half_types.encode(np.float32(1 / 3), "bf16"), "bf16")[0] and not np.delete(y, 3).any()
+    assert (
+        y[3] == half_types.decode(half_types.encode(np.float32(1 / 3), "bf16"), "bf16")[0] and not np.delete(y, 3).any()
+    )
 
 
 def test_inputs_hpp_gives_kernels_cudas_types_and_compiles_with_nvrtc(tmp_path: Path) -> None:
@@ -317,7 +319,9 @@ def test_a_torch_bf16_result_comes_back_as_its_values() -> None:
     from ktt.host_reference import _host_array
 
     t = torch.tensor([1.0, -2.5, 1 / 3], dtype=torch.bfloat16)
-    np.testing.assert_array_equal(half_types.encode(_host_array(t), "bf16"), t.view(torch.int16).numpy().view(np.uint16))
+    np.testing.assert_array_equal(
+        half_types.encode(_host_array(t), "bf16"), t.view(torch.int16).numpy().view(np.uint16)
+    )
 
 
 # -- the GPU-side comparison ----------------------------------------------------------------------
