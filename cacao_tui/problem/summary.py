@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktt.expressions import ExpressionError
+from ktt.half_types import HALF_DTYPES
 from ktt.peaks import NAMES as PEAK_NAMES
 from ktt.peaks import datasheet_peaks
 from ktt.problem.model import Buffer, Dim3, Problem, Shape
@@ -193,6 +194,16 @@ def _reference_lines(problem: Problem) -> list[str]:
         lines.append(f"takes the buffers ({buffers}); scalars arrive as -D macros")
     else:
         lines.append("called as f(scalars, buffers), or f(prepare_input(scalars, buffers)) when defined")
+    halves = ", ".join(b.name for b in problem.buffers if b.dtype in HALF_DTYPES)
+    if halves and ref.type == "cpu_c":
+        lines.append(f"{halves}: uint16_t bit patterns (inputs.hpp converts: ktt_bf16_to_float, ktt_float_to_half...)")
+    elif halves and ref.type == "python":
+        rounded = (
+            "; its results for them are rounded to the dtype"
+            if any(b.dtype in HALF_DTYPES for b in problem.validated)
+            else ""
+        )
+        lines.append(f"{halves}: float32 arrays of their values{rounded}")
     return lines
 
 
