@@ -274,3 +274,32 @@ class FakeChecks:
     def not_value(self, a: int, nwords: int, value: int) -> int:
         diff = np.flatnonzero(self.gpu.view(a, 4 * nwords, np.uint32) != np.uint32(value))
         return self._add(_Result(int(diff.size), int(diff[0]) if diff.size else None, None, 0, 0))
+
+
+def fake_session(
+    problem: Any,
+    kernels: dict[str, Callable[..., None]],
+    work: Any,
+    references: dict[str, Callable[[dict], Any]],
+    gpu: FakeGpu | None = None,
+) -> Any:
+    """A ``ktt.worker.Session`` on a FakeGpu (no CUDA context, no helper compile): FakeChecks, three
+    timed repetitions, input sets 0 and 1, each validated buffer's reference ``references[name](inputs)``."""
+    from types import SimpleNamespace
+
+    from ktt.buffers import ShapeBuffers
+    from ktt.inputs import make_inputs
+    from ktt.timing import TimingSettings
+    from ktt.worker import Session
+
+    gpu = gpu or FakeGpu(kernels)
+    s = Session.__new__(Session)
+    s.chan = SimpleNamespace(send=lambda msg: None)
+    s.problem, s.gpu, s.checks, s.flush, s.bandwidth = problem, gpu, FakeChecks(gpu), None, 4000.0
+    s.settings = TimingSettings(min_reps=3, max_reps=3, target_ms=0.0, warmup_ms=0.0, flush_l2=False)
+    s.bufs = ShapeBuffers.create(gpu, problem, problem.primary, (0, 1), 0, work)
+    for k in (0, 1):
+        inputs = make_inputs(problem, problem.primary, k, 0, work)
+        for name, expected in references.items():
+            s.bufs.set_reference(k, name, expected(inputs))
+    return s

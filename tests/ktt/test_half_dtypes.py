@@ -13,15 +13,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from fake_launch_gpu import FakeChecks, FakeGpu
+from fake_launch_gpu import FakeGpu, fake_session
 from ktt_paths import ROOT
 
 from ktt import half_types
-from ktt.buffers import ShapeBuffers
 from ktt.candidates import launch_plan
 from ktt.gpu_checks import COMPARE_KERNELS, SOURCE, poison_word
 from ktt.host_compiler import build_shared_library
@@ -31,7 +29,6 @@ from ktt.problem import ProblemError, load_problem
 from ktt.problem.inputs_hpp import render_inputs_hpp
 from ktt.problem.model import Problem
 from ktt.spec import load_spec_text
-from ktt.timing import TimingSettings
 from ktt.toolkit import cuda_include_dirs
 from ktt.worker import Session
 
@@ -342,18 +339,9 @@ launches:
 """
 
 
-def session(problem: Problem, kernel, work: Path) -> Session:
+def session(problem: Problem, kernel, work: Path, gpu: FakeGpu | None = None) -> Session:
     """A worker Session on the FAKE GPU, each input set's reference from ``expected``."""
-    gpu = FakeGpu({"k": kernel})
-    s = Session.__new__(Session)  # no CUDA context, no helper compile: the fakes stand in for them
-    s.chan = SimpleNamespace(send=lambda msg: None)
-    s.problem, s.gpu, s.checks, s.flush = problem, gpu, FakeChecks(gpu), None
-    s.settings = TimingSettings(min_reps=3, max_reps=3, target_ms=0.0, warmup_ms=0.0, flush_l2=False)
-    s.bandwidth = 4000.0
-    s.bufs = ShapeBuffers.create(gpu, problem, problem.primary, (0, 1), 0, work)  # type: ignore[arg-type]
-    for k in (0, 1):
-        s.bufs.set_reference(k, "Y", expected(make_inputs(problem, problem.primary, k, 0, work)))
-    return s
+    return fake_session(problem, {"k": kernel}, work, {"Y": expected}, gpu)
 
 
 def evaluate(s: Session, floor_ms: float | None = None) -> dict:
@@ -434,16 +422,10 @@ def test_an_odd_count_of_16_bit_elements_is_compared_without_the_slack_of_its_la
     problem = make_problem(tmp_path)
     (problem.directory / "inputs.yaml").write_text(INPUTS.replace("value: 4096", "value: 4095") % {"w": "half"})
     problem = load_problem(problem.directory)
-    gpu = FakeGpu({"k": lambda g, grid, block, x, w, y: multiply_n(g, x, w, y, 4095)})
+    kernel = lambda g, grid, block, x, w, y: multiply_n(g, x, w, y, 4095)  # noqa: E731
+    gpu = FakeGpu({"k": kernel})
     gpu.heap[:] = np.random.default_rng(0).integers(0, 256, gpu.heap.size, dtype=np.uint8)  # left behind
-    s = Session.__new__(Session)
-    s.chan = SimpleNamespace(send=lambda msg: None)
-    s.problem, s.gpu, s.checks, s.flush = problem, gpu, FakeChecks(gpu), None
-    s.settings = TimingSettings(min_reps=3, max_reps=3, target_ms=0.0, warmup_ms=0.0, flush_l2=False)
-    s.bufs = ShapeBuffers.create(gpu, problem, problem.primary, (0, 1), 0, tmp_path / "w")  # type: ignore[arg-type]
-    for k in (0, 1):
-        s.bufs.set_reference(k, "Y", expected(make_inputs(problem, problem.primary, k, 0, tmp_path / "w")))
-    result = evaluate(s)
+    result = evaluate(session(problem, kernel, tmp_path / "w", gpu))
     assert result["status"] == "ok", result.get("error")
     assert "nondeterministic" not in result["flags"]
 
