@@ -21,7 +21,6 @@ import re
 from dataclasses import dataclass
 
 FLOPS_DTYPES = ("fp32", "fp64", "tf32", "bf16", "fp16", "fp8")
-DEFAULT_FLOPS_DTYPE = "fp32"
 NAMES = {
     "fp32": "FP32 CUDA-core",
     "fp64": "FP64",

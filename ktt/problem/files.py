@@ -64,10 +64,12 @@ def check_any_dtype(value: Any) -> Any:
 
 def check_scalar_dtype(value: Any) -> Any:
     """inputs.yaml's scalar dtypes: the table less the 16-bit floats, which are buffer dtypes."""
-    value = check_any_dtype(value)
+    value = DTYPE_ALIASES.get(value, value) if isinstance(value, str) else value
+    allowed = ", ".join(d for d in DTYPES if d not in HALF_DTYPES)
     if value in HALF_DTYPES:
-        allowed = ", ".join(d for d in DTYPES if d not in HALF_DTYPES)
         raise ValueError(f"{value} is a buffer dtype; a scalar takes {allowed} (a float scalar for a {value} value)")
+    if value not in DTYPES:
+        raise ValueError(f"unknown dtype {value!r} (allowed: {allowed})")
     return value
 
 
