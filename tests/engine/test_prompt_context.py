@@ -134,3 +134,58 @@ def test_check_compilation_and_validate_are_offered_with_their_reports(layout: R
     tools = {t["name"] for t in json.loads(record.read_text())["tools"]}
     assert {"check_compilation", "validate", "end_step"} <= tools
     assert "validate(config) runs one configuration on the GPU" in prompt(layout, "b1-tiling", 1, "author")
+
+
+def test_the_landscape_names_a_best_value_at_the_edge_and_the_failures(tmp_path: Path) -> None:
+    from cacao_tui.nodes.landscape import landscape_summary
+    from cacao_tui.store.layout import IterLayout
+    from ktt.protocol import ConfigResult, Mismatch, ValidationReport
+
+    it = IterLayout(tmp_path)
+    it.tune_dir.mkdir()
+    rows = [ConfigResult(index=i, config={"TILE": t, "PAD": p}, status="ok", time_ms=ms)
+            for i, (t, p, ms) in enumerate([(8, 0, 3.0), (16, 0, 2.0), (32, 0, 1.0), (32, 1, 1.2)])]  # fmt: skip
+    bad = ValidationReport(buffer="C", bad_count=10, checked=100, first_bad_index=4, max_abs_error=1.0,
+                           samples=[Mismatch(index=4, expected=1.0, got=0.0)])  # fmt: skip
+    rows.append(ConfigResult(index=4, config={"TILE": 16, "PAD": 1}, status="validation_failed", validation=bad))
+    it.tune_results.write_text("".join(r.model_dump_json() + "\n" for r in rows))
+    spec = "tune_params:\n  TILE: [8, 16, 32]\n  PAD: [0, 1]\n"
+    text = landscape_summary(it, spec, top=3)
+    assert "4 of 5 evaluated configurations valid." in text and "  1. 1 ms  TILE=32, PAD=0" in text
+    assert "- TILE = 32 in the best; best time per value: 8: 3 ms, 16: 2 ms, 32: 1 ms; AT THE UPPER EDGE" in text
+    assert "- PAD = 0 in the best; best time per value: 0: 1 ms, 1: 1.2 ms; AT THE LOWER EDGE" in text
+    assert "Failures: validation_failed 1" in text and "10/100 elements wrong" in text
+    assert "[4] expected 1 got 0" in text
+
+
+def test_decide_sees_every_branch_and_is_told_not_to_repeat_one(layout: RunLayout) -> None:
+    text = prompt(layout, "b1-tiling", 4, "decide")
+    tree = block(text, "Existing branches of this run (do not open a sub-branch that repeats one):", "\n\n")
+    assert "- b1-tiling (this branch) [running" in tree and "- b2-strip [stopped" in tree
+    assert "1D register blocking (column strips)" in tree  # each branch's strategy, not only its name
+    assert "Never one that repeats a branch listed above" in text
+    strategize = json.loads((layout.master_llm / "strategize_000.json").read_text())["messages"][0]["content"]
+    assert "Propose between 1 and 3 optimisation strategies" in strategize
+    assert "At least one strategy must do less work" in strategize
+
+
+def test_after_a_failed_authoring_step_decide_sees_the_errors_and_the_kernel_head(mmul_dir: Path) -> None:
+    from tests.engine.scenario import SPEC, Scenario, kernel_source
+
+    broken = kernel_source(1.0, "// FAKE_COMPILE_ERROR\n")
+
+    def author(branch: str, iteration: int, index: int) -> dict:
+        return {"tool_calls": [
+            {"id": "a", "name": "write_file", "arguments": {"path": "kernels.cu", "content": broken}},
+            {"id": "b", "name": "write_file", "arguments": {"path": "tuning.yaml", "content": SPEC}},
+            {"id": "c", "name": "check_compilation", "arguments": {}},
+            {"id": "d", "name": "end_step", "arguments": {"summary": "try"}}]}  # fmt: skip
+
+    scenario = Scenario(strategies=["alpha"], author_script=author,
+                        decide=lambda b, i: {"action": "stop", "reason": "it never compiled"})  # fmt: skip
+    asyncio.run(make_engine(mmul_dir, scenario.provider(), max_iter=2, n_strategies=1).run())
+    text = next(r for r in scenario.requests if r.key.node == "decide").messages[-1].content
+    errors = block(text, "The last compile check of the failed step:", "kernels.cu as the step left it")
+    assert "compile check FAILED" in errors and "kernels.cu:2: error: planted error (fake tuner)" in errors
+    head = block(text, "kernels.cu as the step left it (the first 40 lines):", "\n```\n")
+    assert "   1  // FAKE_TIME_MS: 1.0" in head and "   2  // FAKE_COMPILE_ERROR" in head
