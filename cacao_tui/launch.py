@@ -33,6 +33,7 @@ from cacao_tui.settings import DEFAULTS
 from cacao_tui.store.archive import ArchiveError, prepare_output
 from cacao_tui.store.atomic import DiskFull, disk_full, on_disk_full
 from cacao_tui.store.layout import RunLayout, UnsafeLayout, check_contained
+from cacao_tui.store.original_run import is_original_output, refusal
 from cacao_tui.store.run_lock import RunLocked, acquire_run_lock
 from cacao_tui.store.state import GpuInfo, RunSettings
 from ktt.problem import Problem, ProblemError
@@ -117,10 +118,20 @@ def _placed(layout: RunLayout, bus: Callable[[], EventBus]) -> Callable[[Placeme
     return emit
 
 
+def _refuse_original_run(request: RunRequest, layout: RunLayout) -> None:
+    """--resume (or --no-clean) on a run the original CACAO wrote: one line, before anything is written."""
+    if (request.resume or request.no_clean) and is_original_output(layout.output):
+        what = "continue" if request.resume else "add a run to"
+        raise LaunchError(refusal(layout.output, layout.problem_dir, what))
+
+
 def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     problem = request.problem
+    _refuse_original_run(request, RunLayout(problem.directory))
     load_env(problem.directory)
     choice = select_provider(request.provider, request.model)
+    for warning in choice.warnings:
+        print(f"cacao: warning: {warning}", file=sys.stderr)
     step_choices = {}  # models of single steps (--model-plan, --model-decide): chosen before anything is written
     for node, wanted in (("plan", request.model_plan), ("decide", request.model_decide)):
         if wanted is not None:

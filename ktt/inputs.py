@@ -4,7 +4,9 @@ Input set 0 depends only on each buffer's seed (its ``seed:``, else a hash of it
 so every run of a problem sees the same primary inputs. Set 1 and later are the fresh
 inputs a configuration must also pass before it may be reported as best; they also mix
 in the run's ``--seed``. Buffers read from files, or filled by a custom C++ body, are the
-same in every set.
+same in every set. Outputs are made here too: as in the original, every buffer, ``write``
+included, starts each run with its ``init`` data (a kernel may accumulate into ``zeros``);
+only under ``validation.poison_outputs`` is a write buffer poisoned on the device instead.
 
 ``init: custom`` means what it means in the original: ``body`` is the body of a host
 function ``std::vector<dtype> gen_<name>()``, with the ``host`` scalars in scope as
@@ -30,6 +32,7 @@ from ktt import procs
 from ktt.capped_read import MAX_YAML_BYTES, read_text_capped
 from ktt.host_compiler import HostCompileError, build_executable, default_host_cache_dir
 from ktt.problem.errors import ProblemError
+from ktt.problem.files import INTEGER_DTYPES
 from ktt.problem.model import Buffer, Problem, Shape
 from ktt.problem.yaml_io import yaml_value_lines
 
@@ -57,8 +60,8 @@ def make_buffer(
 ) -> np.ndarray:
     n = shape.sizes[buffer.name]
     dtype = np.dtype(buffer.numpy_dtype)
-    if buffer.access == "write":
-        return np.zeros(n, dtype)  # poisoned on the device before every run
+    if problem.poisoned(buffer):
+        return np.zeros(n, dtype)  # poisoned on the device before every run; references start from zeros
     if buffer.init == "zeros":
         return np.zeros(n, dtype)
     if buffer.init == "file":
@@ -95,7 +98,7 @@ def custom_buffers(problem: Problem) -> list[tuple[int, Buffer]]:
 
 
 def _literal(value: int | float, dtype: str) -> str:
-    if dtype == "int":
+    if dtype in INTEGER_DTYPES:
         return str(int(value))
     text = repr(float(value))
     return f"{text}f" if dtype == "float" else text
@@ -160,8 +163,6 @@ def generator_source(problem: Problem, shape: Shape) -> GeneratorSource:
     emit("    if (argc < 2) return 2;")
     emit("    const std::string dir = argv[1];")
     for _, b in customs:
-        if b.access == "write":
-            continue  # an output's initial contents are never used (it is poisoned)
         n = shape.sizes[b.name]
         emit("    try {")
         emit(f"        std::vector<{b.ctype}> v = gen_{b.name}();")
@@ -218,14 +219,15 @@ _MEMO: dict[tuple[str, str], dict[str, np.ndarray]] = {}
 
 
 def generated_inputs(problem: Problem, shape: Shape, work_dir: Path) -> dict[str, np.ndarray]:
-    """The custom buffers of ``shape`` (inputs only), generated once per program and kept under work_dir."""
+    """The custom buffers of ``shape`` (outputs too: they start from it), generated once per program
+    and kept under work_dir."""
     exe = build_generators(problem, shape)
     if exe is None:
         return {}
     key = (str(exe), str(work_dir))
     if key in _MEMO:
         return _MEMO[key]
-    wanted = [b for _, b in custom_buffers(problem) if b.access != "write"]
+    wanted = [b for _, b in custom_buffers(problem)]
     store = Path(work_dir) / "host" / "generated" / exe.stem
     if not all((store / f"{b.name}.bin").exists() for b in wanted):
         store.parent.mkdir(parents=True, exist_ok=True)

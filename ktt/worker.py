@@ -35,6 +35,7 @@ from ktt.gpu_checks import GpuChecks
 from ktt.mismatch import WINDOW, first_mismatches
 from ktt.nvrtc import CompileRequest, define_pairs
 from ktt.problem import load_problem
+from ktt.problem.files import INTEGER_DTYPES
 from ktt.problem.model import Buffer, Problem, Shape
 from ktt.procs import exit_when_parent_dies
 from ktt.sequence import LaunchRejected, PassLimit, Sequence, prepare
@@ -55,18 +56,21 @@ class Channel:
         self.out.flush()
 
 
-def _explain(kind: str, label: str, r: Any, n: int | None = None) -> str:
+def _explain(kind: str, label: str, r: Any, n: int | None = None, poisoned: bool = False) -> str:
+    """One line for a failed check. ``poisoned``: the output started poisoned, not with its init data."""
     if kind == "oob":
         return f"out-of-bounds write: {r.bad} guard word(s) changed ({label})"
     if kind == "mutated":
         return f"input {label} was modified by the kernel ({r.bad} word(s) changed, first at word {r.first})"
     if kind == "drift":
         return f"{label}: results differ bitwise between two runs on the same input"
+    left = "still poisoned" if poisoned else "still hold their init data"
     if r.unwritten and r.unwritten == r.bad:
-        return f"{label}: {r.unwritten} of {n} element(s) never written (still poisoned)"
+        return f"{label}: {r.unwritten} of {n} element(s) never written ({left})"
     if r.nonfinite and r.nonfinite + r.unwritten == r.bad:
         return f"{label}: {r.nonfinite} NaN/Inf element(s)" + (f", {r.unwritten} never written" if r.unwritten else "")
-    return f"{label}: {r.bad} of {n} element(s) differ from the reference beyond the tolerance"
+    unwritten = f" ({r.unwritten} of them never written: {left})" if r.unwritten else ""
+    return f"{label}: {r.bad} of {n} element(s) differ from the reference beyond the tolerance{unwritten}"
 
 
 class Session:
@@ -189,18 +193,20 @@ class Session:
         for a in problem.boundary:
             if isinstance(a, Buffer):
                 if a.writable:
+                    # The reference's outputs start as the candidates' do: with their init data
+                    # (zeros for a poisoned write buffer).
                     nbytes = shape.bytes_of(a)
                     own[a.name] = gpu.alloc(nbytes)
-                    if a.access == "readwrite":
-                        gpu.d2d(own[a.name], self.bufs.pristine[(set_index, a.name)], nbytes)
-                    else:
+                    if problem.poisoned(a):
                         gpu.memset32(own[a.name], 0, (nbytes + 3) // 4)
+                    else:
+                        gpu.d2d(own[a.name], self.bufs.pristine[(set_index, a.name)], nbytes)
                     values.append(("ptr", own[a.name]))
                 else:
                     values.append(("ptr", self.bufs.argument(a.name)))
             else:
                 value = shape.scalars[a.name]
-                values.append((a.dtype, int(value) if a.dtype == "int" else float(value)))
+                values.append((a.dtype, int(value) if a.dtype in INTEGER_DTYPES else float(value)))
         params = KernelParams(values)
         try:
             gpu.launch(func, grid, block, 0, None, params)  # type: ignore[arg-type]
@@ -267,17 +273,21 @@ class Session:
                 drifted = True
                 continue
             if reason is None:
-                reason = _explain(kind, label, r, sizes.get(label))
+                poisoned = kind == "compare" and self.problem.poisoned(self._buffer(label))
+                reason = _explain(kind, label, r, sizes.get(label), poisoned)
         if report is not None:
             report["reason"] = reason
         elif reason is not None:
             report = {"reason": reason}
         return reason, report, drifted
 
+    def _buffer(self, name: str) -> Buffer:
+        return next(b for b in self.problem.buffers if b.name == name)
+
     def _mismatches(self, set_index: int, name: str, first: int | None) -> list[dict]:
         """The first few bad elements, read back from a bounded window at the first bad index."""
         assert self.bufs is not None
-        b = next(x for x in self.problem.buffers if x.name == name)
+        b = self._buffer(name)
         expected = self.bufs.ref_host.get((set_index, name))
         n = self.bufs.shape.sizes[name]
         start = min(max(0, first or 0), max(0, n - 1))
@@ -349,7 +359,9 @@ class Session:
         if req.get("time", True):
             bufs.restore(0)
             seq.reset_scratch()
-            has_rw = any(b.access == "readwrite" for b in self.problem.buffers)
+            # Writable buffers start every repetition with their init data (outside the timed span),
+            # so a kernel that accumulates into its output is still right after the timed runs.
+            restore = bufs.restores_between_runs
             timing = measure(
                 gpu,
                 seq.run,
@@ -357,7 +369,7 @@ class Session:
                 flush=self.flush,
                 best_ms=req.get("best_ms"),
                 launch_events=seq.launch_events(),
-                before_rep=(lambda: bufs.restore_readwrite(0)) if has_rw else None,
+                before_rep=(lambda: bufs.restore_writable(0)) if restore else None,
                 beat=beat,
                 warmed=bool(req.get("race", True)),  # the race re-run just ran it
             )

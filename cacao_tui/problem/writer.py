@@ -35,6 +35,7 @@ from pydantic import BaseModel
 
 from cacao_tui.problem.names import directory_name_error
 from ktt.capped_read import MAX_SOURCE_BYTES, read_text_capped
+from ktt.expressions import Expression, ExpressionError
 from ktt.problem import Problem, ProblemError, load_problem
 from ktt.problem.files import DTYPES, InputsFile, ProblemFile
 from ktt.problem.legacy import LEGACY_KEYS, convert_inline_inputs, has_legacy_form
@@ -146,6 +147,25 @@ def read_problem_source(directory: Path) -> ProblemSource:
     return source
 
 
+def as_cpp(value: Any, env: dict[str, Any]) -> Any:
+    """An inline-form size or grid value (a Python expression: // is floor division) written so
+    inputs.yaml and the newer problem.yaml (C++ expressions: // starts a comment) mean the same:
+    kept when both readings agree, ``//`` as ``/`` where that gives the same number, else the number."""
+    if not isinstance(value, str):
+        return value
+    try:
+        meant = Expression(value, python=True).evaluate(env)
+    except ExpressionError:
+        return value  # the loader reports it
+    for text in (value, value.replace("//", "/")):
+        try:
+            if Expression(text).evaluate(env) == meant:
+                return text
+        except ExpressionError:
+            continue
+    return meant
+
+
 def _from_inline(root: Path, problem: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The older inline form as inputs.yaml plus a problem.yaml that states what the loader assumed.
 
@@ -154,7 +174,13 @@ def _from_inline(root: Path, problem: dict[str, Any]) -> tuple[dict[str, Any], d
     """
     loaded = load_problem(root)
     inputs = convert_inline_inputs(problem, root / "problem.yaml")
+    env = loaded.primary.scalars
+    for arg in inputs["args"]:
+        if arg.get("kind") == "buffer" and "size" in arg:
+            arg["size"] = as_cpp(arg["size"], env)
     out = {k: copy.deepcopy(v) for k, v in problem.items() if k not in LEGACY_KEYS}
+    if isinstance(out.get("grid"), dict):
+        out["grid"] = {axis: as_cpp(value, env) for axis, value in out["grid"].items()}
     out["global_size_type"] = loaded.global_size_type
     ref = dict(out.get("reference") or {})
     for key in ("block_x", "block_y", "block_z"):

@@ -47,7 +47,8 @@ def _literal(value: int | float) -> str:
 
 def _size_macro(buffer: Buffer, define_names: set[str], shape: Shape) -> str:
     name = f"{buffer.name}_SIZE"
-    if buffer.size.names and buffer.size.names <= define_names:
+    # A size in the python dialect (the inline form: // is floor division) is never pasted as C.
+    if buffer.size.names and buffer.size.names <= define_names and not buffer.size.python:
         # Widen every name first so the product cannot overflow a 32-bit int.
         widened = re.sub(
             r"[A-Za-z_][A-Za-z0-9_]*",

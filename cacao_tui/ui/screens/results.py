@@ -16,7 +16,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from cacao_tui.store.layout import RunLayout
-from cacao_tui.store.results import FROM_FILE, LoadedResults, load_results
+from cacao_tui.store.results import FROM_FILE, LoadedResults, load_results, reference_text
 from cacao_tui.store.results_export import ExportError, export_results
 from cacao_tui.store.state import BranchSummary
 from cacao_tui.ui import keymap
@@ -82,7 +82,7 @@ def results_header(loaded: LoadedResults, layout: RunLayout) -> Text:
         text.append("no kernel has a valid result on every case, so none has a score", style="dim")
     else:
         text.append("no valid kernel was timed", style="dim")
-    ref = f"reference {fmt_ms(r.reference_ms)}" + (f" ({r.reference_source})" if r.reference_source else "")
+    ref = "reference " + reference_text(r.reference_ms, r.reference_source)
     tokens = " ".join(f"{k} {fmt_count(v)}" for k, v in r.tokens.items()) or NONE
     text.append(f"\n{ref} · tokens {tokens} · cost {fmt_cost(r.cost_usd)}", style="dim")
     for note in loaded.notes[:3]:
@@ -181,7 +181,11 @@ class ResultsScreen(Screen[None]):
             header.update(Text(f"{name}: no timed kernel"))
             body.update("")
             return
-        path = self._layout.branch(name).iteration(b.best_iteration).kernel
+        path = (
+            self._layout.output / b.kernel_path
+            if b.kernel_path  # a run the original CACAO wrote (nested branches)
+            else self._layout.branch(name).iteration(b.best_iteration).kernel
+        )
         source = read_text_quietly(path)
         header.update(Text(f"best kernel of {name}: {safe_text(str(path))}"))
         body.update(
