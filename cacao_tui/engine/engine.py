@@ -82,11 +82,17 @@ class Engine:
         deps.branches = self.files
         self.steering = Steering(self)
         # The run's iteration pool; a resume keeps its own unless --budget-iters is given again.
+        had_pool = self.layout.pool.exists()
         self.pool = IterationPool(
             deps.settings.pool_total,
             self.layout.pool,
             resume_total=deps.settings.budget_iters if resumed else None,
+            on_event=lambda line: self.bus.log(f"iteration pool: {line}"),
         )
+        if resumed and not had_pool:  # a run of an earlier version: what its branches ran is spent
+            for name in self.layout.branch_names():
+                cfg = read_branch_config(self.layout.branch(name), deps.settings.max_iter)
+                self.pool.adopt(name, cfg.max_iter, self.files.branch(name).indices())
         self.budget = RunBudget(self.pool, self.files.names, self.files.manifest, self._times)
 
     # -- the run -----------------------------------------------------------------------------

@@ -31,8 +31,16 @@ MAX_EVENTS = 60
 class IterationPool:
     """The pool's accounting; ``path`` None keeps it in memory (the design bench)."""
 
-    def __init__(self, total: int, path: Path | None = None, *, resume_total: int | None = None) -> None:
+    def __init__(
+        self,
+        total: int,
+        path: Path | None = None,
+        *,
+        resume_total: int | None = None,
+        on_event: Callable[[str], None] | None = None,
+    ) -> None:
         self.path = path
+        self.on_event = on_event  # each grant, yield and return, as it happens (the engine logs it)
         state = read_model_or_none(path, PoolState) if path is not None else None
         if state is None:
             state = PoolState(total=max(0, total))
@@ -154,6 +162,15 @@ class IterationPool:
 
     def _note(self, line: str) -> None:
         self.state.events = [*self.state.events, line][-MAX_EVENTS:]
+        if self.on_event is not None:
+            self.on_event(line)
+
+    def adopt(self, name: str, share: int, begun: list[int]) -> None:
+        """A branch of a run that had no pool yet (an earlier version): what it ran counts as drawn."""
+        if name in self.state.branches:
+            return
+        self.state.branches[name] = PoolBranch(share=max(1, share), drawn=sorted(begun))
+        self._save()
 
     def _save(self) -> None:
         if self.path is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from cacao_tui.nodes.branch_queries import value_key
 from cacao_tui.nodes.tuner_output import config_text, read_results, read_summary, result_line, summary_lines
 from cacao_tui.store.layout import IterLayout
 from ktt.problem import ProblemError
@@ -32,14 +33,6 @@ def _declared(spec: str | None) -> dict[str, list[object]]:
     if not isinstance(params, dict):
         return {}
     return {str(k): list(v) if isinstance(v, list) else [v] for k, v in params.items()}
-
-
-def _sort_key(value: object) -> tuple[int, float, str]:
-    if isinstance(value, bool):
-        return (1, 0.0, str(value))
-    if isinstance(value, int | float):
-        return (0, float(value), "")
-    return (1, 0.0, str(value))
 
 
 def _ms(value: float | None) -> str:
@@ -72,7 +65,7 @@ def parameter_lines(rows: list[ConfigResult], declared: dict[str, list[object]])
             v = r.config.get(name)
             if r.time_ms is not None and (v not in by_value or r.time_ms < by_value[v]):
                 by_value[v] = r.time_ms
-        values = sorted(by_value, key=_sort_key)
+        values = sorted(by_value, key=value_key)
         times = ", ".join(f"{v}: {_ms(by_value[v])}" for v in values[:MAX_VALUES])
         if len(values) > MAX_VALUES:
             times += f", ... ({len(values) - MAX_VALUES} more)"

@@ -273,3 +273,12 @@ def test_a_weak_branch_yields_its_iterations_to_the_strong_one(mmul_dir: Path) -
     # beta's last iteration was its last: no propose and no decide were asked for it.
     assert not any(r.key.branch == "b2-beta" and r.key.iteration == 2 and r.key.node in ("propose", "decide")
                    for r in scenario.requests)  # fmt: skip
+
+
+def test_a_resumed_run_of_an_earlier_version_counts_what_its_branches_ran(mmul_dir: Path) -> None:
+    run(make_engine(mmul_dir, Scenario(strategies=["alpha"]).provider(), max_iter=2, n_strategies=1))
+    layout = RunLayout(mmul_dir)
+    layout.pool.unlink()  # as a run written before the pool existed
+    engine = make_engine(mmul_dir, Scenario(strategies=["alpha"]).provider(), max_iter=2, n_strategies=1,
+                         resumed=True)  # fmt: skip
+    assert engine.pool.branch("b1-alpha").drawn == [1, 2] and engine.pool.left() == 0
