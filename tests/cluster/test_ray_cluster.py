@@ -159,8 +159,12 @@ async def test_an_engine_run_on_the_cluster_and_resumed_on_another(ray_cluster: 
     bus.subscribe(stop_after_first_tuning)
     first = await engine.run()
     assert first.status == "interrupted"
-    jobs = [e for e in events if isinstance(e, JobPlaced)]
-    assert jobs and all(e.job in ("tune", "profile") and e.node_id not in ("", "local") and e.gpu for e in jobs)
+    placements = [e for e in events if isinstance(e, JobPlaced)]
+    assert all(e.node_id not in ("", "local") and e.gpu for e in placements)
+    # The device table is measured once, as a GPU job on the cluster, before any branch's job.
+    assert placements and placements[0].job == "device" and [e.job for e in placements].count("device") == 1
+    jobs = [e for e in placements if e.job != "device"]
+    assert jobs and all(e.job in ("tune", "profile") for e in jobs)
     where = [(e.branch, e.iteration, e.job, e.attempt) for e in jobs], logs
     # Each job names its branch and iteration. The stop is asked for at the first TuningFinished, when
     # no branch is past its first tuning; every branch then ends before its next step (a tuning whose
