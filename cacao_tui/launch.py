@@ -132,6 +132,10 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     choice = select_provider(request.provider, request.model)
     for warning in choice.warnings:
         print(f"cacao: warning: {warning}", file=sys.stderr)
+    step_choices = {}  # models of single steps (--model-plan, --model-decide): chosen before anything is written
+    for node, wanted in (("plan", request.model_plan), ("decide", request.model_decide)):
+        if wanted is not None:
+            step_choices[node] = select_provider(wanted[0] or choice.provider, wanted[1])
     cluster = parse_cluster(request.cluster)
     layout = RunLayout(problem.directory)
     on_placed = _placed(layout, lambda: bus)
@@ -169,7 +173,11 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         model=choice.model,
         single_shot=request.single_shot or DEFAULTS.single_shot,
         budget_usd=request.budget_usd,
+        budget_iters=request.budget_iters,
+        samples=request.samples or 1,
     )
+    for node, step_choice in step_choices.items():
+        settings = settings.model_copy(update={f"model_{node}": f"{step_choice.provider}:{step_choice.model}"})
     bus = EventBus()
 
     def on_call(record: CallRecord) -> None:
@@ -186,6 +194,17 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         on_call=on_call,
         timeout_s=llm_timeout_s(request.llm_timeout_s),
     )
+    step_llms = {}
+    for node, step_choice in step_choices.items():
+        step_llms[node] = create_llm(
+            step_choice,
+            record_root=layout.output,
+            budget_usd=settings.budget_usd,
+            replay_from=Path(replay_from) if replay_from and step_choice.provider == "replay" else None,
+            on_call=on_call,
+            timeout_s=llm_timeout_s(request.llm_timeout_s),
+        )
+        step_llms[node].usage = llm.usage  # one run: one set of totals, one budget
     # Archive only now: a replay source inside output/ has been read into memory above.
     if not request.resume:
         try:
@@ -213,6 +232,7 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         defaults=DEFAULTS,
         gpu=gpu,
         devices=devices,  # type: ignore[arg-type]
+        step_llms=step_llms,
     )
     return Engine(deps, bus, concurrency=DEFAULTS.concurrency, resumed=request.resume), bus
 
