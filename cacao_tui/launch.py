@@ -133,6 +133,10 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     choice = select_provider(request.provider, request.model)
     for warning in choice.warnings:
         print(f"cacao: warning: {warning}", file=sys.stderr)
+    step_choices = {}  # models of single steps (--model-plan, --model-decide): chosen before anything is written
+    for node, wanted in (("plan", request.model_plan), ("decide", request.model_decide)):
+        if wanted is not None:
+            step_choices[node] = select_provider(wanted[0] or choice.provider, wanted[1])
     llm_settings = load_llm_settings().with_cli(reasoning=request.reasoning, max_tokens=request.max_tokens)
     cluster = parse_cluster(request.cluster)
     layout = RunLayout(problem.directory)
@@ -172,7 +176,11 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         single_shot=request.single_shot or DEFAULTS.single_shot,
         budget_usd=request.budget_usd,
         budget_tokens=request.budget_tokens if request.budget_tokens is not None else llm_settings.budget_tokens,
+        budget_iters=request.budget_iters,
+        samples=request.samples or 1,
     )
+    for node, step_choice in step_choices.items():
+        settings = settings.model_copy(update={f"model_{node}": f"{step_choice.provider}:{step_choice.model}"})
     bus = EventBus()
 
     def on_call(record: CallRecord) -> None:
@@ -201,6 +209,23 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         settings=llm_settings,
         cache_scope=problem.name,
     )
+    step_llms = {}
+    for node, step_choice in step_choices.items():
+        step_llms[node] = create_llm(
+            step_choice,
+            record_root=layout.output,
+            budget_usd=settings.budget_usd,
+            budget_tokens=settings.budget_tokens,
+            replay_from=Path(replay_from) if replay_from and step_choice.provider == "replay" else None,
+            on_call=on_call,
+            on_retry=on_retry,
+            on_progress=lambda p: bus.emit(LLMCallProgress(progress=p)),
+            timeout_s=llm_timeout_s(request.llm_timeout_s),
+            max_concurrent=request.llm_concurrency,
+            settings=llm_settings,
+            cache_scope=problem.name,
+        )
+        step_llms[node].usage = llm.usage  # one run: one set of totals, one budget
     # Archive only now: a replay source inside output/ has been read into memory above.
     if not request.resume:
         try:
@@ -228,6 +253,7 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         defaults=DEFAULTS,
         gpu=gpu,
         devices=devices,  # type: ignore[arg-type]
+        step_llms=step_llms,
     )
     return Engine(deps, bus, concurrency=DEFAULTS.concurrency, resumed=request.resume), bus
 

@@ -5,10 +5,10 @@ canary after a run is an out-of-bounds write. Every buffer, ``write`` included, 
 again from its page-locked pristine host copy (its ``init`` data) before every validation
 run, as the original hands each buffer over with its init data: a kernel may accumulate
 into a zeroed output. Under ``validation.poison_outputs`` write buffers are poisoned instead
-(NaN or a sentinel). Read-only inputs are compared with a device copy of their pristine
-values after the run, so a kernel that mutates its input is caught; a validated output is
-compared with the reference and, element by element, with its init data, so one left as it
-started is reported as never written. The reference's outputs live in their own
+(NaN, a NaN in every element of a 16-bit float, or a sentinel). Read-only inputs are compared
+with a device copy of their pristine values after the run, so a kernel that mutates its input
+is caught; a validated output is compared with the reference and, element by element, with its
+init data, so one left as it started is reported as never written. The reference's outputs live in their own
 allocations; candidate outputs never share memory with them.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ktt.device import Gpu
-from ktt.gpu_checks import CANARY32, POISON32, GpuChecks
+from ktt.gpu_checks import CANARY32, GpuChecks, poison_word
 from ktt.inputs import make_buffer
 from ktt.problem.model import Problem, Shape
 
@@ -50,12 +50,28 @@ def alloc_guarded(gpu: Gpu, nbytes: int, label: str) -> Guarded:
 
 
 def fill_guards(gpu: Gpu, g: Guarded) -> None:
-    """Write the canary into both guard bands (again: an earlier configuration may have hit them)."""
+    """Write the canary into both guard bands (again: an earlier configuration may have hit them).
+    Data that ends mid-word (an odd count of 16-bit elements...) gets its last word zeroed first,
+    so the word-wise checks never read leftover bytes; the upload that follows fills the data."""
+    zero_tail_word(gpu, g.ptr, g.nbytes)
     padded = (g.nbytes + 255) // 256 * 256
     gpu.memset32(g.base, CANARY32, GUARD_BYTES // 4)
     gpu.memset32(g.ptr + padded, CANARY32, GUARD_BYTES // 4)
     if padded > g.words * 4:  # the slack between the data end and the 256-byte boundary is guard too
         gpu.memset32(g.ptr + g.words * 4, CANARY32, (padded - g.words * 4) // 4)
+
+
+def zero_tail_word(gpu: Gpu, ptr: int, nbytes: int) -> None:
+    """Zero the last 32-bit word of ``nbytes`` of data at ``ptr`` when the data ends inside it."""
+    if nbytes % 4:
+        gpu.memset32(ptr + nbytes // 4 * 4, 0, 1)
+
+
+def alloc_words(gpu: Gpu, nbytes: int) -> int:
+    """A copy buffer of whole words, the slack of its last word zeroed (compared word by word)."""
+    ptr = gpu.alloc((nbytes + 3) // 4 * 4)
+    zero_tail_word(gpu, ptr, nbytes)
+    return ptr
 
 
 def canary_slots(checks: GpuChecks, g: Guarded) -> list[tuple[int, str]]:
@@ -94,11 +110,11 @@ class ShapeBuffers:
                     pinned = gpu.pinned(nbytes, arr.dtype)
                     pinned[:] = arr
                     self.host[(s, b.name)] = pinned
-                    dptr = gpu.alloc(nbytes)
+                    dptr = alloc_words(gpu, nbytes)
                     gpu.h2d(dptr, pinned)
                     self.pristine[(s, b.name)] = dptr
             if b.validate:
-                self.previous[b.name] = gpu.alloc(nbytes)
+                self.previous[b.name] = alloc_words(gpu, nbytes)
         gpu.sync()
         return self
 
@@ -126,7 +142,7 @@ class ShapeBuffers:
             g = self.dev[b.name]
             fill_guards(self.gpu, g)
             if self.problem.poisoned(b):
-                self.gpu.memset32(g.ptr, POISON32, g.words)
+                self.gpu.memset32(g.ptr, poison_word(b.dtype), g.words)
             else:
                 self.gpu.h2d(g.ptr, self.host[(set_index, b.name)])
 

@@ -18,6 +18,8 @@ next to a spinning compile, blocked behind it and held the check for good.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import os
 import random
 import sys
@@ -38,7 +40,9 @@ from ktt.candidates import (
 from ktt.capped_read import MAX_KERNEL_BYTES, describe_read_error, read_text_capped
 from ktt.compile_cache import compile_cached, default_cache_dir
 from ktt.expressions import ExpressionError
-from ktt.nvrtc import CompileOutput, compile_timeout_s, kernel_definition_lines, warm_up
+from ktt.launch_program import iter_launches
+from ktt.nvrtc import CompileOutput, CompileRequest, compile_timeout_s, kernel_definition_lines, warm_up
+from ktt.occupancy import launch_occupancy, parse_ptxas_log
 from ktt.problem import ProblemError
 from ktt.problem.model import Problem, Shape, strip_c_comments
 from ktt.protocol import CheckedConfig, CheckReport
@@ -49,6 +53,14 @@ from ktt.workdir import WorkDir
 
 ENUMERATION_LIMIT = 200_000
 COMPILE_THREAD = "ktt-sandboxed-compile"  # the name ktt.sandbox gives a compile's thread
+VERBOSE_PTXAS = "-Xptxas=-v"  # registers, spills and shared memory per kernel, in the program log
+
+
+def verbose(req: CompileRequest) -> CompileRequest:
+    """``req`` with ptxas's resource report (the code is the same; the cache key differs)."""
+    if any(o in (VERBOSE_PTXAS, "-Xptxas=--verbose") for o in req.options):
+        return req
+    return dataclasses.replace(req, options=(*req.options, VERBOSE_PTXAS))
 
 
 def oversize_kernel(source: str, name: str) -> str | None:
@@ -180,9 +192,10 @@ def check_kernel(
                     None,
                 )
             problem_text = geometry_problems(launches)
-            out, _ = compile_cached(ctx.request(config, shape), cache)
+            out, _ = compile_cached(verbose(ctx.request(config, shape)), cache)
             if not out.ok and out.seconds >= limit_s:
                 cut_off.set()
+            resources = parse_ptxas_log(out.log) if out.ok else []
             checked = CheckedConfig(
                 config=config,
                 ok=out.ok and problem_text is None,
@@ -190,6 +203,9 @@ def check_kernel(
                 diagnostics=protocol_diagnostics(out),
                 shape=shape.name,
                 error=out.first_error() or problem_text,
+                binary_sha256=hashlib.sha256(out.cubin).hexdigest() if out.ok and out.cubin else None,
+                resources=resources,
+                occupancy=launch_occupancy(iter_launches(launches), resources, arch_name),
             )
             return checked, out, launches
 

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ktt.device import Gpu, KernelParams
+from ktt.half_types import HALF_DTYPES, POISON16
 
 POISON32 = 0x7FF8DEAD  # a quiet NaN as float, and as each half of a double; a sentinel for int
+POISON16X2 = POISON16 * 0x10001  # a quiet NaN as bf16 and as half in both halves of the word
 CANARY32 = 0x5AFEC0DE
 SLOT = 8
 MAX_SLOTS = 64
@@ -23,6 +25,18 @@ SOURCE = r"""
 typedef unsigned long long u64;
 #define KTT_POISON32 0x7FF8DEADu
 #define KTT_POISON64 0x7FF8DEAD7FF8DEADull
+#define KTT_POISON16 0x7FADu  // ktt.half_types.POISON16
+
+// The 16-bit floats, as their bit patterns (no CUDA header needed): decoded exactly to float.
+struct ktt_bf16 { unsigned short bits; };
+struct ktt_f16 { unsigned short bits; };
+__device__ __forceinline__ float ktt_value(ktt_bf16 v) { return __uint_as_float((unsigned)v.bits << 16); }
+__device__ __forceinline__ float ktt_value(ktt_f16 v) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v.bits));
+    return f;
+}
+template <typename T> __device__ __forceinline__ T ktt_value(T v) { return v; }
 
 __device__ __forceinline__ u64 ktt_warp_sum(u64 v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
@@ -60,18 +74,26 @@ __device__ __forceinline__ bool ktt_poison(short v, u64 i) {
 __device__ __forceinline__ bool ktt_poison(signed char v, u64 i) {
     return (unsigned char)v == (unsigned char)(KTT_POISON32 >> (8 * (i & 3)));
 }
+// A 16-bit float buffer is poisoned with a NaN in every element (not a value a kernel may compute).
+__device__ __forceinline__ bool ktt_poison(ktt_bf16 v, u64) { return v.bits == KTT_POISON16; }
+__device__ __forceinline__ bool ktt_poison(ktt_f16 v, u64) { return v.bits == KTT_POISON16; }
 __device__ __forceinline__ bool ktt_finite(float v) { return isfinite(v); }
 __device__ __forceinline__ bool ktt_finite(double v) { return isfinite(v); }
+__device__ __forceinline__ bool ktt_finite(ktt_bf16 v) { return isfinite(ktt_value(v)); }
+__device__ __forceinline__ bool ktt_finite(ktt_f16 v) { return isfinite(ktt_value(v)); }
 template <typename T> __device__ __forceinline__ bool ktt_finite(T) { return true; }  // the integer types
 __device__ __forceinline__ bool ktt_same(float a, float b) { return __float_as_uint(a) == __float_as_uint(b); }
 __device__ __forceinline__ bool ktt_same(double a, double b) {
     return __double_as_longlong(a) == __double_as_longlong(b);
 }
+__device__ __forceinline__ bool ktt_same(ktt_bf16 a, ktt_bf16 b) { return a.bits == b.bits; }
+__device__ __forceinline__ bool ktt_same(ktt_f16 a, ktt_f16 b) { return a.bits == b.bits; }
 template <typename T> __device__ __forceinline__ bool ktt_same(T a, T b) { return a == b; }  // the integer types
 
 // init: the buffer's init data, or null when it was poisoned. A bad element that still holds
 // its init data (or the poison) is counted as unwritten. The poison pattern is only looked for
-// when the buffer was poisoned: under init data it is an ordinary value.
+// when the buffer was poisoned: under init data it is an ordinary value. The error is taken on the
+// decoded values (a 16-bit float as its exact float value).
 template <typename T>
 __device__ void ktt_compare(const T* out, const T* ref, const T* init, u64 n, double tol, u64* s) {
     u64 bad = 0, first = ~0ull, maxbits = 0, unwritten = 0, nonfinite = 0;
@@ -83,7 +105,7 @@ __device__ void ktt_compare(const T* out, const T* ref, const T* init, u64 n, do
         if (init == nullptr && ktt_poison(o, i)) { unwritten++; is_bad = true; }
         else if (!ktt_finite(o)) { nonfinite++; is_bad = true; }
         else {
-            double e = fabs((double)o - (double)r);
+            double e = fabs((double)ktt_value(o) - (double)ktt_value(r));
             if (!(e <= tol)) is_bad = true;
             if (e == e) { u64 b = (u64)__double_as_longlong(e); maxbits = b > maxbits ? b : maxbits; }
         }
@@ -98,6 +120,14 @@ extern "C" __global__ void ktt_compare_f32(const float* o, const float* r, const
     ktt_compare(o, r, init, n, tol, s);
 }
 extern "C" __global__ void ktt_compare_f64(const double* o, const double* r, const double* init, u64 n, double tol,
+                                           u64* s) {
+    ktt_compare(o, r, init, n, tol, s);
+}
+extern "C" __global__ void ktt_compare_bf16(const ktt_bf16* o, const ktt_bf16* r, const ktt_bf16* init, u64 n,
+                                            double tol, u64* s) {
+    ktt_compare(o, r, init, n, tol, s);
+}
+extern "C" __global__ void ktt_compare_f16(const ktt_f16* o, const ktt_f16* r, const ktt_f16* init, u64 n, double tol,
                                            u64* s) {
     ktt_compare(o, r, init, n, tol, s);
 }
@@ -150,7 +180,14 @@ COMPARE_KERNELS = {
     "char": "ktt_compare_i8",
     "short": "ktt_compare_i16",
     "long": "ktt_compare_i64",
+    "bf16": "ktt_compare_bf16",
+    "half": "ktt_compare_f16",
 }
+
+
+def poison_word(dtype: str) -> int:
+    """The 32-bit word a poisoned buffer of ``dtype`` is filled with."""
+    return POISON16X2 if dtype in HALF_DTYPES else POISON32
 
 
 @dataclass

@@ -10,7 +10,9 @@ only under ``validation.poison_outputs`` is a write buffer poisoned on the devic
 
 ``init: custom`` means what it means in the original: ``body`` is the body of a host
 function ``std::vector<dtype> gen_<name>()``, with the ``host`` scalars in scope as
-``inline constexpr`` values of the shape, after ``headers`` and ``shared_setup``. All the
+``inline constexpr`` values of the shape, after ``headers`` and ``shared_setup`` (a bf16 or
+half buffer's body returns ``std::vector<ktt_bf16>`` / ``std::vector<ktt_half>``, two-byte
+types that convert from and to float: ktt.half_types). All the
 generators of a shape go into one C++ program, built once (content-addressed, in the host
 build cache) and run in its own process with a time limit; it writes each buffer to a
 file, and a vector of the wrong length is an error naming the buffer.
@@ -28,8 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ktt import procs
+from ktt import half_types, procs
 from ktt.capped_read import MAX_YAML_BYTES, read_text_capped
+from ktt.half_types import HALF_DTYPES
 from ktt.host_compiler import HostCompileError, build_executable, default_host_cache_dir
 from ktt.problem.errors import ProblemError
 from ktt.problem.files import INTEGER_DTYPES
@@ -71,6 +74,9 @@ def make_buffer(
         return generated_inputs(problem, shape, work_dir)[buffer.name].copy()
     rng = rng_for(buffer, set_index, run_seed)
     low, high = buffer.value_range
+    if buffer.dtype in HALF_DTYPES:  # uniform in float32, rounded to the 16-bit float (nearest even)
+        values = rng.random(n, dtype=np.float32) * np.float32(high - low) + np.float32(low)
+        return half_types.encode(values, buffer.dtype)
     if dtype.kind == "f":
         values = rng.random(n, dtype=np.float64 if dtype.itemsize == 8 else np.float32)
         return (values * dtype.type(high - low) + dtype.type(low)).astype(dtype, copy=False)
@@ -95,6 +101,11 @@ class GeneratorSource:
 
 def custom_buffers(problem: Problem) -> list[tuple[int, Buffer]]:
     return [(i, a) for i, a in enumerate(problem.args) if isinstance(a, Buffer) and a.init == "custom"]
+
+
+def _generator_type(buffer: Buffer) -> str:
+    """The element type a custom body returns: the C type, or ktt_bf16 / ktt_half for a 16-bit float."""
+    return half_types.GENERATOR_CTYPES.get(buffer.dtype, buffer.ctype)
 
 
 def _literal(value: int | float, dtype: str) -> str:
@@ -140,6 +151,10 @@ def generator_source(problem: Problem, shape: Shape) -> GeneratorSource:
         emit(f"#include <{header}>")
     for header in problem.headers:
         emit(f"#include {header}" if header.startswith(("<", '"')) else f'#include "{header}"')
+    customs = custom_buffers(problem)
+    if any(b.dtype in HALF_DTYPES for _, b in customs):
+        emit(half_types.C_HELPERS.rstrip("\n"))
+        emit(half_types.CXX_TYPES.rstrip("\n"))
     host = [s for s in problem.scalars if "host" in s.placements]
     if host:
         emit("// host scalars of this shape")
@@ -148,9 +163,8 @@ def generator_source(problem: Problem, shape: Shape) -> GeneratorSource:
     if problem.shared_setup.strip():
         emit("// shared_setup")
         user(problem.shared_setup, "shared_setup", ("shared_setup",))
-    customs = custom_buffers(problem)
     for i, b in customs:
-        emit(f"inline std::vector<{b.ctype}> gen_{b.name}() {{")
+        emit(f"inline std::vector<{_generator_type(b)}> gen_{b.name}() {{")
         user(b.body or "", f"args[{i}] ({b.name}).body", ("args", i, "body"))
         emit("}")
     emit("static int ktt_write(const std::string& path, const void* data, size_t bytes) {")
@@ -165,12 +179,13 @@ def generator_source(problem: Problem, shape: Shape) -> GeneratorSource:
     for _, b in customs:
         n = shape.sizes[b.name]
         emit("    try {")
-        emit(f"        std::vector<{b.ctype}> v = gen_{b.name}();")
+        emit(f"        std::vector<{_generator_type(b)}> v = gen_{b.name}();")
         emit(f"        if (v.size() != (size_t){n}ULL) {{")
         emit(f'            std::fprintf(stderr, "ktt-gen-size {b.name} %zu\\n", v.size());')
         emit("            return 3;")
         emit("        }")
-        emit(f'        if (ktt_write(dir + "/{b.name}.bin", v.data(), v.size() * sizeof({b.ctype}))) return 5;')
+        nbytes = f"v.size() * sizeof({_generator_type(b)})"
+        emit(f'        if (ktt_write(dir + "/{b.name}.bin", v.data(), {nbytes})) return 5;')
         emit("    } catch (const std::exception& e) {")
         emit(f'        std::fprintf(stderr, "ktt-gen-exception {b.name} %s\\n", e.what());')
         emit("        return 4;")

@@ -40,7 +40,9 @@ FLOAT_DTYPES = frozenset({"float16", "float32", "float64", "bfloat16", "float32_
 # A map's dtype when it names none: the buffer's element type (ktt.problem.files.DTYPES). "long"
 # is the older inline form's int64 (issue 19); its char and short have no signed TMA type: a map
 # of them names its dtype (uint8, uint16).
-BUFFER_TMA_DTYPE = {"int": "int32", "float": "float32", "double": "float64", "long": "int64"}
+BUFFER_TMA_DTYPE = {
+    "int": "int32", "float": "float32", "double": "float64", "long": "int64", "bf16": "bfloat16", "half": "float16",
+}  # fmt: skip
 SWIZZLE_BYTES = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
 L2_PROMOTION_BYTES = {"none": 0, "64B": 64, "128B": 128, "256B": 256}
 OOB_FILLS = ("none", "nan")  # none: out-of-bound elements read as zero (CUDA's FLOAT_OOB_FILL_NONE)

@@ -390,13 +390,22 @@ class Tuner:
             self._measured(shape, float(reply["reference_ms"]), CUDA_REFERENCE_METHOD)
         search.floor_ms = reply.get("floor_ms")
         if search.index == 0:
+            peak = reply.get("peak_gflops", self.peak)  # without one (an older worker): the FP32 peak
             self.floor = FloorReport(
                 bytes=reply.get("floor_bytes"),
                 flops=reply.get("floor_flops"),
                 bandwidth_gbs=self.bandwidth,
-                peak_gflops=self.peak,
+                peak_gflops=peak,
+                flops_dtype=reply.get("flops_dtype"),
+                peak_from=reply.get("peak_from"),
                 floor_ms=reply.get("floor_ms"),
             )
+            if reply.get("floor_flops") and reply.get("flops_dtype"):
+                against = f"{peak:,.0f} GFLOP/s" if peak else "none"
+                self.log(
+                    f"physical floor: flops at the {reply['flops_dtype']} peak, {against} ({reply.get('peak_from')})",
+                    "info" if peak else "warning",
+                )
 
     # -- the run -------------------------------------------------------------------------
 

@@ -32,13 +32,15 @@ from ktt.compile_cache import compile_cached
 from ktt.device import CudaError, Gpu, KernelParams
 from ktt.gpu_checks import SOURCE as CHECKS_SOURCE
 from ktt.gpu_checks import GpuChecks
+from ktt.mismatch import WINDOW, first_mismatches
 from ktt.nvrtc import CompileRequest, define_pairs
+from ktt.peaks import flops_peak, peak_gflops
 from ktt.problem import load_problem
 from ktt.problem.files import INTEGER_DTYPES
 from ktt.problem.model import Buffer, Problem, Shape
 from ktt.procs import exit_when_parent_dies
 from ktt.sequence import LaunchRejected, PassLimit, Sequence, prepare
-from ktt.timing import FLOOR_MARGIN, L2Flush, TimingSettings, floor_ms, measure, measure_bandwidth, peak_gflops
+from ktt.timing import FLOOR_MARGIN, L2Flush, TimingSettings, floor_ms, measure, measure_bandwidth
 from ktt.toolkit import cuda_include_dirs
 from ktt.workdir import WorkDir, local_headers
 
@@ -150,14 +152,21 @@ class Session:
         if req.get("time_reference") and self.problem.reference.type == "cuda":
             reference_ms = self._cuda_reference(shape, 0, time_it=True)
         self.gpu.sync()
+        return {"ok": True, "reference_ms": reference_ms, **self.floor(shape)}
+
+    def floor(self, shape: Shape) -> dict[str, Any]:
+        """The shape's physical floor: bytes at the measured bandwidth, flops at the peak of the
+        problem's flops_dtype on this device (ktt.peaks)."""
         nbytes, flops = self.problem.floor(shape)
-        floor = floor_ms(nbytes, flops, self.bandwidth, self.peak)
+        p = self.gpu.props
+        peak = flops_peak(self.problem.floor_flops_dtype, p.name, p.arch, p.sm_count, p.clock_khz)
         return {
-            "ok": True,
-            "reference_ms": reference_ms,
-            "floor_ms": floor,
+            "floor_ms": floor_ms(nbytes, flops, self.bandwidth, peak.gflops),
             "floor_bytes": nbytes,
             "floor_flops": flops,
+            "peak_gflops": peak.gflops,
+            "flops_dtype": peak.dtype,
+            "peak_from": peak.source,
         }
 
     def _cuda_reference(self, shape: Shape, set_index: int, time_it: bool = False) -> float | None:
@@ -260,7 +269,10 @@ class Session:
                     "first_bad_index": r.first,
                     "bad_count": r.bad,
                     "checked": sizes[label],
+                    "input_set": set_index,
                 }
+                if r.bad:
+                    rep["samples"] = self._mismatches(set_index, label, r.first)
                 if report is None or (r.bad and not report.get("bad_count")):
                     report = rep
             if not r.bad:
@@ -279,6 +291,23 @@ class Session:
 
     def _buffer(self, name: str) -> Buffer:
         return next(b for b in self.problem.buffers if b.name == name)
+
+    def _mismatches(self, set_index: int, name: str, first: int | None) -> list[dict]:
+        """The first few bad elements, read back from a bounded window at the first bad index."""
+        assert self.bufs is not None
+        b = self._buffer(name)
+        expected = self.bufs.ref_host.get((set_index, name))
+        n = self.bufs.shape.sizes[name]
+        start = min(max(0, first or 0), max(0, n - 1))
+        count = min(WINDOW, n - start)
+        if expected is None or count <= 0:
+            return []
+        got = np.empty(count, b.numpy_dtype)
+        self.gpu.sync()
+        self.gpu.d2h(got, self.bufs.argument(name) + start * got.itemsize)
+        self.gpu.sync()
+        found = first_mismatches(expected[start : start + count], got, start, self.problem.tolerance)
+        return [m.model_dump(mode="json") for m in found]
 
     def _run_once(self, seq: Sequence, set_index: int) -> None:
         assert self.bufs is not None

@@ -57,6 +57,23 @@ AUTHOR_TOOLS = [
     ),
 ]
 
+VALIDATE_TOOL = _spec(
+    "validate",
+    "Run ONE configuration of the current files on the GPU for correctness only (no timing): both "
+    "input sets and every scored shape, with the tuner's checks (out-of-bounds writes, races, input "
+    "mutation). Returns valid or how many elements are wrong and a few (index, expected, got). Use it "
+    "after check_compilation passes and before end_step; it may be used a few times per step.",
+    {
+        "config": {
+            "type": "object",
+            "description": "tune parameter values, e.g. {\"BX\": 16}; default: the first configuration the "
+            "last check compiled",
+            "additionalProperties": {"type": ["integer", "number", "string"]},
+        }
+    },
+    [],
+)
+
 HISTORY_TOOLS = [
     _spec(
         "tuning_landscape",
@@ -112,12 +129,13 @@ BRANCH_TOOLS = [
 ]
 
 
-def tool_specs() -> list[ToolSpec]:
+def tool_specs(can_validate: bool = False) -> list[ToolSpec]:
     """Every tool, in every authoring step: the tool list is part of the prompt prefix a
-    provider caches (it comes before the system prompt), so it must not change between
-    steps. A query with nothing to report yet says so; the task names the tools that can
-    answer now."""
-    return AUTHOR_TOOLS + HISTORY_TOOLS + BRANCH_TOOLS
+    provider caches (it comes before the system prompt), so it must not change between the
+    steps of a run. validate is offered when a GPU is used (a run-wide setting). A query with
+    nothing to report yet says so; the task names the tools that can answer now."""
+    tools = AUTHOR_TOOLS[:4] + ([VALIDATE_TOOL] if can_validate else []) + AUTHOR_TOOLS[4:]
+    return tools + HISTORY_TOOLS + BRANCH_TOOLS
 
 
 @dataclass

@@ -11,24 +11,25 @@ from __future__ import annotations
 from cacao_tui import prompts
 from cacao_tui.llm import CallContext
 from cacao_tui.nodes.briefing import (
+    analysis_section,
     branches_section,
     history_section,
     iteration_log,
     last_decision_section,
     messages_section,
+    parent_section,
     problem_brief,
     revert_note,
     start_section,
 )
-from cacao_tui.nodes.context import BranchView, RunDeps
-from cacao_tui.nodes.replies import ask_text, opening_turn, require_text
+from cacao_tui.nodes.context import BranchView, RunDeps, llm_for
+from cacao_tui.nodes.replies import ask_text, opening_turn, require_text, stable_prefix
 
 TASK = "write the branch plan the first message asks for."
 
 
 async def plan(deps: RunDeps, branch: BranchView) -> str:
     again = branch.plan is not None
-    brief = problem_brief(deps)
     task = (
         prompts.render("tasks/plan_again", iteration=branch.iteration)
         if again
@@ -36,7 +37,9 @@ async def plan(deps: RunDeps, branch: BranchView) -> str:
     )
     text = prompts.render(
         "plan",
-        problem=brief,
+        problem=problem_brief(deps),
+        analysis=analysis_section(deps),
+        parent=parent_section(deps, branch),
         branch=branch.name,
         level=branch.depth + 1,
         levels=deps.settings.max_depth,
@@ -52,8 +55,8 @@ async def plan(deps: RunDeps, branch: BranchView) -> str:
         task=task,
     )
     resp = await ask_text(
-        deps.llm,
-        opening_turn(text, brief),
+        llm_for(deps, "plan"),
+        opening_turn(text, stable_prefix(deps)),
         ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="plan"),
         system=prompts.load("system"),
         task=TASK,

@@ -20,6 +20,8 @@ from cacao_tui.llm import CallContext, ChatResponse, Message, TrackedLLM
 from cacao_tui.llm.errors import ReplyUnusable
 from cacao_tui.llm.refusals import restate, unusable_reason
 from cacao_tui.llm.structured import strip_reasoning
+from cacao_tui.nodes.briefing import analysis_section, problem_brief
+from cacao_tui.nodes.context import RunDeps
 
 _FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.DOTALL)
 _OPEN_FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n(.*)\Z", re.DOTALL)  # cut off before its close
@@ -52,6 +54,12 @@ async def ask_text(
     if again is not None:
         raise ReplyUnusable(f"{ctx.node}: {again} (also after the task was restated)", reason=again, text=resp.text)
     return resp
+
+
+def stable_prefix(deps: RunDeps) -> str:
+    """How the branch steps' prompts open (``$problem`` then ``$analysis``): the same text in
+    every call of a run."""
+    return f"{problem_brief(deps)}\n\n{analysis_section(deps)}"
 
 
 def opening_turn(text: str, stable: str) -> list[Message]:

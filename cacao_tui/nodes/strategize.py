@@ -1,4 +1,8 @@
-"""Strategize: the master proposes N distinct strategies; each becomes a root branch.
+"""Strategize: the master proposes 1 to N distinct strategies; each becomes a root branch.
+
+The prompt asks for directions that differ in algorithm or hardware use (never a tuning
+parameter), at least one that does less work when the analysis says the work can shrink, and
+no more than are worth a branch (the run's iteration pool is shared by all of them).
 
 A reply that does not hold a valid strategy list (after the LLM layer's repair turn), a
 refusal, or a call that fails at the provider never fails the run: the strategies that do
@@ -33,7 +37,7 @@ DEFAULT_STRATEGY = Strategy(
 
 
 class StrategyList(BaseModel):
-    strategies: list[Strategy] = Field(description="distinct strategies, most promising first")
+    strategies: list[Strategy] = Field(description="1 to N distinct strategies, most promising first")
 
 
 @dataclass

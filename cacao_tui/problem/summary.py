@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktt.expressions import ExpressionError
+from ktt.half_types import HALF_DTYPES
+from ktt.peaks import NAMES as PEAK_NAMES
+from ktt.peaks import datasheet_peaks
 from ktt.problem.model import Buffer, Dim3, Problem, Shape
 from ktt.reference_times import ReferenceTimes
 
@@ -152,6 +155,8 @@ def _floor_lines(problem: Problem) -> list[str]:
     if problem.floor_bytes is None and problem.floor_flops is None:
         return ["not declared (physical_floor: {bytes, flops} lets the tuner flag impossibly fast times)"]
     lines = []
+    dtype = problem.floor_flops_dtype
+    sheets = datasheet_peaks(dtype)
     for shape in problem.shapes:
         try:
             nbytes, flops = problem.floor(shape)
@@ -162,8 +167,15 @@ def _floor_lines(problem: Problem) -> list[str]:
         if nbytes is not None:
             parts.append(f"{_number(nbytes)} bytes moved ({human_bytes(nbytes)})")
         if flops is not None:
-            parts.append(f"{_number(flops)} flops")
-        lines.append(f"{shape.name}: {', '.join(parts)}")
+            at = "".join(f" ({flops / tflops / 1e9:.3g} ms on {part})" for part, tflops in sheets[:1])
+            parts.append(f"{_number(flops)} flops{at}")
+        text = f"{shape.name}: {', '.join(parts)}"
+        lines += textwrap.wrap(text, WRAP - LABEL_WIDTH, subsequent_indent="  ")
+    if problem.floor_flops is not None:
+        known = "; ".join(f"{tflops:g} TFLOP/s on {part}" for part, tflops in sheets)
+        how = f"{known}, other GPUs by ktt/peaks.py's rule" if known else "the GPU's SMs x clock x FP32 lanes"
+        text = f"flops at the {PEAK_NAMES[dtype]} peak (flops_dtype {dtype}): {how}"
+        lines += textwrap.wrap(text, WRAP - LABEL_WIDTH, subsequent_indent="  ")
     return lines
 
 
@@ -182,6 +194,16 @@ def _reference_lines(problem: Problem) -> list[str]:
         lines.append(f"takes the buffers ({buffers}); scalars arrive as -D macros")
     else:
         lines.append("called as f(scalars, buffers), or f(prepare_input(scalars, buffers)) when defined")
+    halves = ", ".join(b.name for b in problem.buffers if b.dtype in HALF_DTYPES)
+    if halves and ref.type == "cpu_c":
+        lines.append(f"{halves}: uint16_t bit patterns (inputs.hpp converts: ktt_bf16_to_float, ktt_float_to_half...)")
+    elif halves and ref.type == "python":
+        rounded = (
+            "; its results for them are rounded to the dtype"
+            if any(b.dtype in HALF_DTYPES for b in problem.validated)
+            else ""
+        )
+        lines.append(f"{halves}: float32 arrays of their values{rounded}")
     return lines
 
 

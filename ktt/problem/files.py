@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ktt.half_types import DTYPE_ALIASES, HALF_DTYPES
+
 DTYPES: dict[str, tuple[str, int, str]] = {
     # dtype: (C type, bytes, numpy dtype name)
     "int": ("int", 4, "int32"),
@@ -23,6 +25,10 @@ DTYPES: dict[str, tuple[str, int, str]] = {
     "char": ("signed char", 1, "int8"),
     "short": ("short", 2, "int16"),
     "long": ("long long", 8, "int64"),
+    # 16-bit floats (ktt.half_types): CUDA's types in kernels, stored as their bit patterns
+    # (numpy has no bfloat16); buffers only.
+    "bf16": ("__nv_bfloat16", 2, "uint16"),
+    "half": ("__half", 2, "float16"),
 }
 CORE_DTYPES = ("int", "float", "double")  # what a tuning spec takes (inputs.yaml: every dtype here)
 INTEGER_DTYPES = frozenset({"int", "char", "short", "long"})
@@ -49,9 +55,21 @@ def check_dtype(value: Any) -> Any:
 
 
 def check_any_dtype(value: Any) -> Any:
-    """inputs.yaml's dtypes: every one of the table, the inline form's integer types too."""
+    """inputs.yaml's buffer dtypes: every one of the table (bfloat16, float16 and fp16 name the 16-bit floats)."""
+    value = DTYPE_ALIASES.get(value, value) if isinstance(value, str) else value
     if value not in DTYPES:
         raise ValueError(f"unknown dtype {value!r} (allowed: {', '.join(DTYPES)})")
+    return value
+
+
+def check_scalar_dtype(value: Any) -> Any:
+    """inputs.yaml's scalar dtypes: the table less the 16-bit floats, which are buffer dtypes."""
+    value = DTYPE_ALIASES.get(value, value) if isinstance(value, str) else value
+    allowed = ", ".join(d for d in DTYPES if d not in HALF_DTYPES)
+    if value in HALF_DTYPES:
+        raise ValueError(f"{value} is a buffer dtype; a scalar takes {allowed} (a float scalar for a {value} value)")
+    if value not in DTYPES:
+        raise ValueError(f"unknown dtype {value!r} (allowed: {allowed})")
     return value
 
 
@@ -185,10 +203,12 @@ class CaseSection(FileModel):
 
 
 class FloorSection(FileModel):
-    """Our extension: the physical floor, as expressions over scalars."""
+    """Our extension: the physical floor, as expressions over scalars; ``flops_dtype`` names the
+    peak the flops are done at (ktt.peaks: fp32 CUDA cores by default, bf16 for a bf16 GEMM...)."""
 
     bytes: ExprValue | None = None
     flops: ExprValue | None = None
+    flops_dtype: Literal["fp32", "fp64", "tf32", "bf16", "fp16", "fp8"] = "fp32"  # ktt.peaks.FLOPS_DTYPES
 
 
 class ProblemFile(FileModel):
@@ -223,7 +243,7 @@ class ScalarArg(FileModel):
     value: ExprValue
     placements: list[Placement] = Field(default_factory=lambda: ["host", "define"])
 
-    _dtype = field_validator("dtype")(check_any_dtype)
+    _dtype = field_validator("dtype")(check_scalar_dtype)
     _no_bool = field_validator("value", mode="before")(reject_bool)
 
     @field_validator("placements")

@@ -13,6 +13,7 @@ from typing import Any
 from ktt.capped_read import MAX_SOURCE_BYTES, describe_read_error, read_text_capped
 from ktt.csource import c_function_definitions, global_function_lines
 from ktt.expressions import Expression, ExpressionError, Number
+from ktt.half_types import FINITE_MAX, HALF_DTYPES
 from ktt.problem.errors import ProblemError
 from ktt.problem.files import (
     INTEGER_DTYPES,
@@ -189,6 +190,8 @@ def load_problem(directory: Path | str) -> Problem:
             floor_bytes = _expression(pfile.physical_floor.bytes, problem_path, "physical_floor.bytes", scalar_names)
         if pfile.physical_floor.flops is not None:
             floor_flops = _expression(pfile.physical_floor.flops, problem_path, "physical_floor.flops", scalar_names)
+        elif "flops_dtype" in pfile.physical_floor.model_fields_set:
+            warnings.append(f"{problem_path.name}: physical_floor.flops_dtype is set but no flops are declared")
 
     problem = Problem(
         directory=root,
@@ -214,6 +217,7 @@ def load_problem(directory: Path | str) -> Problem:
         declared_cases=bool(pfile.cases),
         floor_bytes=floor_bytes,
         floor_flops=floor_flops,
+        floor_flops_dtype=pfile.physical_floor.flops_dtype if pfile.physical_floor else "fp32",
         warnings=warnings,
     )
     for shape in problem.shapes:
@@ -366,6 +370,12 @@ def _resolve_buffer(item: BufferArg, i: int, scalars: set[str], path: Path, root
     size = _expression(item.size, path, _arg_field(i, item.name, "size"), scalars, python)
     if item.min is not None and item.max is not None and item.min > item.max:
         raise ProblemError(path, _arg_field(i, item.name, "min"), f"min {item.min} is larger than max {item.max}")
+    for key, bound in (("min", item.min), ("max", item.max)):
+        if item.dtype in HALF_DTYPES and bound is not None and not abs(bound) <= FINITE_MAX[item.dtype]:
+            largest = f"{FINITE_MAX[item.dtype]:.6g}"
+            raise ProblemError(
+                path, _arg_field(i, item.name, key), f"{bound} is outside {item.dtype}'s range (±{largest})"
+            )
     key = "file" if item.file is not None and item.file_name is None else "file_name"
     file_name = item.file_name if item.file_name is not None else item.file
     if item.file is not None and item.file_name is not None:

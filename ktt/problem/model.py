@@ -10,6 +10,7 @@ from pathlib import Path
 from ktt.csource import LinearPattern
 from ktt.csource import strip_c_comments as strip_c_comments  # linear time; re-exported for callers
 from ktt.expressions import Expression, Number
+from ktt.half_types import HALF_DTYPES, HOST_CTYPE
 from ktt.problem.files import DTYPES, INTEGER_DTYPES
 
 
@@ -67,6 +68,11 @@ class Buffer:
     @property
     def ctype(self) -> str:
         return DTYPES[self.dtype][0]
+
+    @property
+    def host_ctype(self) -> str:
+        """The element type a C reference sees: a 16-bit float is its bit pattern (ktt.half_types)."""
+        return HOST_CTYPE if self.dtype in HALF_DTYPES else self.ctype
 
     @property
     def itemsize(self) -> int:
@@ -167,6 +173,7 @@ class Problem:
     declared_cases: bool
     floor_bytes: Expression | None = None
     floor_flops: Expression | None = None
+    floor_flops_dtype: str = "fp32"  # physical_floor.flops_dtype: the peak the flops run at (ktt.peaks)
     # validation.poison_outputs: write buffers start each run poisoned, not with their init data.
     poison_outputs: bool = False
     gpu_info: dict[str, str | int | float] = field(default_factory=dict)  # gpu.* advisory keys, for prompts

@@ -20,7 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from ktt import half_types
 from ktt.device import DeviceProps, F, KernelParams
+from ktt.gpu_checks import poison_word
 from ktt.tensor_map import TENSOR_MAP_BYTES, TensorMapGeometry
 
 BASE = 0x10000
@@ -203,15 +205,20 @@ class _Result:
 
 
 _NUMPY = {"float": np.float32, "double": np.float64, "int": np.int32, "char": np.int8, "short": np.int16,
-          "long": np.int64}  # fmt: skip
+          "long": np.int64, "bf16": np.uint16, "half": np.float16}  # fmt: skip
 _BITS = {"float": np.uint32, "double": np.uint64, "int": np.uint32, "char": np.uint8, "short": np.uint16,
-         "long": np.uint64}  # fmt: skip
+         "long": np.uint64, "bf16": np.uint16, "half": np.uint16}  # fmt: skip
 
 
 def _poison_bits(dtype: str, n: int) -> np.ndarray:
-    """What a poisoned buffer of ``n`` elements holds: the 32-bit poison word repeated."""
-    words = np.full((n * np.dtype(_BITS[dtype]).itemsize + 3) // 4, 0x7FF8DEAD, np.uint32)
+    """What a poisoned buffer of ``n`` elements holds: the dtype's 32-bit poison word repeated."""
+    words = np.full((n * np.dtype(_BITS[dtype]).itemsize + 3) // 4, poison_word(dtype), np.uint32)
     return words.view(np.uint8)[: n * np.dtype(_BITS[dtype]).itemsize].view(_BITS[dtype])
+
+
+def _values(stored: np.ndarray, dtype: str) -> np.ndarray:
+    """The elements as float64, a 16-bit float decoded (the CUDA helpers' ktt_value)."""
+    return (half_types.decode(stored, dtype) if dtype in half_types.HALF_DTYPES else stored).astype(np.float64)
 
 
 class FakeChecks:
@@ -241,8 +248,8 @@ class FakeChecks:
         o, r = self.gpu.view(out, size, t), self.gpu.view(ref, size, t)
         bits = self.gpu.view(out, size, _BITS[dtype])
         poisoned = (bits == _poison_bits(dtype, n)) if init is None else np.zeros(n, bool)
-        finite = np.isfinite(o.astype(np.float64))
-        err = np.abs(o.astype(np.float64) - r.astype(np.float64))
+        finite = np.isfinite(_values(o, dtype))
+        err = np.abs(_values(o, dtype) - _values(r, dtype))
         bad = poisoned | ~finite | ~(err <= tol)
         unwritten = poisoned.copy()
         if init is not None:
@@ -267,3 +274,32 @@ class FakeChecks:
     def not_value(self, a: int, nwords: int, value: int) -> int:
         diff = np.flatnonzero(self.gpu.view(a, 4 * nwords, np.uint32) != np.uint32(value))
         return self._add(_Result(int(diff.size), int(diff[0]) if diff.size else None, None, 0, 0))
+
+
+def fake_session(
+    problem: Any,
+    kernels: dict[str, Callable[..., None]],
+    work: Any,
+    references: dict[str, Callable[[dict], Any]],
+    gpu: FakeGpu | None = None,
+) -> Any:
+    """A ``ktt.worker.Session`` on a FakeGpu (no CUDA context, no helper compile): FakeChecks, three
+    timed repetitions, input sets 0 and 1, each validated buffer's reference ``references[name](inputs)``."""
+    from types import SimpleNamespace
+
+    from ktt.buffers import ShapeBuffers
+    from ktt.inputs import make_inputs
+    from ktt.timing import TimingSettings
+    from ktt.worker import Session
+
+    gpu = gpu or FakeGpu(kernels)
+    s = Session.__new__(Session)
+    s.chan = SimpleNamespace(send=lambda msg: None)
+    s.problem, s.gpu, s.checks, s.flush, s.bandwidth = problem, gpu, FakeChecks(gpu), None, 4000.0
+    s.settings = TimingSettings(min_reps=3, max_reps=3, target_ms=0.0, warmup_ms=0.0, flush_l2=False)
+    s.bufs = ShapeBuffers.create(gpu, problem, problem.primary, (0, 1), 0, work)
+    for k in (0, 1):
+        inputs = make_inputs(problem, problem.primary, k, 0, work)
+        for name, expected in references.items():
+            s.bufs.set_reference(k, name, expected(inputs))
+    return s

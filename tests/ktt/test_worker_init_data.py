@@ -12,20 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
-from fake_launch_gpu import FakeChecks, FakeGpu
+from fake_launch_gpu import FakeGpu, fake_session
 
-from ktt.buffers import ShapeBuffers
 from ktt.candidates import launch_plan
 from ktt.gpu_checks import COMPARE_KERNELS, SOURCE
-from ktt.inputs import make_inputs
 from ktt.nvrtc import CompileRequest, compile_cubin, cubin_kernels
 from ktt.problem import load_problem
 from ktt.problem.model import Problem
 from ktt.spec import load_spec_text
-from ktt.timing import TimingSettings
 from ktt.worker import Session
 
 INPUTS = """args:
@@ -56,15 +52,7 @@ Kernel = Callable[..., None]
 
 def session(problem: Problem, kernel: Kernel, work: Path, expected: Callable[[dict], np.ndarray]) -> Session:
     """A worker Session on a FakeGpu, with each input set's reference set from ``expected(inputs)``."""
-    gpu = FakeGpu({"k": kernel})
-    s = Session.__new__(Session)  # no CUDA context, no helper compile: the fakes stand in for them
-    s.chan = SimpleNamespace(send=lambda msg: None)
-    s.problem, s.gpu, s.checks, s.flush = problem, gpu, FakeChecks(gpu), None
-    s.settings = TimingSettings(min_reps=3, max_reps=3, target_ms=0.0, warmup_ms=0.0, flush_l2=False)
-    s.bufs = ShapeBuffers.create(gpu, problem, problem.primary, (0, 1), 0, work)  # type: ignore[arg-type]
-    for k in (0, 1):
-        s.bufs.set_reference(k, "S", expected(make_inputs(problem, problem.primary, k, 0, work)))
-    return s
+    return fake_session(problem, {"k": kernel}, work, {"S": expected})
 
 
 def evaluate(s: Session, floor_ms: float | None = None) -> dict:

@@ -14,20 +14,17 @@ import numpy as np
 import pytest
 import yaml
 
+from ktt.half_types import decode, encode
 from ktt.inputs import make_inputs
+from ktt.peaks import flops_peak
 from ktt.problem import load_problem
 from ktt.protocol import TuneSummary
+from ktt.timing import floor_ms
 from tests.pathenv import child_pythonpath
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = ROOT / "problems" / "gemm_bf16"
 RUN_FILES = ("output", "archive", "output.lock", "inputs.hpp")
-
-
-def bf16_values(words: np.ndarray) -> np.ndarray:
-    """The bf16 values two per int hold (element 2i in the low half), as float64."""
-    halves = np.ascontiguousarray(words).view(np.uint16).astype(np.uint32) << 16
-    return halves.view(np.float32).astype(np.float64)
 
 
 def small_copy(tmp_path: Path, n: int) -> Path:
@@ -45,18 +42,33 @@ def small_copy(tmp_path: Path, n: int) -> Path:
     return target
 
 
-def test_the_inputs_are_bf16_values_in_range_two_per_int(tmp_path: Path) -> None:
+def test_the_inputs_are_random_bf16_in_range_and_fresh_in_the_second_set(tmp_path: Path) -> None:
     problem = load_problem(small_copy(tmp_path, 128))
     shape = problem.primary
-    data = make_inputs(problem, shape, 0, 0, tmp_path / "work")
-    a, bt = bf16_values(data["A"]), bf16_values(data["BT"])
-    assert a.shape == bt.shape == (128 * 128,)
-    assert np.all(np.abs(a) <= 1.0) and np.all(np.abs(bt) <= 1.0)
-    assert len(np.unique(a)) > 1000 and not np.array_equal(a, bt)  # random, and the two differ
-    assert abs(a.mean()) < 0.05 and 0.25 < a.var() < 0.42  # uniform on [-1, 1]: mean 0, variance 1/3
+    assert [(b.name, b.dtype, b.init) for b in problem.buffers] == [
+        ("A", "bf16", "random"), ("BT", "bf16", "random"), ("C", "float", "random")]  # fmt: skip
+    sets = [make_inputs(problem, shape, k, 0, tmp_path / "work") for k in (0, 1)]
+    for data in sets:
+        a, bt = decode(data["A"], "bf16"), decode(data["BT"], "bf16")
+        assert a.shape == bt.shape == (128 * 128,)
+        assert np.all(np.abs(a) <= 1.0) and np.all(np.abs(bt) <= 1.0)
+        assert np.array_equal(encode(a, "bf16"), data["A"])  # bf16 values
+        assert len(np.unique(a)) > 1000 and not np.array_equal(a, bt)  # random, and the two differ
+        assert abs(a.mean()) < 0.05 and 0.25 < a.var() < 0.42  # uniform on [-1, 1]: mean 0, variance 1/3
+    # ktt's fresh-input confirmation draws new matrices (a custom init gave the same data twice)
+    assert not np.array_equal(sets[0]["A"], sets[1]["A"]) and not np.array_equal(sets[0]["BT"], sets[1]["BT"])
 
 
-def test_the_reference_multiplies_the_packed_matrices(tmp_path: Path) -> None:
+def test_the_floor_takes_the_flops_at_the_bf16_tensor_core_peak() -> None:
+    problem = load_problem(PROBLEM)
+    assert problem.floor_flops_dtype == "bf16"
+    nbytes, flops = problem.floor(problem.shape("n8192"))
+    assert flops == 2 * 8192**3 and nbytes == 2 * 2 * 8192**2 + 4 * 8192**2
+    h200 = flops_peak("bf16", "NVIDIA H200", "sm_90a", 132, 1_980_000)
+    assert floor_ms(nbytes, flops, 4300.0, h200.gflops) == pytest.approx(1.111, rel=1e-3)  # compute-bound
+
+
+def test_the_reference_multiplies_the_bf16_matrices(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     sys.path.insert(0, str(PROBLEM))
     try:
@@ -68,9 +80,9 @@ def test_the_reference_multiplies_the_packed_matrices(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     a = rng.integers(-8, 9, (m, k)).astype(np.float32) / 8  # exact in bf16
     bt = rng.integers(-8, 9, (n, k)).astype(np.float32) / 8
-    pack = lambda x: (x.view(np.uint32) >> 16).astype(np.uint16).view(np.int32)  # noqa: E731
     scalars = {"DIM_M": m, "DIM_N": n, "DIM_K": k}
-    inputs = ref.prepare_input(scalars, {"A": pack(a), "BT": pack(bt), "C": np.zeros(m * n, np.float32)})
+    # what ktt hands a python reference for a bf16 buffer: a float32 array of its values
+    inputs = ref.prepare_input(scalars, {"A": a.ravel(), "BT": bt.ravel(), "C": np.zeros(m * n, np.float32)})
     assert inputs[0].dtype == torch.bfloat16
     c = ref.gemm_bf16(inputs)
     np.testing.assert_array_equal(c.cpu().numpy(), (a.astype(np.float64) @ bt.T.astype(np.float64)).ravel())
@@ -121,6 +133,10 @@ def test_the_hopper_example_tunes_to_a_valid_best_with_tma_and_wgmma(tmp_path: P
         assert case.speedup is not None and case.speedup > 0.25, case  # a fair fraction of cuBLAS, at least
     _never_wrong(summary)
     assert summary.best is not None and summary.best.confirmed
+    # the floor is the bf16 tensor-core one: the best is neither suspect nor far from it
+    floor = summary.floor
+    assert floor is not None and floor.flops_dtype == "bf16" and floor.peak_gflops, floor
+    assert floor.fraction_of_floor is not None and 0.1 < floor.fraction_of_floor < 1 / 0.9, floor
     # every configuration of the space is a TMA + wgmma kernel; the best one's machine code shows it
     cuobjdump = shutil.which("cuobjdump")
     if cuobjdump:

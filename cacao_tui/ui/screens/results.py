@@ -16,7 +16,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from cacao_tui.store.layout import RunLayout
-from cacao_tui.store.results import FROM_FILE, LoadedResults, load_results, reference_text
+from cacao_tui.store.results import FROM_FILE, LoadedResults, load_results
 from cacao_tui.store.results_export import ExportError, export_results
 from cacao_tui.store.state import BranchSummary
 from cacao_tui.ui import keymap
@@ -37,6 +37,7 @@ from cacao_tui.ui.plots.results_pictures import ResultsPictures
 from cacao_tui.ui.widgets.case_table import case_table, score_line
 from cacao_tui.ui.widgets.scroll_pane import ScrollPane
 from cacao_tui.ui.widgets.table_sync import KeyTable
+from ktt.reference_times import NO_BASELINE
 
 COLUMNS = (
     ("branch", "branch"),
@@ -82,7 +83,10 @@ def results_header(loaded: LoadedResults, layout: RunLayout) -> Text:
         text.append("no kernel has a valid result on every case, so none has a score", style="dim")
     else:
         text.append("no valid kernel was timed", style="dim")
-    ref = "reference " + reference_text(r.reference_ms, r.reference_source)
+    if r.reference_ms is None and r.reference_source == NO_BASELINE:
+        ref = f"reference {NO_BASELINE}"
+    else:
+        ref = f"reference {fmt_ms(r.reference_ms)}" + (f" ({r.reference_source})" if r.reference_source else "")
     tokens = " ".join(f"{k} {fmt_count(v)}" for k, v in r.tokens.items()) or NONE
     text.append(f"\n{ref} · tokens {tokens} · cost {fmt_cost(r.cost_usd)}", style="dim")
     for note in loaded.notes[:3]:

@@ -4,14 +4,14 @@
 // thread TM x TN outputs. Per step of BK along k the block stages A's BM x BK slice and BT's
 // BN x BK slice in shared memory, converted to fp32 and stored k-major (As[k][m], Bs[k][n]) so
 // the inner loop is an outer product of TM values of A and TN of B; fp32 FMA throughout, no
-// tensor cores. A and BT hold two bf16 per int (inputs.yaml): a bf16 is the upper half of an
-// fp32, so the conversion is a shift.
+// tensor cores. A and BT are read as 32-bit words, two consecutive bf16 of a row each: a bf16
+// is the upper half of an fp32, so the conversion is a shift.
 #include "inputs.hpp"
 
 #define THREADS ((BM / TM) * (BN / TN))
 
 // Stage ROWS x BK values of a K-major bf16 matrix (rows `first`.., columns k0..) as fp32 in
-// S[k][row]; each int is two consecutive k values of one row.
+// S[k][row]; each 32-bit word is two consecutive k values of one row.
 template <int ROWS, int PITCH>
 __device__ __forceinline__ void stage(float (*S)[PITCH], const unsigned int* src, int first, int k0, int tid) {
     for (int v = tid; v < ROWS * BK / 2; v += THREADS) {
@@ -24,7 +24,7 @@ __device__ __forceinline__ void stage(float (*S)[PITCH], const unsigned int* src
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-gemm_simt(const int* __restrict__ A, const int* __restrict__ BT, float* __restrict__ C) {
+gemm_simt(const __nv_bfloat16* __restrict__ A, const __nv_bfloat16* __restrict__ BT, float* __restrict__ C) {
     __shared__ float As[BK][BM + 4];
     __shared__ float Bs[BK][BN + 4];
     const unsigned int* a = reinterpret_cast<const unsigned int*>(A);

@@ -26,7 +26,7 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const unsigned (&a)[4], 
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-gemm_mma(const int* __restrict__ A, const int* __restrict__ BT, float* __restrict__ C) {
+gemm_mma(const __nv_bfloat16* __restrict__ A, const __nv_bfloat16* __restrict__ BT, float* __restrict__ C) {
     __shared__ __align__(16) unsigned As[BM * ROW_WORDS];
     __shared__ __align__(16) unsigned Bs[BN * ROW_WORDS];
     const unsigned* a = reinterpret_cast<const unsigned*>(A);

@@ -30,8 +30,8 @@ def build() -> list[dict]:
     b1, b2 = "b1-simt", "b2-tensor-cores"
     return [
         text(None, None, "analyze", """
-1. C = A * B with A (DIM_M x DIM_K) and B given as BT (DIM_N x DIM_K), both bf16, two values per
-int; C is fp32. Both operands are K-major, the layout the tensor cores read directly. The
+1. C = A * B with A (DIM_M x DIM_K) and B given as BT (DIM_N x DIM_K), both bf16 buffers; C is
+fp32. Both operands are K-major, the layout the tensor cores read directly. The
 reference is cuBLAS through torch, so the speedup is against the vendor library.
 2. Work: 2 * 4096^3 = 137 GFLOP (n4096) and 1.1 TFLOP (n8192); traffic at least 134 MB and
 537 MB. At ~989 TFLOP/s of dense bf16 tensor-core peak and ~4.3 TB/s the floor is 0.14 ms and
@@ -125,6 +125,7 @@ warpgroups working on different tiles in turn. Each is a new kernel rather than 
 """),
         decision(b2, 3, "stop", "The space of this kernel is covered; further gains need a different kernel design.",
                  "same kernel over clusters (multicast), swizzles and raster -> best structure chosen by the tuner"),
+        *DEMO.polish([b1, b2]),
     ]
 
 
