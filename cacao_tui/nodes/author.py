@@ -5,7 +5,7 @@ errors and fixes them. The step ends when the model calls end_step after a passi
 check, or fails after too many rejected end_steps, too many tool calls, or a model that
 stops using the tools (a refusal is answered once with the task restated; a second one
 ends the step). A call repeated with the same arguments ``REPEAT_LIMIT`` times with no
-file written in between is not run again: the model is told so, and one more repeat ends
+file written in between is not run again (end_step and validate have limits of their own): the model is told so, and one more repeat ends
 the loop as the tool-call cap does (the files are accepted if they changed and pass a
 final check).
 
@@ -301,8 +301,13 @@ async def _validate(
     return ToolOutcome(text, is_error=not text.startswith("validate: VALID"))
 
 
+# Tools with a limit of their own (rejected end_steps: compile_retries; validate: validate_uses).
+OWN_LIMITS = frozenset({"end_step", "validate"})
+
+
 class RepeatGuard:
-    """Counts identical calls (name and arguments) since the files last changed."""
+    """Counts identical calls (name and arguments) since the files last changed; the tools
+    with a limit of their own are left to it."""
 
     def __init__(self, limit: int = REPEAT_LIMIT) -> None:
         self.limit = limit
@@ -314,6 +319,8 @@ class RepeatGuard:
 
     def see(self, call: ToolCall) -> str | None:
         """None: run the call. Else the answer to send instead of running it."""
+        if call.name in OWN_LIMITS:
+            return None
         key = json.dumps([call.name, call.arguments], sort_keys=True, ensure_ascii=False, default=str)
         n = self.counts.get(key, 0) + 1
         self.counts[key] = n

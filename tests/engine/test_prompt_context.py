@@ -38,7 +38,17 @@ CHILD = "b1-tiling.1-vec-dbuf"
 
 def prompt(layout: RunLayout, branch: str, iteration: int, node: str, index: int = 0) -> str:
     record = layout.branch(branch).iteration(iteration).llm / f"{node}_{index:03d}.json"
-    return json.loads(record.read_text())["messages"][0]["content"]
+    return opening(json.loads(record.read_text()))
+
+
+def opening(record: dict) -> str:
+    """A recorded prompt's opening turn: its stable prefix (the problem brief, ...) and its task."""
+    texts = []
+    for m in record["messages"]:
+        if m["role"] != "user":
+            break
+        texts.append(m["content"])
+    return "\n\n".join(texts)
 
 
 def block(text: str, start: str, end: str) -> str:
@@ -164,7 +174,7 @@ def test_decide_sees_every_branch_and_is_told_not_to_repeat_one(layout: RunLayou
     assert "- b1-tiling (this branch) [running" in tree and "- b2-strip [stopped" in tree
     assert "1D register blocking (column strips)" in tree  # each branch's strategy, not only its name
     assert "Never one that repeats a branch listed above" in text
-    strategize = json.loads((layout.master_llm / "strategize_000.json").read_text())["messages"][0]["content"]
+    strategize = opening(json.loads((layout.master_llm / "strategize_000.json").read_text()))
     assert "Propose between 1 and 3 optimisation strategies" in strategize
     assert "At least one strategy must do less work" in strategize
 

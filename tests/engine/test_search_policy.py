@@ -108,7 +108,7 @@ def test_after_a_slower_iteration_the_work_goes_on_from_the_best(mmul_dir: Path)
     run(make_engine(mmul_dir, scenario.provider(), max_iter=3, n_strategies=1))
     assert [state(mmul_dir, "b1-alpha", i).base_iteration for i in (1, 2, 3)] == [None, 1, 1]
     author = next(r for r in scenario.requests if r.key.node == "author" and r.key.iteration == 3)
-    text = author.messages[0].content
+    text = "\n\n".join(m.content for m in author.messages)  # the stable prefix, then the task
     assert "Current files, from iteration 1 of this branch, the branch's best so far (1 ms; the latest, " \
         "iteration 2: 2 ms)" in text
     assert "FAKE_TIME_MS: 1.0" in text and "FAKE_TIME_MS: 2.0" not in text
@@ -165,7 +165,7 @@ def test_the_polish_iteration_starts_from_the_runs_best_kernel(mmul_dir: Path) -
     st = state(mmul_dir, "b2-beta.polish", 1)
     assert st.mode == "polish" and st.decision is not None and st.decision.automatic  # one iteration, no decide
     author = next(r for r in scenario.requests if r.key.branch == "b2-beta.polish" and r.key.node == "author")
-    text = author.messages[0].content
+    text = "\n\n".join(m.content for m in author.messages)  # the stable prefix, then the task
     assert "Task: the polish iteration." in text and "the parent branch b2-beta, iteration 1" in text
     assert not any(r.key.branch == "b2-beta.polish" and r.key.node in ("plan", "propose", "decide")
                    for r in scenario.requests)  # fmt: skip

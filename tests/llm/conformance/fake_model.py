@@ -114,7 +114,7 @@ def read_request(provider: str, seen: Seen) -> Request:
         step = "decide"
     elif "Analyse this problem" in text:
         step = "analyze"
-    elif "Tuner output (the last" in text:
+    elif "Profile of the best configuration" in text:
         step = "propose"
     elif "Keep it under 300 words" in text:
         step = "plan"
