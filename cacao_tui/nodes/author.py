@@ -5,7 +5,8 @@ errors and fixes them. The step ends when the model calls end_step after a passi
 check, or fails after too many rejected end_steps, too many tool calls, or a model that
 stops using the tools (a refusal is answered once with the task restated; a second one
 ends the step). A call repeated with the same arguments ``REPEAT_LIMIT`` times with no
-file written in between is not run again (end_step and validate have limits of their own): the model is told so, and one more repeat ends
+file written in between is not run again (end_step and validate have limits of their
+own): the model is told so, and one more repeat ends
 the loop as the tool-call cap does (the files are accepted if they changed and pass a
 final check).
 
