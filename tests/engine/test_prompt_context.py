@@ -31,6 +31,7 @@ from cacao_tui.llm.factory import build_provider
 from cacao_tui.store.layout import RunLayout
 from tests.engine.conftest import ROOT, make_engine
 from tests.engine.fakes import FakeGpuTuner
+from tests.engine.prompt_records import opening
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 CHILD = "b1-tiling.1-vec-dbuf"
@@ -40,15 +41,6 @@ def prompt(layout: RunLayout, branch: str, iteration: int, node: str, index: int
     record = layout.branch(branch).iteration(iteration).llm / f"{node}_{index:03d}.json"
     return opening(json.loads(record.read_text()))
 
-
-def opening(record: dict) -> str:
-    """A recorded prompt's opening turn: its stable prefix (the problem brief, ...) and its task."""
-    texts = []
-    for m in record["messages"]:
-        if m["role"] != "user":
-            break
-        texts.append(m["content"])
-    return "\n\n".join(texts)
 
 
 def block(text: str, start: str, end: str) -> str:

@@ -19,6 +19,7 @@ from cacao_tui.store.atomic import read_model
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import BranchManifest, IterState
 from tests.engine.conftest import ROOT, make_engine
+from tests.engine.prompt_records import opening
 
 DEMO = ROOT / "problems" / "mmul" / "demo"
 MESSAGE_TILING = "Please keep PAD in every tuning space: bank conflicts matter here."
@@ -27,13 +28,7 @@ MESSAGE_STRIP = "Look at the long strips (TM = 16) before you give up on this br
 
 def prompt(layout: RunLayout, branch: str, iteration: int, node: str, index: int = 0) -> str:
     record = layout.branch(branch).iteration(iteration).llm / f"{node}_{index:03d}.json"
-    messages = json.loads(record.read_text())["messages"]
-    opening = []  # the opening turn: a stable prefix (problem brief, ...) then the task
-    for m in messages:
-        if m["role"] != "user":
-            break
-        opening.append(m["content"])
-    return "\n\n".join(opening)
+    return opening(json.loads(record.read_text()))
 
 
 def state(layout: RunLayout, branch: str, iteration: int) -> IterState:

@@ -20,18 +20,10 @@ from cacao_tui.store.atomic import read_model
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import BranchManifest, IterState
 from tests.engine.conftest import ROOT
+from tests.engine.prompt_records import opening
 
 MESSAGE = "Look at the long strips: TM = 16 only."
 
-
-def opening(record: dict) -> str:
-    """A recorded prompt's opening turn: its stable prefix (the problem brief) and its task."""
-    texts = []
-    for m in record["messages"]:
-        if m["role"] != "user":
-            break
-        texts.append(m["content"])
-    return "\n\n".join(texts)
 
 
 def _env() -> dict[str, str]:
