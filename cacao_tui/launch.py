@@ -24,7 +24,6 @@ from cacao_tui.engine.events import EventBus, JobPlaced, LLMCallEvent, RunFinish
 from cacao_tui.engine.gpu import arch_of, detect_gpus
 from cacao_tui.engine.scheduler import GpuScheduler
 from cacao_tui.headless import HeadlessRenderer
-from cacao_tui.ktt_client import KttTuner
 from cacao_tui.llm import LLMError, create_llm, llm_timeout_s, load_env, select_provider
 from cacao_tui.llm.recording import CallRecord
 from cacao_tui.nodes.context import NoDevices, RunDeps
@@ -35,6 +34,7 @@ from cacao_tui.store.atomic import DiskFull, disk_full, on_disk_full
 from cacao_tui.store.layout import RunLayout, UnsafeLayout, check_contained
 from cacao_tui.store.run_lock import RunLocked, acquire_run_lock
 from cacao_tui.store.state import GpuInfo, RunSettings
+from cacao_tui.tuners import UnknownTuner, tuner_factory
 from ktt.problem import Problem, ProblemError
 from ktt.problem.inputs_hpp import write_inputs_hpp
 from ktt.reference_times import ReferenceTimeError, read_reference_times
@@ -122,6 +122,7 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     load_env(problem.directory)
     choice = select_provider(request.provider, request.model)
     cluster = parse_cluster(request.cluster)
+    make_tuner = tuner_factory()  # ktt, unless CACAO_TUNER names another (cacao_tui/tuners.py)
     layout = RunLayout(problem.directory)
     on_placed = _placed(layout, lambda: bus)
     backend = None
@@ -192,7 +193,7 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         tuner: object = backend.tuner
     else:
         devices = NoDevices() if settings.dry_run else GpuScheduler(gpu.indices)
-        tuner = PlacedTuner(KttTuner(on_log=lambda message: bus.log(message, level="warning")), on_placed)
+        tuner = PlacedTuner(make_tuner(on_log=lambda message: bus.log(message, level="warning")), on_placed)
     deps = RunDeps(
         problem=problem,
         layout=layout,
@@ -292,7 +293,7 @@ def main(request: RunRequest) -> int:
     """Run ``request`` to its end; the exit status (0 ok, 1 no result or a failure, 2 a bad request, 130)."""
     try:
         engine, bus = build_engine(request)
-    except (ProblemError, LaunchError, LLMError, ClusterError) as exc:
+    except (ProblemError, LaunchError, LLMError, ClusterError, UnknownTuner) as exc:
         print(f"cacao: {exc}" if not isinstance(exc, ProblemError) else str(exc), file=sys.stderr)
         return EXIT_USAGE
     try:

@@ -13,21 +13,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from cacao_tui.engine.branch_files import RunFiles
 from cacao_tui.engine.control import descendants, trash_dir
-from cacao_tui.engine.events import BranchRemoved
+from cacao_tui.engine.events import BranchRemoved, EventBus
+from cacao_tui.engine.worker import BranchWorker
 from cacao_tui.store.atomic import StateFileError
 from cacao_tui.store.inbox import has_pending, inbox_dir, pending_commands
-
-if TYPE_CHECKING:
-    from cacao_tui.engine.engine import Engine
+from cacao_tui.store.layout import RunLayout
 
 WATCH_S = 0.5  # how often the inboxes are looked at while the run is live
 
 
+class SteeringHost(Protocol):
+    """What steering needs from the engine that runs it (the engine imports this module, not
+    the other way round)."""
+
+    bus: EventBus
+    layout: RunLayout
+    files: RunFiles
+    workers: dict[str, BranchWorker]
+    tasks: dict[str, asyncio.Task[None]]
+
+    def spawn(self, name: str) -> None: ...
+    def recompute_best(self) -> None: ...
+
+
 class Steering:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: SteeringHost) -> None:
         self.engine = engine
         self._started_for: dict[str, frozenset[str]] = {}
 

@@ -23,7 +23,7 @@ from cacao_tui.store.atomic import StateFileError, read_model
 from cacao_tui.store.layout import BranchLayout, IterLayout, RunLayout
 from cacao_tui.store.state import BranchConfig, BranchManifest, Context, IterState
 from cacao_tui.ui.formatting import safe_block, safe_event, safe_value
-from cacao_tui.ui.run_view import Selection
+from cacao_tui.ui.run_view import RunView, Selection
 from ktt.protocol import ConfigResult, ProfileReport, TuneSummary
 
 M = TypeVar("M", bound=BaseModel)
@@ -82,6 +82,13 @@ def read_run_started(layout: RunLayout) -> ev.RunStarted | None:
 
 def read_all_branches(layout: RunLayout) -> list[BranchFiles]:
     return [read_branch_files(layout, name) for name in layout.branch_names()]
+
+
+def seed_from_disk(view: RunView, branches: list[BranchFiles]) -> None:
+    """Fill the view from branch files read earlier (in a worker thread) by read_all_branches."""
+    for files in sorted(branches, key=lambda f: f.manifest.created_at if f.manifest else 0.0):
+        if files.manifest is not None:
+            view.seed_branch(files.manifest, files.config, files.states)
 
 
 # ---- LLM call records -----------------------------------------------------------

@@ -7,13 +7,9 @@ branches changed, and then relabels only those tree nodes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from cacao_tui.engine import events as ev
 from cacao_tui.store.state import TERMINAL_BRANCH, BranchConfig, BranchManifest, IterState
-
-if TYPE_CHECKING:
-    from cacao_tui.ui.disk import BranchFiles
 
 RUN = ""  # the key of run-wide changes (status bar, root node)
 
@@ -236,10 +232,3 @@ def touches(event: object, selection: Selection) -> bool:
         return False
     iteration = getattr(event, "iteration", None)
     return selection.iteration is None or iteration is None or iteration == selection.iteration
-
-
-def seed_from_disk(view: RunView, branches: list[BranchFiles]) -> None:
-    """Fill the view from branch files read earlier (in a worker thread) by read_all_branches."""
-    for files in sorted(branches, key=lambda f: f.manifest.created_at if f.manifest else 0.0):
-        if files.manifest is not None:
-            view.seed_branch(files.manifest, files.config, files.states)

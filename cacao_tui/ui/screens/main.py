@@ -17,10 +17,10 @@ from cacao_tui.engine import events as ev
 from cacao_tui.engine.control import EngineControl
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.ui import keymap
-from cacao_tui.ui.disk import load_selection, read_all_branches, read_run_started
+from cacao_tui.ui.disk import load_selection, read_all_branches, read_run_started, seed_from_disk
 from cacao_tui.ui.home.editor_hook import new_problem_screen
 from cacao_tui.ui.log_store import LogEntry, LogStore
-from cacao_tui.ui.run_view import RUN, RunView, Selection, seed_from_disk, touches
+from cacao_tui.ui.run_view import RUN, RunView, Selection, touches
 from cacao_tui.ui.screens.clone import CloneScreen
 from cacao_tui.ui.screens.dialogs import ConfirmScreen
 from cacao_tui.ui.screens.help import HelpScreen
