@@ -140,8 +140,28 @@ def test_run_mode_hands_a_typed_request_to_the_engine(tmp_path: Path, monkeypatc
     assert (request.n_strategies, request.resume, request.provider, request.max_depth) == (3, False, None, None)
     main(["--dir", str(MMUL), "--json", "--provider", "replay", "--from", str(MMUL / "session.jsonl")])
     assert engine.calls[-1].front_end == "json" and engine.calls[-1].replay_from == MMUL / "session.jsonl"
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     main(["--dir", str(MMUL)])
     assert engine.calls[-1].front_end == "app"
+
+
+def test_without_a_terminal_the_run_is_headless(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No --no-ui, but stdout (or stdin) is a pipe or a file: progress lines, said on stderr."""
+    engine = _FakeEngine()
+    monkeypatch.setitem(sys.modules, ENGINE_MODULE, engine)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    main(["--dir", str(MMUL)])
+    assert engine.calls[-1].front_end == "lines"
+    assert capsys.readouterr().err == "cacao: no terminal (stdin or stdout is not one): running headless, as --no-ui\n"
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: False)
+    main(["--dir", str(MMUL), "--json"])
+    assert engine.calls[-1].front_end == "json"  # asked for: kept, and nothing said
+    assert capsys.readouterr().err == ""
 
 
 def test_relative_dir_from_another_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
