@@ -82,7 +82,7 @@ def _best(args: argparse.Namespace) -> int:
             runs = f"{len(archived)} earlier run{'s are' if len(archived) != 1 else ' is'}"
             more = f"; {runs} archived (latest: archive/{latest.name})"
         print(f"{args.dir.name} has not been run yet: no results in output/{more}")
-        return EXIT_OK
+        return EXIT_FAILED  # nothing to show is not a success: a script's `cacao --best && ...` stops here
     if args.export is not None:
         from cacao_tui.store.results_export import ExportError, export_results
 

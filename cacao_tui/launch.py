@@ -30,10 +30,10 @@ from cacao_tui.nodes.context import NoDevices, RunDeps
 from cacao_tui.run_request import RunRequest
 from cacao_tui.settings import DEFAULTS
 from cacao_tui.store.archive import ArchiveError, prepare_output
-from cacao_tui.store.atomic import DiskFull, disk_full, on_disk_full
+from cacao_tui.store.atomic import DiskFull, StateFileError, disk_full, on_disk_full, read_model_or_none
 from cacao_tui.store.layout import RunLayout, UnsafeLayout, check_contained
-from cacao_tui.store.run_lock import RunLocked, acquire_run_lock
-from cacao_tui.store.state import GpuInfo, RunSettings
+from cacao_tui.store.run_lock import RunLocked, acquire_run_lock, held_here
+from cacao_tui.store.state import Context, GpuInfo, RunSettings
 from cacao_tui.tuners import UnknownTuner, tuner_factory
 from ktt.problem import Problem, ProblemError
 from ktt.problem.inputs_hpp import write_inputs_hpp
@@ -117,10 +117,24 @@ def _placed(layout: RunLayout, bus: Callable[[], EventBus]) -> Callable[[Placeme
     return emit
 
 
+def _provider_asked(request: RunRequest) -> tuple[str | None, str | None]:
+    """(provider, model): ``--resume`` without ``--provider`` goes on with the run's own (its
+    context.json), so a replay run resumes as a replay instead of asking for an API key."""
+    if not request.resume or request.provider is not None:
+        return request.provider, request.model
+    try:
+        context = read_model_or_none(RunLayout(request.directory).context, Context)
+    except StateFileError:
+        context = None
+    if context is None:
+        return request.provider, request.model
+    return context.settings.provider, request.model or context.settings.model
+
+
 def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     problem = request.problem
     load_env(problem.directory)
-    choice = select_provider(request.provider, request.model)
+    choice = select_provider(*_provider_asked(request))
     cluster = parse_cluster(request.cluster)
     make_tuner = tuner_factory()  # ktt, unless CACAO_TUNER names another (cacao_tui/tuners.py)
     layout = RunLayout(problem.directory)
@@ -268,10 +282,19 @@ async def _drive(
     return exit_code(engine.finished)
 
 
+def _release_lock(directory: Path) -> None:
+    """The run has ended: the directory is free for another run while the app still shows this
+    one (a view of a finished run holds no lock, as the home screen's does not)."""
+    lock = held_here(directory)
+    if lock is not None:
+        lock.release()
+
+
 async def run_with_ui(engine: Engine, bus: EventBus, request: RunRequest) -> int:
     from cacao_tui.ui.app import CacaoApp  # textual is imported only when the app is used
 
     task = asyncio.ensure_future(engine.run())
+    task.add_done_callback(lambda _: _release_lock(request.directory))  # the app may stay open on the finished run
     app = CacaoApp(engine=engine, bus=bus, stop_on_sigterm=True)  # S in another app: a clean stop
     _stop_on_disk_full(asyncio.get_running_loop(), task, app.exit)
     result = await app.run_async()

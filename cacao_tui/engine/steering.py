@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from typing import Protocol
 
 from cacao_tui.engine.branch_files import RunFiles
-from cacao_tui.engine.control import descendants, trash_dir
+from cacao_tui.engine.control import descendants, trash_branches, trash_dir
 from cacao_tui.engine.events import BranchRemoved, EventBus
 from cacao_tui.engine.worker import BranchWorker
 from cacao_tui.store.atomic import StateFileError
@@ -110,23 +109,13 @@ class Steering:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        trash = trash_dir(layout)
-        trash.mkdir(parents=True, exist_ok=True)
         moved = []
-        for n in names:
-            source = layout.branch(n).root
-            if not source.is_dir():
-                continue
-            target = trash / n
-            k = 2
-            while target.exists():
-                target = trash / f"{n}.{k}"
-                k += 1
-            os.replace(source, target)  # one rename: the branch is either here or there
+        for n, target in trash_branches(layout, names):
             engine.files.forget(n)
             moved.append(n)
             engine.bus.emit(BranchRemoved(branch=n, trash=str(target)))
         engine.recompute_best()
         if moved:
-            engine.bus.log(f"deleted {', '.join(moved)}: moved to {trash} (nothing is lost)", level="warning")
+            where = trash_dir(layout)
+            engine.bus.log(f"deleted {', '.join(moved)}: moved to {where} (nothing is lost)", level="warning")
         return moved

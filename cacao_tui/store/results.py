@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from cacao_tui.store.atomic import StateFileError, read_model_or_none
+from cacao_tui.store.atomic import StateFileError, read_model_or_none, write_model
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import (
     TERMINAL_BRANCH,
@@ -254,6 +254,21 @@ def rebuild_final_results(layout: RunLayout) -> FinalResults:
     Token counts and cost are not in the branch files; the engine's merge adds them.
     """
     return collect_final_results(layout)[0]
+
+
+def refresh_final_results(layout: RunLayout) -> FinalResults | None:
+    """Rewrite a finished run's final_results.json from the branches it has now (a branch was
+    deleted between runs), keeping what the branch files do not hold: tokens, cost, dry_run and
+    whether the run was complete. None, and nothing written, when there is no such file."""
+    saved = _read(layout.final_results, FinalResults, [])
+    if saved is None:
+        return None
+    fresh = rebuild_final_results(layout).model_copy(
+        update={"complete": saved.complete, "rebuilt": saved.rebuilt, "dry_run": saved.dry_run,
+                "tokens": saved.tokens, "cost_usd": saved.cost_usd}
+    )  # fmt: skip
+    write_model(layout.final_results, fresh)
+    return fresh
 
 
 def load_results(layout: RunLayout) -> LoadedResults:
