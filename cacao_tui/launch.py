@@ -21,7 +21,7 @@ from cacao_tui.cluster.placement import PlacedTuner, Placement, branch_of
 from cacao_tui.cluster.spec import ClusterError, parse_cluster
 from cacao_tui.engine.engine import Engine
 from cacao_tui.engine.events import EventBus, JobPlaced, LLMCallEvent, RunFinished
-from cacao_tui.engine.gpu import arch_of, detect_gpus
+from cacao_tui.engine.gpu import arch_of, detect_gpus, gpu_problem
 from cacao_tui.engine.scheduler import GpuScheduler
 from cacao_tui.headless import HeadlessRenderer
 from cacao_tui.llm import LLMError, create_llm, llm_timeout_s, load_env, select_provider
@@ -71,22 +71,12 @@ def _gpu_info(request: RunRequest, problem: Problem) -> GpuInfo:
         if first is not None:
             return GpuInfo(name=first.name, arch=first.arch, indices=wanted, detected=True)
         return GpuInfo(name=None, arch=arch_of(problem.compute_capability), indices=wanted, detected=False)
-    if not detected:
-        raise LaunchError(
-            "no NVIDIA GPU found (nvidia-smi lists none); use --dry-run to check a problem, "
-            "a provider and a session without a GPU"
-        )
-    by_index = {g.index: g for g in detected}
-    missing = [i for i in wanted if i not in by_index]
-    if missing:
-        have = ", ".join(str(i) for i in sorted(by_index))
-        raise LaunchError(f"GPU {missing[0]} does not exist on this machine (GPUs: {have}); set --gpus or gpu.index")
-    first = by_index[wanted[0]]
-    arches = {by_index[i].arch for i in wanted}
-    if len(arches) > 1:
-        raise LaunchError(
-            f"GPUs {wanted} have different architectures ({', '.join(sorted(arches))}); use GPUs of one kind"
-        )
+    trouble = gpu_problem(wanted, detected)
+    if trouble is not None:
+        hint = {"none": "; use --dry-run to check a problem, a provider and a session without a GPU",
+                "missing": "; set --gpus or gpu.index"}.get(trouble.kind, "")  # fmt: skip
+        raise LaunchError(trouble.line + hint)
+    first = next(g for g in detected if g.index == wanted[0])
     return GpuInfo(name=first.name, arch=first.arch, indices=wanted, detected=True)
 
 

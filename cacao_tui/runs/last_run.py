@@ -12,13 +12,17 @@ import contextlib
 import json
 import os
 import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cacao_tui.runs.launcher import LAUNCH_HEADER, LAUNCH_LOG, log_tail
 from cacao_tui.runs.liveness import LiveRun, live_run
+from cacao_tui.store.archive import archived_runs
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import FinalResults
 
+JUST_STARTED_S = 30.0  # a launch log with nothing after its first line, younger than this: still starting
 HEAD_BYTES = 64 * 1024
 TAIL_BYTES = 256 * 1024
 MAX_RESULTS_BYTES = 8 * 1024 * 1024
@@ -28,6 +32,7 @@ NOT_RUN = "not run"
 RUNNING = "running"
 STARTING = "starting"  # output.lock is held but the run log has no run_started yet
 KILLED = "killed"  # the log has no end and no process holds the directory: continue with --resume
+FAILED_START = "failed to start"  # a launch log but no run log: the run process ended before its first event
 
 
 @dataclass
@@ -41,6 +46,9 @@ class LastRun:
     gpus: list[int] = field(default_factory=list)
     live: LiveRun | None = None
     message: str | None = None
+    # The run before this one (archive/output_N), when this one failed to start: its result stays in view.
+    previous: LastRun | None = None
+    previous_where: str | None = None
 
     @property
     def finished(self) -> bool:
@@ -85,8 +93,7 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _final_results(layout: RunLayout) -> FinalResults | None:
-    path = layout.final_results
+def _final_results(path: Path) -> FinalResults | None:
     try:
         if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_RESULTS_BYTES:
             return None
@@ -98,7 +105,14 @@ def _final_results(layout: RunLayout) -> FinalResults | None:
 def last_run(problem_dir: Path) -> LastRun:
     layout = RunLayout(problem_dir)
     live = live_run(problem_dir)
-    slices = _read_slices(layout.run_log)
+    if live is None and not layout.run_log.exists() and (layout.output / LAUNCH_LOG).is_file():
+        return _failed_start(layout)
+    return _read_run(layout.output, live)
+
+
+def _read_run(output: Path, live: LiveRun | None) -> LastRun:
+    """How the run whose files are in ``output`` (output/, or an archive/output_N) went."""
+    slices = _read_slices(output / "run.jsonl")
     if slices is None:
         return LastRun(STARTING if live else NOT_RUN, live=live)
     head, tail, mtime = slices
@@ -125,8 +139,30 @@ def last_run(problem_dir: Path) -> LastRun:
     if bests and result.best_ms is None:
         result.best_ms, result.speedup = _number(bests[-1].get("time_ms")), _number(bests[-1].get("speedup"))
     if result.finished:
-        final = _final_results(layout)
+        final = _final_results(output / "final_results.json")
         if final is not None and final.best is not None:
             result.best_ms = final.best.time_ms
             result.speedup = final.speedup if final.speedup is not None else final.best.speedup
+    return result
+
+
+def _failed_start(layout: RunLayout) -> LastRun:
+    """A run started from the app that ended before its first event (no GPU, a bad key...): why,
+    from its launch log, and the result of the run before it, which it had archived."""
+    log = layout.output / LAUNCH_LOG
+    tail = log_tail(log, lines=6)
+    header = max((i for i, line in enumerate(tail) if line.startswith(LAUNCH_HEADER)), default=-1)
+    said = tail[header + 1 :]  # what the run printed after the app's line that started it
+    when = None
+    with contextlib.suppress(OSError):
+        when = log.stat().st_mtime
+    if not said and when is not None and time.time() - when < JUST_STARTED_S:
+        return LastRun(STARTING, when=when)  # started a moment ago: not holding its lock yet
+    result = LastRun(FAILED_START, when=when, message=said[-1] if said else None)
+    archived = archived_runs(layout)
+    if archived:
+        path = archived[-1][1]
+        previous = _read_run(path, None)
+        if previous.status != NOT_RUN:
+            result.previous, result.previous_where = previous, f"archive/{path.name}"
     return result

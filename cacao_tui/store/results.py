@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from cacao_tui.store.atomic import StateFileError, read_model_or_none, write_model
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import (
+    INTERRUPTED,
     TERMINAL_BRANCH,
     BestResult,
     BranchManifest,
@@ -50,6 +51,12 @@ class LoadedResults:
     results: FinalResults | None
     source: str  # FROM_FILE, FROM_BRANCHES, or "" when there is nothing
     notes: list[str] = field(default_factory=list)  # files that could not be read
+
+    def shown_status(self, status: str) -> str:
+        """A branch's status as the results say it. final_results.json is written when the run (or
+        its part) ends: a branch it lists as pending, running or paused was cut short there (its
+        files say running so that --resume goes on with it), and reads ``interrupted``."""
+        return INTERRUPTED if self.source == FROM_FILE and status not in TERMINAL_BRANCH else status
 
 
 def _read(path: Path, model: type[M], notes: list[str]) -> M | None:
@@ -345,7 +352,7 @@ def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
                 (
                     "*" if s.name == best_name else "",
                     "  " * s.depth + s.name,
-                    s.status,
+                    loaded.shown_status(s.status),
                     str(s.iterations),
                     _ms(s.best_ms),
                     _x(s.speedup),

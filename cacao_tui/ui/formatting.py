@@ -25,6 +25,7 @@ STATUS_ICONS: dict[str, str] = {
     "stopped": "■",
     "killed": "✗",
     "failed": "!",
+    "interrupted": "■",  # shown only: the run ended (stopped, killed) with the branch on its way
 }
 STATUS_STYLES: dict[str, str] = {
     "pending": "dim",
@@ -34,8 +35,15 @@ STATUS_STYLES: dict[str, str] = {
     "stopped": "dim",
     "killed": "red",
     "failed": "bold red",
+    "interrupted": "yellow",
 }
-ITER_STYLES: dict[str, str] = {"decided": "cyan", "failed": "red", "superseded": "dim strike"}
+ITER_STYLES: dict[str, str] = {
+    "decided": "cyan",
+    "failed": "red",
+    "superseded": "dim strike",
+    "interrupted": "yellow",
+    "killed": "red",
+}
 LEVEL_LETTERS: dict[str, str] = {"debug": "D", "info": "I", "warning": "W", "error": "E"}
 NONE = "—"
 

@@ -9,9 +9,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cacao_tui.engine import events as ev
-from cacao_tui.store.state import TERMINAL_BRANCH, BranchConfig, BranchManifest, IterState
+from cacao_tui.store.state import INTERRUPTED, TERMINAL_BRANCH, BranchConfig, BranchManifest, IterState
 
 RUN = ""  # the key of run-wide changes (status bar, root node)
+# Iteration statuses that go no further; "interrupted" and "killed" are shown only: what the end
+# of the run, or the branch's kill, cut short (its state file still says where it was).
+ITER_FINAL = ("decided", "failed", "superseded", INTERRUPTED, "killed")
+
+
+@dataclass(frozen=True)
+class ProcessEnded:
+    """Not an engine event: what a view of a run in another process notices when that process is
+    gone and the run's log has no end (it failed to start, or was killed). Folded in like one."""
+
+    phase: str  # what the view shows: "failed to start", "ended without finishing"
+    ts: float
 
 
 @dataclass(frozen=True)
@@ -57,7 +69,13 @@ class BranchView:
 
     @property
     def active(self) -> bool:
-        return self.status not in TERMINAL_BRANCH
+        return self.status not in TERMINAL_BRANCH and self.status != INTERRUPTED
+
+    def cut_short(self, status: str) -> None:
+        """Iterations that were still on their way end as ``status`` (killed, interrupted)."""
+        for it in self.iterations.values():
+            if it.status not in ITER_FINAL:
+                it.status = status
 
     def iteration(self, index: int) -> IterationView:
         if index not in self.iterations:
@@ -84,6 +102,7 @@ class RunView:
     best_ms: float | None = None
     best_speedup: float | None = None
     finished: ev.RunFinished | None = None
+    ended_at: float | None = None  # the run's process ended without a run_finished (mark_ended)
 
     # ---- queries -------------------------------------------------------------
     def any_active(self) -> bool:
@@ -102,6 +121,7 @@ class RunView:
 
     def _run_started(self, e: ev.RunStarted) -> set[str]:
         self.info = e
+        self.finished = self.ended_at = None  # a --resume: the run goes on
         if e.llm_calls and not self.llm_calls:  # a resumed run: the totals so far
             self.llm_calls = e.llm_calls
             self.input_tokens, self.output_tokens, self.cost_usd = e.input_tokens, e.output_tokens, e.cost_usd
@@ -124,6 +144,8 @@ class RunView:
         b.status, b.max_iter, b.iterations_done, b.reason = e.status, e.max_iter, e.iterations_done, e.reason
         if e.iteration is not None:
             b.current = e.iteration
+        if e.status == "killed":
+            b.cut_short("killed")
         return {e.branch, RUN}
 
     def _iteration_status(self, e: ev.IterationStatusChanged) -> set[str]:
@@ -177,11 +199,27 @@ class RunView:
         return changed
 
     def _run_finished(self, e: ev.RunFinished) -> set[str]:
-        self.finished = e
+        self.finished, self.ended_at = e, None
         self.phase = "finished" if e.status == "ok" else e.status
         if e.best_ms is not None:
             self.best_branch, self.best_ms, self.best_speedup = e.best_branch, e.best_ms, e.speedup
-        return {RUN}
+        return {RUN, *self._end_branches()}
+
+    def _end_branches(self) -> set[str]:
+        """The run is over: nothing it left on its way is still running (pending, running and
+        paused branches read interrupted; their unfinished iterations too)."""
+        changed = set()
+        for b in self.branches.values():
+            if b.active:
+                b.status = INTERRUPTED
+                b.cut_short(INTERRUPTED)
+                changed.add(b.name)
+        return changed
+
+    def _process_ended(self, e: ProcessEnded) -> set[str]:
+        """The view says so and its clock stops, instead of "starting" with the timer running."""
+        self.phase, self.ended_at = e.phase, e.ts
+        return {RUN, *self._end_branches()}
 
     # ---- seeding from disk ---------------------------------------------------
     def seed_branch(self, manifest: BranchManifest, config: BranchConfig | None, iterations: list[IterState]) -> None:
@@ -201,6 +239,8 @@ class RunView:
         for state in iterations:
             it = b.iteration(state.index)
             it.status = "superseded" if state.index in manifest.superseded else state.status
+            if manifest.status == "killed" and it.status not in ITER_FINAL:
+                it.status = "killed"
             if state.run is not None:
                 it.best_ms, it.speedup = state.run.best_ms, state.run.speedup
             if state.decision is not None:
@@ -220,6 +260,7 @@ _HANDLERS = {
     ev.DecisionMade: RunView._decision,
     ev.BranchRemoved: RunView._branch_removed,
     ev.RunFinished: RunView._run_finished,
+    ProcessEnded: RunView._process_ended,
 }
 
 

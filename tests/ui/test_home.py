@@ -449,7 +449,9 @@ def test_a_run_that_ends_at_once_shows_its_launch_log(tmp_path: Path) -> None:
     async def go() -> None:
         app = AttachApp(problem, started, poll_interval=0.05)
         async with app.run_test(size=(100, 30)) as pilot:
-            await _wait(pilot, lambda: any("ended at once" in n.message for n in app._notifications), "the notice")
+            await _wait(pilot, lambda: any("failed to start (exit 2)" in n.message for n in app._notifications),
+                        "the notice")  # fmt: skip
+            await _wait(pilot, lambda: app.view.phase == "failed to start", "the view says so")
             await _wait(pilot, lambda: any("GPU 7 does not exist" in line for line in app.store.lines(Selection())),
                         "the log's lines in the view")  # fmt: skip
 

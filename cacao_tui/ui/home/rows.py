@@ -7,7 +7,7 @@ import time
 from rich.text import Text
 
 from cacao_tui.runs.catalog import ProblemEntry
-from cacao_tui.runs.last_run import KILLED, NOT_RUN, RUNNING, STARTING, LastRun
+from cacao_tui.runs.last_run import FAILED_START, KILLED, NOT_RUN, RUNNING, STARTING, LastRun
 from cacao_tui.ui.formatting import NONE, fmt_ms, fmt_speedup, safe_text
 from ktt.problem.errors import display_path
 
@@ -27,6 +27,7 @@ STATUS_LOOK: dict[str, tuple[str, str]] = {
     "budget": ("$", "yellow"),
     "no result": ("∅", "yellow"),
     "failed": ("!", "red"),
+    FAILED_START: ("!", "red"),
     "interrupted": ("■", "yellow"),
     KILLED: ("✗", "red"),
     NOT_RUN: ("·", "dim"),
@@ -58,7 +59,12 @@ def row_cells(entry: ProblemEntry, now: float | None = None) -> tuple[object, ..
     name = Text(safe_text(entry.name), style="bold" if last.status == RUNNING else "")
     if entry.error:
         return (name, Text("invalid", style="red"), NONE, status_text(last), NONE, fmt_when(last.when, now))
-    best = fmt_speedup(last.speedup) if last.speedup is not None else fmt_ms(last.best_ms)
+    best: str | Text = fmt_speedup(last.speedup) if last.speedup is not None else fmt_ms(last.best_ms)
+    previous = last.previous
+    if last.best_ms is None and previous is not None and previous.best_ms is not None:
+        # A run that failed to start archived the one before it: that result stays in view, marked.
+        shown = fmt_speedup(previous.speedup) if previous.speedup is not None else fmt_ms(previous.best_ms)
+        best = Text(f"{shown} prev", style="dim")
     return (
         name,
         REFERENCE_NAMES.get(entry.reference or "", entry.reference or NONE),
@@ -97,5 +103,11 @@ def describe(entry: ProblemEntry) -> Text:
     elif last.status == KILLED:
         text.append("\nits process ended without finishing · R resumes it", style="yellow")
     if last.message:
-        text.append(f"\n{safe_text(last.message)[:300]}", style="dim")
+        text.append(f"\n{safe_text(last.message)[:300]}", style="red" if last.status == FAILED_START else "dim")
+    previous = last.previous
+    if previous is not None:
+        text.append(f"\nthe run before ({last.previous_where}): ", style="dim")
+        text.append_text(status_text(previous))
+        if previous.best_ms is not None:
+            text.append(f" · best {fmt_ms(previous.best_ms)} {fmt_speedup(previous.speedup)}")
     return text

@@ -20,7 +20,7 @@ from cacao_tui.ui import keymap
 from cacao_tui.ui.disk import load_selection, read_all_branches, read_run_started, seed_from_disk
 from cacao_tui.ui.home.editor_hook import new_problem_screen
 from cacao_tui.ui.log_store import LogEntry, LogStore
-from cacao_tui.ui.run_view import RUN, RunView, Selection, touches
+from cacao_tui.ui.run_view import INTERRUPTED, RUN, ProcessEnded, RunView, Selection, touches
 from cacao_tui.ui.screens.clone import CloneScreen
 from cacao_tui.ui.screens.dialogs import ConfirmScreen
 from cacao_tui.ui.screens.help import HelpScreen
@@ -110,9 +110,12 @@ class MainScreen(Screen[None]):
             if isinstance(event, ev.TuningProgress | ev.TuningFinished):
                 self._progress[(event.branch, event.iteration)] = event
                 # Drawn only while the Tuning tab shows; activating it draws the latest.
-                if self.details.active_tab == "tuning" and self._shows_iteration(event.branch, event.iteration):
+                shown = self._shows_iteration(event.branch, event.iteration)
+                if self.details.active_tab == "tuning" and shown and not self._ended(event.branch, event.iteration):
                     self._draw_progress(event)
             if not isinstance(event, ev.LogLine | ev.TuningProgress) and touches(event, sel):
+                self._stale = True
+            if isinstance(event, ev.RunFinished | ProcessEnded):  # what was on its way reads as ended
                 self._stale = True
             if isinstance(event, ev.RunFinished):
                 self._announce_finish(event)
@@ -126,7 +129,7 @@ class MainScreen(Screen[None]):
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id == "tuning":
-            shown = [e for (b, i), e in self._progress.items() if self._shows_iteration(b, i)]
+            shown = [e for (b, i), e in self._progress.items() if self._shows_iteration(b, i) and not self._ended(b, i)]
             if shown and isinstance(shown[-1], ev.TuningProgress):
                 self._draw_progress(shown[-1])
 
@@ -173,9 +176,17 @@ class MainScreen(Screen[None]):
             return
         self.details_loads += 1
         progress = None
+        ended = None
         if data.iteration is not None:
             progress = self._progress.get((data.iteration.branch, data.iteration.index))
-        self.details.show(data, progress)
+            ended = self._ended(data.iteration.branch, data.iteration.index)
+        self.details.show(data, progress, ended)
+
+    def _ended(self, branch: str, iteration: int) -> str | None:
+        """How the iteration was cut short (interrupted, killed), or None while it may go on."""
+        b = self.view.branches.get(branch)
+        it = b.iterations.get(iteration) if b is not None else None
+        return it.status if it is not None and it.status in (INTERRUPTED, "killed") else None
 
     # ---- actions (keys and command palette) -----------------------------------------
     def _branch(self) -> str | None:

@@ -156,7 +156,8 @@ class ResultsScreen(Screen[None]):
         self._branches = {b.name: b for b in branches}
         rows = {}
         for b in branches:
-            status = Text(f"{status_icon(b.status)} {b.status}", style=STATUS_STYLES.get(b.status, ""))
+            shown = loaded.shown_status(b.status)
+            status = Text(f"{status_icon(shown)} {shown}", style=STATUS_STYLES.get(shown, ""))
             at = f"iter{b.best_iteration}" if b.best_iteration is not None else NONE
             rows[b.name] = (
                 b.name,

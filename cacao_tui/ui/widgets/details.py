@@ -112,8 +112,11 @@ class DetailsPane(Vertical):
             cases, score, where, extra = best.cases, best.score, f"{best.branch}/iter{best.iteration} (branch best)", ""
         self.tuning.show_cases(cases, score, f"per case · {where}", extra)
 
-    def show(self, data: SelectionDetails, progress: TuningProgress | TuningFinished | None) -> None:
-        """Fill the file-backed tabs from what was read for the selection."""
+    def show(
+        self, data: SelectionDetails, progress: TuningProgress | TuningFinished | None, ended: str | None = None
+    ) -> None:
+        """Fill the file-backed tabs from what was read for the selection. ``ended``: how the shown
+        iteration was cut short (interrupted, killed), so no pane says it is still waiting."""
         sel = data.selection
         it = data.iteration
         where = f"{it.branch}/iter{it.index}" if it else sel.label
@@ -122,9 +125,9 @@ class DetailsPane(Vertical):
         state = it.state if it else None
         run = state.run if state else None
         tuning = it.tuning if it else None
-        self.tuning.show_files(where, tuning, run.ran if run else None, run.message if run else None)
+        self.tuning.show_files(where, tuning, run.ran if run else None, run.message if run else None, ended)
         self._show_cases(data, where)
-        if isinstance(progress, TuningProgress) and (tuning is None or tuning.summary is None):
+        if isinstance(progress, TuningProgress) and (tuning is None or tuning.summary is None) and ended is None:
             self.tuning.show_progress(progress)
         self.query_one(ProfilePane).show(
             where,

@@ -34,9 +34,9 @@ class StatusBar(TextLine):
             if v.info.dry_run:
                 problem.append(" dry-run", style="yellow")
             out.append((9, problem))
-        out.append((8, Text(v.phase, style="cyan")))
+        out.append((8, Text(v.phase, style="bold red" if v.ended_at is not None else "cyan")))
         start = v.info.ts if v.info is not None else self._started
-        end = v.finished.ts if v.finished is not None else self._clock()
+        end = v.finished.ts if v.finished is not None else v.ended_at or self._clock()
         out.append((8, Text(fmt_elapsed(end - start))))
         tokens = Text(f"{fmt_count(v.input_tokens)}↑ {fmt_count(v.output_tokens)}↓ {fmt_cost(v.cost_usd)}")
         if v.llm_errors:
