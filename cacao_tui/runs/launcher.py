@@ -108,8 +108,8 @@ def validate(problem_dir: Path, options: RunOptions) -> None:
         raise LaunchRefused(str(exc)) from None
     except ProblemError as exc:
         raise LaunchRefused(exc.line()) from None
-    except LLMError as exc:
-        raise LaunchRefused(str(exc)) from None
+    except LLMError as exc:  # the dialog's word for the flag: its Provider field
+        raise LaunchRefused(str(exc).replace("--provider ", "Provider ", 1)) from None
     session = problem_dir / "session.jsonl"
     if choice.provider == "replay" and not session.is_file():
         raise LaunchRefused(f"{session}: no recorded session to replay (the replay provider reads it)")

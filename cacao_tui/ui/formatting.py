@@ -48,6 +48,22 @@ LEVEL_LETTERS: dict[str, str] = {"debug": "D", "info": "I", "warning": "W", "err
 NONE = "—"
 
 
+def fit_path(path: object, width: int) -> str:
+    """A path in at most ``width`` cells, cut at a separator from the left ("…/problems/mmul"):
+    wrapped text would split it mid-name, and its end is the part that tells paths apart."""
+    text = str(path)
+    if len(text) <= width or width < 4:
+        return text
+    parts = text.split("/")
+    kept = parts[-1]
+    for part in reversed(parts[:-1]):
+        if len(part) + 1 + len(kept) + 2 > width:
+            break
+        kept = f"{part}/{kept}"
+    shown = f"…/{kept}"
+    return shown if len(shown) <= width else "…" + text[-(width - 1) :]
+
+
 def status_icon(status: str) -> str:
     return STATUS_ICONS.get(status, "?")
 

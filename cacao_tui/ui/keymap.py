@@ -39,8 +39,9 @@ class Key:
         )
 
 
-# The main screen. The order here is the footer's order: the most used first, so an
-# 80-column footer shows what matters.
+# The main screen. The order here is the footer's order; only the most used keys have a footer
+# label (help, pause, filter, diff, results, zoom, quit), so an 80-column footer shows them all
+# and the finish notification's "b: results, q: quit" are in it. The rest: ? and ctrl+p.
 MAIN: tuple[Key, ...] = (
     Key("question_mark", "help", "help", "Show this help", display="?", palette="Help: keys and screens"),
     Key(
@@ -54,7 +55,7 @@ MAIN: tuple[Key, ...] = (
     Key(
         "P",
         "pause_all",
-        "pause all",
+        "",
         "Pause every branch; press again to resume them all",
         palette="Pause / resume all",
         section="Branch control",
@@ -62,7 +63,7 @@ MAIN: tuple[Key, ...] = (
     Key(
         "x",
         "kill",
-        "kill",
+        "",
         "Kill the selected branch (asks first; its files stay)",
         palette="Kill branch…",
         section="Branch control",
@@ -70,7 +71,7 @@ MAIN: tuple[Key, ...] = (
     Key(
         "plus,equals_sign",
         "max_iter(1)",
-        "+iter",
+        "",
         "Raise the selected branch's max_iter by one",
         display="+",
         palette="Raise max_iter (+1)",
@@ -79,7 +80,7 @@ MAIN: tuple[Key, ...] = (
     Key(
         "minus",
         "max_iter(-1)",
-        "-iter",
+        "",
         "Lower the selected branch's max_iter by one",
         display="-",
         palette="Lower max_iter (-1)",
@@ -88,7 +89,7 @@ MAIN: tuple[Key, ...] = (
     Key(
         "r",
         "retry",
-        "retry",
+        "",
         "Give a failed or stopped branch one more try",
         palette="Retry branch",
         section="Branch control",
@@ -148,6 +149,14 @@ MAIN: tuple[Key, ...] = (
         "results",
         "Open the results view (best so far, per-branch summary)",
         palette="Results",
+        section="Views",
+    ),
+    Key(
+        "z",
+        "toggle_maximize",
+        "zoom",
+        "Maximise the focused pane (tree, log, any tab) to the whole screen; z or Esc: back",
+        palette="Maximise / restore the focused pane",
         section="Views",
     ),
     Key(
@@ -227,7 +236,7 @@ CONFIRM: tuple[Key, ...] = (
     Key("n,escape", "answer(False)", "no", "No", display="n"),
 )
 QUIT: tuple[Key, ...] = (
-    Key("s", "choose('stop')", "stop", "Stop every branch cleanly (a later --resume continues), then quit"),
+    Key("s", "choose('stop')", "stop", "Stop every branch cleanly (resuming the run continues it later), then quit"),
     Key("d", "choose('detach')", "detach", "Leave the app; the run goes on and prints progress lines"),
     Key("escape,n", "choose(None)", "cancel", "Back to the run", display="esc"),
 )

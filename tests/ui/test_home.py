@@ -215,7 +215,9 @@ def test_clone_adds_and_selects_the_copy(tmp_path: Path) -> None:
         async with app.run_test(size=(80, 24)) as pilot:
             home = await _ready(pilot, app)
             await pilot.press("C")
-            await pilot.press(*"mmul_v2", "enter")
+            await pilot.pause(0.1)
+            assert app.screen.query_one("#clone-name", Input).value == "mmul_v2"  # the suggestion, filled in
+            await pilot.press("enter")  # takes what the field shows (it used to say: empty name)
             await _wait(pilot, lambda: home.table.row_count == 3, "the clone in the list")
             await _wait(pilot, lambda: home.current() is not None and home.current().key == "mmul_v2", "its row")
         assert (folder / "mmul_v2" / "problem.yaml").is_file()

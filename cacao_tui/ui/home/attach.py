@@ -150,8 +150,8 @@ class AttachApp(CacaoApp):
         self.push_screen(
             ConfirmScreen(
                 "Stop the whole run?",
-                "SIGTERM to the run's process: every branch stops cleanly; --resume (R on the home screen) "
-                "continues it later.",
+                "Every branch stops cleanly (SIGTERM to the run's process); R on the home screen "
+                "resumes it later.",
                 yes="Stop",
             ),
             answered,

@@ -27,7 +27,7 @@ from cacao_tui.runs.problem_trash import TrashError, move_to_trash
 from cacao_tui.runs.remote_control import stop_run
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.ui import keymap
-from cacao_tui.ui.formatting import safe_text
+from cacao_tui.ui.formatting import fit_path, safe_text
 from cacao_tui.ui.home.editor_hook import edit_problem_screen, new_problem_screen
 from cacao_tui.ui.home.help import KeysScreen
 from cacao_tui.ui.home.keys import HOME, home_sections
@@ -130,7 +130,8 @@ class HomeScreen(Screen[None]):
 
     def _show_detail(self) -> None:
         entry = self.current()
-        self.query_one("#home-detail", Static).update(describe(entry) if entry is not None else "")
+        panel = self.query_one("#home-detail", Static)
+        panel.update(describe(entry, width=max(20, panel.size.width - 2)) if entry is not None else "")
 
     @on(DataTable.RowHighlighted, "#home-table")
     def _highlighted(self) -> None:
@@ -217,7 +218,8 @@ class HomeScreen(Screen[None]):
             self.app.notify(f"Moved {entry.name} to {target} (nothing is lost)", timeout=8)
             self.refresh_list()
 
-        detail = f"{entry.directory} moves to {self.folder / '.trash'}/ with its runs; nothing is deleted."
+        trash = fit_path(display_path(self.folder / ".trash"), 56)
+        detail = f"It moves, with its runs, to\n{trash}/\nNothing is deleted."
         self.app.push_screen(ConfirmScreen(f"Delete {entry.name}?", detail, yes="Delete"), answered)
 
     def _start_dialog(self, title: str, preset: RunOptions) -> None:
@@ -284,7 +286,7 @@ class HomeScreen(Screen[None]):
                 self.app.notify(f"Asked pid {pid} to stop cleanly; R resumes it later", timeout=8)
             self.refresh_list()
 
-        detail = f"{live.describe()}\nSIGTERM: running steps are cancelled cleanly; R (resume) continues it later."
+        detail = f"{live.describe()}\nRunning steps are cancelled cleanly; R (resume) continues it later."
         self.app.push_screen(ConfirmScreen(f"Stop the run of {entry.name}?", detail, yes="Stop"), answered)
 
     def action_launch_log(self) -> None:

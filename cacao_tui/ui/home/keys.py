@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from cacao_tui.ui.keymap import Key
 
+# Footer labels only for the most used keys (help, open, run, results, new, edit, quit): an
+# 80-column footer holds them all; the rest are on ? and in the command palette.
 HOME: tuple[Key, ...] = (
     Key("question_mark", "help", "help", "Show this help", display="?", section="App"),
     Key("enter,o", "open", "open", "Open the problem's run: live ones attached, finished ones read-only",
         display="enter", section="Problem"),
     Key("r", "run", "run", "Run the problem… (the run dialog; the run is a process of its own)", section="Run"),
-    Key("R", "resume", "resume", "Resume its interrupted run… (the run dialog, --resume)", section="Run"),
-    Key("a", "rerun", "rerun", "Run it again with the last run's settings… (the run dialog, filled in)",
+    Key("R", "resume", "", "Resume its interrupted run… (the run dialog, --resume)", section="Run"),
+    Key("a", "rerun", "", "Run it again with the last run's settings… (the run dialog, filled in)",
         section="Run"),
     Key("b", "results", "results", "Results of its last run (best, per-case table, branches)", section="Problem"),
-    Key("c", "check", "check", "Check the problem (like --check: loads and compiles the reference)",
+    Key("c", "check", "", "Check the problem (like --check: loads and compiles the reference)",
         section="Problem"),
     Key("n", "new", "new", "New problem… (the problem editor)", section="Problem"),
     Key("e", "edit", "edit", "Edit the problem… (the problem editor)", section="Problem"),

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from cacao_tui.runs.catalog import ProblemEntry
 from cacao_tui.runs.last_run import FAILED_START, KILLED, NOT_RUN, RUNNING, STARTING, LastRun
-from cacao_tui.ui.formatting import NONE, fmt_ms, fmt_speedup, safe_text
+from cacao_tui.ui.formatting import NONE, fit_path, fmt_ms, fmt_speedup, safe_text
 from ktt.problem.errors import display_path
 
 COLUMNS = (
@@ -75,12 +75,14 @@ def row_cells(entry: ProblemEntry, now: float | None = None) -> tuple[object, ..
     )
 
 
-def describe(entry: ProblemEntry) -> Text:
-    """The panel under the table: where it is, what is wrong with it, what its run is doing."""
+def describe(entry: ProblemEntry, width: int = 78) -> Text:
+    """The panel under the table: where it is, what is wrong with it, what its run is doing.
+    ``width``: the panel's; the path is cut from the left to fit on the name's line."""
     last = entry.last
     text = Text()
     text.append(safe_text(entry.name), style="bold")
-    text.append(f"  {safe_text(display_path(entry.directory))}", style="dim")
+    room = max(10, width - len(entry.name) - 2)
+    text.append(f"  {fit_path(safe_text(display_path(entry.directory)), room)}", style="dim")
     if entry.error:
         text.append(f"\n✗ {safe_text(entry.error)}", style="red")
     else:

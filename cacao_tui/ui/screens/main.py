@@ -52,6 +52,7 @@ class MainScreen(Screen[None]):
         self._progress: dict[tuple[str, int], ev.TuningProgress | ev.TuningFinished] = {}
         self.details_loads = 0  # how often the selection's files were read (tests, benchmark)
         self.ready = False  # set once the run's files were read; the app flushes events only then
+        self._announced: set[tuple[str, float]] = set()
 
     @property
     def run_layout(self) -> RunLayout:
@@ -143,6 +144,10 @@ class MainScreen(Screen[None]):
         return current is None or current == iteration
 
     def _announce_finish(self, e: ev.RunFinished) -> None:
+        key = (e.status, e.ts)  # once per end of the run: a view fed twice (a seed, a re-read log) says it once
+        if key in self._announced:
+            return
+        self._announced.add(key)
         if e.best_ms is not None:
             from cacao_tui.ui.formatting import fmt_ms, fmt_speedup
 
@@ -345,7 +350,17 @@ class MainScreen(Screen[None]):
     async def action_quit(self) -> None:
         await self.app.action_quit()
 
+    def action_toggle_maximize(self) -> None:
+        """z: the focused pane (tree, a tab's contents) fills the screen; z or Esc again restores it."""
+        if self.maximized is not None:
+            self.minimize()
+        elif self.focused is None or not self.maximize(self.focused):
+            self.notify("Tab to a pane first (the tree, a tab's contents), then z", severity="warning")
+
     def action_escape(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+            return
         log = self.details.query_one(LogPane)
         if log.needle:
             log.action_clear_filter()

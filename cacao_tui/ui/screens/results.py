@@ -11,7 +11,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
+from textual.containers import HorizontalScroll, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
@@ -148,8 +148,8 @@ class ResultsScreen(Screen[None]):
         self.query_one("#results-header", Static).update(results_header(loaded, self._layout))
         best = loaded.results.best if loaded.results else None
         if best is not None and best.cases and loaded.results and loaded.results.cases:
-            cases = Static(case_table(best.cases), id="results-cases")
-            for stale in self.query("#results-cases"):
+            cases = HorizontalScroll(Static(case_table(best.cases), id="results-cases"), id="results-cases-scroll")
+            for stale in self.query("#results-cases-scroll"):
                 await stale.remove()
             await self.query_one("#results", VerticalScroll).mount(cases, after="#results-header")
         branches = sorted(loaded.results.branches, key=_sort_key) if loaded.results else []

@@ -89,6 +89,7 @@ class CaseTable(Static):
     DEFAULT_CSS = """
     CaseTable {
         height: auto;
+        width: auto;  /* its natural width: a scrolling parent shows what a narrow pane cannot */
         padding: 0 1;
         display: none;
     }

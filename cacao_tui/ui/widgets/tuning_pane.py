@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import HorizontalScroll, Vertical
 from textual.widgets import ProgressBar
 
 from cacao_tui.engine.events import TuningFinished, TuningProgress
@@ -41,7 +41,8 @@ class TuningPane(Vertical):
         yield TextLine("", id="tuning-counts")
         yield ProgressBar(total=1, show_eta=False, id="tuning-progress")  # never indeterminate: it animates
         yield TextLine("", id="tuning-failures")
-        yield CaseTable(id="tuning-cases")
+        with HorizontalScroll(id="tuning-cases-scroll"):  # wider than the pane: ← → scroll it
+            yield CaseTable(id="tuning-cases")
         yield KeyTable(COLUMNS, id="tuning-top")
 
     def _counts(
