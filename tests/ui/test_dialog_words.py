@@ -63,3 +63,17 @@ async def test_the_quit_dialog_speaks_the_apps_words(run: Run) -> None:
         assert isinstance(pilot.app.screen, QuitScreen)
         text = " ".join(str(w.content) for w in pilot.app.screen.query(Static))
         assert "--resume" not in text and "resuming the run continues it later" in text
+
+
+async def test_selected_text_stays_readable_in_greys(run: Run, monkeypatch) -> None:
+    """NO_COLOR draws greys by luminance: the selection's text and background must not become
+    the same grey (Textual's own selection colours do), so selected log text stays visible."""
+    from textual.filter import monochrome_style
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    async with run.app().run_test(size=(80, 24)) as pilot:
+        await start(pilot, run)
+        style = monochrome_style(pilot.app.screen.get_component_rich_style("screen--selection"))
+        assert style.color is not None and style.bgcolor is not None
+        fg, bg = style.color.get_truecolor(), style.bgcolor.get_truecolor()
+        assert abs(sum(fg) - sum(bg)) > 3 * 100, (fg, bg)  # far apart, not merely different

@@ -20,6 +20,7 @@ from textual.widgets import Button, Checkbox, DataTable, Input, Label, Select, S
 from cacao_tui.ui import keymap
 from cacao_tui.ui.editor.code import CodeEditor
 from cacao_tui.ui.editor.renames import NAME
+from cacao_tui.ui.widgets.tick_box import TickBox
 
 DTYPE_CHOICES = (("int", "int"), ("float", "float"), ("double", "double"))
 KIND_CHOICES = (("scalar", "scalar"), ("buffer", "buffer"))
@@ -125,14 +126,14 @@ class ArgsPane(Vertical):
                 yield Input(id="arg-value", compact=True)
                 with Horizontal(classes="form-row"):
                     for p in PLACEMENTS:
-                        yield Checkbox(p, id=f"arg-place-{p}", compact=True)
+                        yield TickBox(p, id=f"arg-place-{p}", compact=True)
             with Vertical(id="arg-buffer-fields"):
                 yield Label("size (elements; an expression over scalars)")
                 yield Input(id="arg-size", compact=True)
                 with Horizontal(classes="form-row"):
                     yield Select(ACCESS_CHOICES, allow_blank=False, id="arg-access", compact=True)
                     yield Select(INIT_CHOICES, allow_blank=False, id="arg-init", compact=True)
-                    yield Checkbox("validate", id="arg-validate", compact=True)
+                    yield TickBox("validate", id="arg-validate", compact=True)
                 with Horizontal(classes="form-row", id="arg-random-fields"):
                     yield Input(placeholder="min", id="arg-min", compact=True)
                     yield Input(placeholder="max", id="arg-max", compact=True)
