@@ -152,6 +152,15 @@ MAIN: tuple[Key, ...] = (
         section="Views",
     ),
     Key(
+        "g",
+        "toggle_gpus",
+        "",
+        "GPU panel: each GPU's utilisation, memory, SM clock, temperature, power and lock holder (NVML)",
+        palette="Show / hide the GPU panel",
+        priority=True,
+        section="Views",
+    ),
+    Key(
         "z",
         "toggle_maximize",
         "zoom",
@@ -222,10 +231,9 @@ TREE: tuple[Key, ...] = (
     Key("k", "cursor_up", "", "previous", display="k"),
 )
 TABLE: tuple[Key, ...] = TREE
-SCROLL: tuple[Key, ...] = (
+SCROLL: tuple[Key, ...] = (  # Home goes to the top (g is the GPU panel's)
     Key("j", "scroll_down", "", "scroll down", display="j"),
     Key("k", "scroll_up", "", "scroll up", display="k"),
-    Key("g", "scroll_home", "", "top", display="g"),
     Key("G", "scroll_end", "", "bottom", display="G"),
 )
 LOG_FILTER: tuple[Key, ...] = (Key("escape", "clear_filter", "", "Clear the log filter"),)

@@ -37,6 +37,7 @@ from cacao_tui.ui.home.text_screen import TextScreen
 from cacao_tui.ui.screens.clone import CloneScreen
 from cacao_tui.ui.screens.dialogs import ConfirmScreen
 from cacao_tui.ui.screens.results import ResultsScreen
+from cacao_tui.ui.widgets.gpu_panel import GpuPanel
 from cacao_tui.ui.widgets.table_sync import KeyTable
 from ktt.problem.errors import display_path
 
@@ -89,6 +90,7 @@ class HomeScreen(Screen[None]):
             yield KeyTable(COLUMNS, id="home-table")
             yield Static("", id="home-empty")
             yield Static("", id="home-detail")
+        yield GpuPanel(id="home-gpus")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -297,6 +299,9 @@ class HomeScreen(Screen[None]):
         lines = log_tail(path, lines=400, limit=256 * 1024)
         body = "\n".join(lines) if lines else f"{path}: no launch log (runs started from the app write one)"
         self.app.push_screen(TextScreen(f"Launch log · {entry.name}", body))
+
+    def action_toggle_gpus(self) -> None:
+        self.app.notify(self.query_one(GpuPanel).toggle(), timeout=4)
 
     def action_quit(self) -> None:
         """Leave the app; runs started from it are processes of their own and go on."""

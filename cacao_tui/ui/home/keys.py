@@ -26,6 +26,8 @@ HOME: tuple[Key, ...] = (
     Key("S", "stop_run", "", "Stop the problem's live run (asks first; SIGTERM: a clean stop, --resume continues)",
         section="Run"),
     Key("l", "launch_log", "", "Show the run's launch log (what the run process printed)", section="Run"),
+    Key("g", "toggle_gpus", "", "GPU panel: utilisation, memory, SM clock, temperature, power, lock holders (NVML)",
+        section="App"),
     Key("q,ctrl+q", "quit", "quit", "Quit the app; runs go on (they are processes of their own)", display="q"),
 )
 

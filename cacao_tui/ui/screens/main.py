@@ -15,6 +15,7 @@ from textual.widgets import Footer, TabbedContent
 
 from cacao_tui.engine import events as ev
 from cacao_tui.engine.control import EngineControl
+from cacao_tui.runs.gpu_status import GpuSample
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.ui import keymap
 from cacao_tui.ui.disk import load_selection, read_all_branches, read_run_started, seed_from_disk
@@ -29,6 +30,7 @@ from cacao_tui.ui.screens.steering import DecisionScreen, MessageScreen, RevertS
 from cacao_tui.ui.widgets.best_sparkline import BestSparkline
 from cacao_tui.ui.widgets.branch_tree import BranchTree
 from cacao_tui.ui.widgets.details import DetailsPane
+from cacao_tui.ui.widgets.gpu_panel import GpuPanel
 from cacao_tui.ui.widgets.log_pane import LogPane
 from cacao_tui.ui.widgets.status_bar import StatusBar
 
@@ -65,6 +67,7 @@ class MainScreen(Screen[None]):
                 yield BranchTree(id="tree")
                 yield BestSparkline(id="sparkline")
             yield DetailsPane(self.store, id="details")
+        yield GpuPanel(on_samples=self._gpu_samples, id="gpus")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -349,6 +352,14 @@ class MainScreen(Screen[None]):
 
     async def action_quit(self) -> None:
         await self.app.action_quit()
+
+    def _gpu_samples(self, samples: list[GpuSample]) -> None:
+        bar = self.query_one(StatusBar)  # the first read may come before this screen's on_mount
+        bar.gpu_samples = samples
+        bar.update_bar()
+
+    def action_toggle_gpus(self) -> None:
+        self.notify(self.query_one(GpuPanel).toggle(), timeout=4)
 
     def action_toggle_maximize(self) -> None:
         """z: the focused pane (tree, a tab's contents) fills the screen; z or Esc again restores it."""
