@@ -39,13 +39,18 @@ FAILED_START = "failed to start"  # a launch log but no run log: the run process
 class LastRun:
     status: str
     best_ms: float | None = None
-    speedup: float | None = None
+    speedup: float | None = None  # the primary case's (without cases: the only one)
+    score: float | None = None  # with cases: the best's geometric-mean score, the figure that ranks it
     when: float | None = None  # the last thing the run wrote (seconds since the epoch)
     dry_run: bool = False
     provider: str | None = None
     gpus: list[int] = field(default_factory=list)
     live: LiveRun | None = None
     message: str | None = None
+    history: list[float] = field(default_factory=list)  # the run's best time each time it improved
+    tokens: int = 0  # input + output, the run's totals so far
+    cost_usd: float | None = None
+    gpu_s: float | None = None  # the tunings' wall time, summed (tune/summary.json of every iteration)
     # The run before this one (archive/output_N), when this one failed to start: its result stays in view.
     previous: LastRun | None = None
     previous_where: str | None = None
@@ -135,15 +140,60 @@ def _read_run(output: Path, live: LiveRun | None) -> LastRun:
         result.status = str(finished.get("status", "finished")).replace("_", " ")
         result.message = finished.get("message") if isinstance(finished.get("message"), str) else None
         result.best_ms, result.speedup = _number(finished.get("best_ms")), _number(finished.get("speedup"))
-    bests = [e for e in events if e["type"] == "new_best" and e.get("run_best")]
+        result.score = _number(finished.get("score"))
+    def key(e: dict) -> tuple[object, ...]:
+        return e.get("ts"), e.get("seq"), e.get("type")
+
+    seen = {key(e) for e in events}  # head and tail overlap in a small log: each event once
+    everything = [e for e in _events(head) if key(e) not in seen] + events
+    bests = [e for e in everything if e["type"] == "new_best" and e.get("run_best")]
+    result.history = [t for e in bests if (t := _number(e.get("time_ms"))) is not None]
     if bests and result.best_ms is None:
-        result.best_ms, result.speedup = _number(bests[-1].get("time_ms")), _number(bests[-1].get("speedup"))
+        last = bests[-1]
+        result.best_ms, result.speedup = _number(last.get("time_ms")), _number(last.get("speedup"))
+        result.score = _number(last.get("score"))
+    calls = [e for e in events if e["type"] == "llm_call" and isinstance(e.get("run"), dict)]
+    if calls:  # each call carries the run's totals so far
+        run = calls[-1]["run"]
+        result.tokens = int(_number(run.get("input_tokens")) or 0) + int(_number(run.get("output_tokens")) or 0)
+        result.cost_usd = _number(run.get("cost_usd"))
     if result.finished:
         final = _final_results(output / "final_results.json")
         if final is not None and final.best is not None:
             result.best_ms = final.best.time_ms
-            result.speedup = final.speedup if final.speedup is not None else final.best.speedup
+            result.speedup = final.best.speedup
+            result.score = final.best.score if final.cases else None
+        if final is not None and final.tokens:
+            result.tokens = int(final.tokens.get("input", 0)) + int(final.tokens.get("output", 0))
+        if final is not None and final.cost_usd is not None:
+            result.cost_usd = final.cost_usd
+    result.gpu_s = gpu_seconds(output, mtime)
     return result
+
+
+_gpu_cache: dict[Path, tuple[float, float | None]] = {}  # output dir -> (run log mtime, seconds)
+MAX_SUMMARY_BYTES = 4 * 1024 * 1024
+
+
+def gpu_seconds(output: Path, stamp: float) -> float | None:
+    """The wall time of every tuning of the run (tune/summary.json's wall_s), summed; None when
+    none was timed. Read again only when the run's log changed (``stamp``: its mtime)."""
+    cached = _gpu_cache.get(output)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    total, found = 0.0, False
+    branches = output / "branches"
+    for summary in sorted(branches.glob("*/iter*/tune/summary.json")) if branches.is_dir() else []:
+        with contextlib.suppress(OSError, ValueError):
+            if summary.is_symlink() or summary.stat().st_size > MAX_SUMMARY_BYTES:
+                continue
+            wall = json.loads(summary.read_bytes()).get("wall_s")
+            if isinstance(wall, int | float) and wall > 0:
+                total, found = total + float(wall), True
+    if len(_gpu_cache) > 2000:
+        _gpu_cache.clear()
+    _gpu_cache[output] = (stamp, total if found else None)
+    return total if found else None
 
 
 def _failed_start(layout: RunLayout) -> LastRun:

@@ -230,7 +230,11 @@ TREE: tuple[Key, ...] = (
     Key("j", "cursor_down", "", "next", display="j"),
     Key("k", "cursor_up", "", "previous", display="k"),
 )
-TABLE: tuple[Key, ...] = TREE
+TABLE: tuple[Key, ...] = (
+    *TREE,
+    Key("G,end", "cursor_last", "", "last row", display="G end"),
+    Key("home", "cursor_first", "", "first row"),
+)
 SCROLL: tuple[Key, ...] = (  # Home goes to the top (g is the GPU panel's)
     Key("j", "scroll_down", "", "scroll down", display="j"),
     Key("k", "scroll_up", "", "scroll up", display="k"),

@@ -64,6 +64,7 @@ class BranchView:
     current: int | None = None
     best_ms: float | None = None
     speedup: float | None = None
+    score: float | None = None  # with cases: the best's geometric-mean score
     reason: str | None = None
     iterations: dict[int, IterationView] = field(default_factory=dict)
 
@@ -101,6 +102,7 @@ class RunView:
     best_branch: str | None = None
     best_ms: float | None = None
     best_speedup: float | None = None
+    best_score: float | None = None
     finished: ev.RunFinished | None = None
     ended_at: float | None = None  # the run's process ended without a run_finished (mark_ended)
 
@@ -165,7 +167,7 @@ class RunView:
     def _branch_removed(self, e: ev.BranchRemoved) -> set[str]:
         self.branches.pop(e.branch, None)
         if self.best_branch == e.branch:
-            self.best_branch = self.best_ms = self.best_speedup = None
+            self.best_branch = self.best_ms = self.best_speedup = self.best_score = None
         return {e.branch, RUN}
 
     def _llm_call(self, e: ev.LLMCallEvent) -> set[str]:
@@ -191,10 +193,11 @@ class RunView:
 
     def _new_best(self, e: ev.NewBest) -> set[str]:
         b = self.branch(e.branch)
-        b.best_ms, b.speedup = e.time_ms, e.speedup
+        b.best_ms, b.speedup, b.score = e.time_ms, e.speedup, e.score
         changed = {e.branch}
         if e.run_best:
             self.best_branch, self.best_ms, self.best_speedup = e.branch, e.time_ms, e.speedup
+            self.best_score = e.score
             changed.add(RUN)
         return changed
 
@@ -203,6 +206,7 @@ class RunView:
         self.phase = "finished" if e.status == "ok" else e.status
         if e.best_ms is not None:
             self.best_branch, self.best_ms, self.best_speedup = e.best_branch, e.best_ms, e.speedup
+            self.best_score = e.score
         return {RUN, *self._end_branches()}
 
     def _end_branches(self) -> set[str]:
@@ -235,7 +239,7 @@ class RunView:
         if config is not None:
             b.max_iter = config.max_iter
         if manifest.best is not None:
-            b.best_ms, b.speedup = manifest.best.time_ms, manifest.best.speedup
+            b.best_ms, b.speedup, b.score = manifest.best.time_ms, manifest.best.speedup, manifest.best.score
         for state in iterations:
             it = b.iteration(state.index)
             it.status = "superseded" if state.index in manifest.superseded else state.status

@@ -37,6 +37,15 @@ HOME_MOVING: tuple[Key, ...] = (
     Key("ctrl+p", "command_palette", "", "Command palette: every action by name", display="ctrl+p"),
 )
 
+# Finding a problem in a long list (bound on the home screen, listed under "Moving around").
+HOME_FIND: tuple[Key, ...] = (
+    Key("G,end", "cursor_last", "", "Last problem", display="G end"),
+    Key("home", "cursor_first", "", "First problem"),
+    Key("slash", "filter", "", "Filter the list by name (Enter keeps the filter, Esc clears it)", display="/"),
+    Key("s", "sort", "", "Sort by name, last run (live first), best (best first) or when (newest first)"),
+    Key("escape", "clear_filter", "", "Clear the filter", display="esc"),
+)
+
 RUN_DIALOG: tuple[Key, ...] = (
     Key("ctrl+s", "start", "start", "Start the run", display="ctrl+s"),
     Key("escape", "close", "cancel", "Cancel: nothing is started or archived", display="esc"),
@@ -61,6 +70,6 @@ def home_sections() -> list[tuple[str, list[Key]]]:
     sections: dict[str, list[Key]] = {"Problem": [], "Run": [], "App": []}
     for key in HOME:
         sections.setdefault(key.section, []).append(key)
-    sections["Moving around"] = list(HOME_MOVING)
+    sections["Moving around"] = [*HOME_MOVING, *HOME_FIND]
     sections["Run dialog"] = [*RUN_DIALOG, *RUN_DIALOG_MOVING]
     return list(sections.items())

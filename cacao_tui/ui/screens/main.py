@@ -152,9 +152,9 @@ class MainScreen(Screen[None]):
             return
         self._announced.add(key)
         if e.best_ms is not None:
-            from cacao_tui.ui.formatting import fmt_ms, fmt_speedup
+            from cacao_tui.ui.formatting import fmt_ms, fmt_result
 
-            best = f"best {fmt_ms(e.best_ms)} {fmt_speedup(e.speedup)} ({e.best_branch})"
+            best = f"best {fmt_ms(e.best_ms)} {fmt_result(e.speedup, e.score)} ({e.best_branch})"
         else:
             best = "no valid kernel"
         self.notify(f"Run finished ({e.status}): {best}. b: results, q: quit.", timeout=10)

@@ -14,6 +14,7 @@ from textual.app import ComposeResult
 from textual.containers import HorizontalScroll, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
+from textual.widgets.data_table import ColumnKey
 
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.results import FROM_FILE, LoadedResults, load_results
@@ -28,6 +29,7 @@ from cacao_tui.ui.formatting import (
     fmt_cost,
     fmt_count,
     fmt_ms,
+    fmt_result,
     fmt_speedup,
     safe_text,
     safe_value,
@@ -70,7 +72,9 @@ def results_header(loaded: LoadedResults, layout: RunLayout) -> Text:
     if r.best is not None:
         b = r.best
         text.append("best ", style="bold")
-        text.append(f"{fmt_ms(b.time_ms)} {fmt_speedup(b.speedup)}", style="bold green")
+        text.append(f"{fmt_ms(b.time_ms)} {fmt_result(b.speedup, b.score if r.cases else None)}", style="bold green")
+        if r.cases:  # the score ranks; the primary case's own speedup is labelled as such
+            text.append(f" · primary case {fmt_speedup(b.speedup)}")
         text.append(f" · {b.branch}/iter{b.iteration} · {fmt_config(b.config)}")
         if b.superseded:
             text.append(" · superseded by a revert, still the fastest measured", style="yellow")
@@ -155,6 +159,7 @@ class ResultsScreen(Screen[None]):
         branches = sorted(loaded.results.branches, key=_sort_key) if loaded.results else []
         self._branches = {b.name: b for b in branches}
         rows = {}
+        scored = bool(loaded.results and loaded.results.cases)  # with cases every figure is a score
         for b in branches:
             shown = loaded.shown_status(b.status)
             status = Text(f"{status_icon(shown)} {shown}", style=STATUS_STYLES.get(shown, ""))
@@ -164,11 +169,12 @@ class ResultsScreen(Screen[None]):
                 status,
                 str(b.iterations),
                 fmt_ms(b.best_ms),
-                fmt_speedup(b.speedup),
+                fmt_result(b.speedup, b.score if scored else None),
                 at,
                 b.stop_reason or "",
             )
         table = self.query_one("#results-branches", KeyTable)
+        table.columns[ColumnKey("speedup")].label = Text("score" if scored else "speedup")
         table.sync(rows)
         table.focus()
         if branches:

@@ -10,7 +10,7 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from cacao_tui.ui import keymap
-from cacao_tui.ui.formatting import ITER_STYLES, STATUS_STYLES, fmt_ms, fmt_speedup, status_icon
+from cacao_tui.ui.formatting import ITER_STYLES, STATUS_STYLES, fmt_ms, fmt_result, status_icon
 from cacao_tui.ui.run_view import RUN, BranchView, IterationView, RunView, Selection
 
 
@@ -21,8 +21,8 @@ def branch_label(b: BranchView) -> Text:
     text.append(f" {b.iterations_done}/{b.max_iter}", style="dim")
     if b.best_ms is not None:
         text.append(f" {fmt_ms(b.best_ms)}", style="green")
-        if b.speedup is not None:
-            text.append(f" {fmt_speedup(b.speedup)}", style="bold green")
+        if b.speedup is not None or b.score is not None:
+            text.append(f" {fmt_result(b.speedup, b.score)}", style="bold green")
     return text
 
 
@@ -44,7 +44,7 @@ def run_label(view: RunView) -> Text:
     text.append(view.info.problem if view.info else "run", style="bold")
     text.append(f" · {view.phase}", style="dim")
     if view.best_ms is not None:
-        text.append(f" {fmt_ms(view.best_ms)} {fmt_speedup(view.best_speedup)}", style="green")
+        text.append(f" {fmt_ms(view.best_ms)} {fmt_result(view.best_speedup, view.best_score)}", style="green")
     return text
 
 

@@ -11,7 +11,7 @@ from textual.widgets import TabbedContent, TabPane
 
 from cacao_tui.engine.events import TuningFinished, TuningProgress
 from cacao_tui.ui.disk import SelectionDetails
-from cacao_tui.ui.formatting import STATUS_STYLES, fmt_ms, fmt_speedup, status_icon
+from cacao_tui.ui.formatting import STATUS_STYLES, fmt_ms, fmt_result, fmt_speedup, status_icon
 from cacao_tui.ui.log_store import LogStore
 from cacao_tui.ui.run_view import RunView, Selection
 from cacao_tui.ui.widgets.case_table import CaseRow
@@ -32,7 +32,8 @@ def selection_header(view: RunView, selection: Selection) -> Text:
         text.append(f" · {view.phase}" + (f": {view.phase_message}" if view.phase_message else ""))
         text.append(f" · {len(view.branches)} branch(es), {sum(b.active for b in view.branches.values())} active")
         if view.best_ms is not None:
-            text.append(f" · best {fmt_ms(view.best_ms)} {fmt_speedup(view.best_speedup)} ({view.best_branch})")
+            best = fmt_result(view.best_speedup, view.best_score)
+            text.append(f" · best {fmt_ms(view.best_ms)} {best} ({view.best_branch})")
         if view.info is not None:
             text.append(f"\n{view.info.problem_dir}", style="dim")
         return text
@@ -43,7 +44,8 @@ def selection_header(view: RunView, selection: Selection) -> Text:
         it = b.iterations.get(selection.iteration)
         text.append(f" · iter{selection.iteration} {it.status if it else ''}")
     text.append(f" · {b.iterations_done}/{b.max_iter} iterations")
-    text.append(f" · best {fmt_ms(b.best_ms)} {fmt_speedup(b.speedup)}" if b.best_ms is not None else " · no time yet")
+    best = f" · best {fmt_ms(b.best_ms)} {fmt_result(b.speedup, b.score)}"
+    text.append(best if b.best_ms is not None else " · no time yet")
     if b.parent:
         text.append(f" · from {b.parent}", style="dim")
     if b.reason:

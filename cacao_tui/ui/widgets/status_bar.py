@@ -8,7 +8,7 @@ from collections.abc import Callable
 from rich.text import Text
 
 from cacao_tui.runs.gpu_status import GpuSample
-from cacao_tui.ui.formatting import fmt_cost, fmt_count, fmt_elapsed, fmt_gpus, fmt_ms, fmt_speedup
+from cacao_tui.ui.formatting import fmt_cost, fmt_count, fmt_elapsed, fmt_gpus, fmt_ms, fmt_result
 from cacao_tui.ui.run_view import RunView
 from cacao_tui.ui.widgets.gpu_panel import gpu_summary
 from cacao_tui.ui.widgets.text_line import TextLine
@@ -46,7 +46,7 @@ class StatusBar(TextLine):
             tokens.append(f" ({v.llm_errors} err)", style="red")
         out.append((7, tokens))
         if v.best_ms is not None:
-            out.append((6, Text(f"best {fmt_ms(v.best_ms)} {fmt_speedup(v.best_speedup)}", style="green")))
+            out.append((6, Text(f"best {fmt_ms(v.best_ms)} {fmt_result(v.best_speedup, v.best_score)}", style="green")))
         if v.info is not None:
             gpus = Text(fmt_gpus(v.info.gpus, None))
             live = {g.index: g for g in self.gpu_samples}
