@@ -21,7 +21,7 @@ from cacao_tui.store.results import FROM_FILE, LoadedResults, load_results
 from cacao_tui.store.results_export import ExportError, export_results
 from cacao_tui.store.state import BranchSummary
 from cacao_tui.ui import keymap
-from cacao_tui.ui.disk import read_text_quietly
+from cacao_tui.ui.disk import best_floor_ms, read_text_quietly
 from cacao_tui.ui.formatting import (
     NONE,
     STATUS_STYLES,
@@ -147,8 +147,10 @@ class ResultsScreen(Screen[None]):
     async def load(self) -> None:
         # Names, reasons and notes come from the run's files: terminal-safe before they are shown.
         loaded = safe_value(await asyncio.to_thread(load_results, self._layout))
+        best = loaded.results.best if loaded.results else None
+        floor_ms = await asyncio.to_thread(best_floor_ms, self._layout, best) if best is not None else None
         self._loaded = loaded
-        self.query_one(ResultsPictures).show(loaded)
+        self.query_one(ResultsPictures).show(loaded, floor_ms)
         self.query_one("#results-header", Static).update(results_header(loaded, self._layout))
         best = loaded.results.best if loaded.results else None
         if best is not None and best.cases and loaded.results and loaded.results.cases:
