@@ -240,6 +240,10 @@ SCROLL: tuple[Key, ...] = (  # Home goes to the top (g is the GPU panel's)
     Key("k", "scroll_up", "", "scroll up", display="k"),
     Key("G", "scroll_end", "", "bottom", display="G"),
 )
+SIDEWAYS: tuple[Key, ...] = (  # panes whose lines may be wider than they are (ScrollPane)
+    Key("right,l", "scroll_columns(10)", "", "ten columns right", display="→"),
+    Key("left,h", "scroll_columns(-10)", "", "ten columns left", display="←"),
+)
 LOG_FILTER: tuple[Key, ...] = (Key("escape", "clear_filter", "", "Clear the log filter"),)
 
 # Dialogs.

@@ -51,7 +51,7 @@ def run_label(view: RunView) -> Text:
 class BranchTree(Tree[Selection]):
     """Relabels only what changed; the cursor stays on its node while nodes are added."""
 
-    BINDINGS = keymap.bindings(keymap.TREE)
+    BINDINGS = keymap.bindings(keymap.TREE + keymap.SIDEWAYS)  # a long label: → (or z, the whole screen)
 
     class SelectionChanged(Message):
         def __init__(self, selection: Selection) -> None:
@@ -68,6 +68,9 @@ class BranchTree(Tree[Selection]):
 
     def on_mount(self) -> None:
         self.root.expand()
+
+    def action_scroll_columns(self, columns: int) -> None:
+        self.scroll_relative(x=columns, animate=False)
 
     def _relabel(self, key: object, node: TreeNode[Selection], label: Text) -> None:
         plain = label.markup
