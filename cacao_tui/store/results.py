@@ -40,6 +40,7 @@ from cacao_tui.store.state import (
 from ktt.reference_times import ReferenceTimeError, read_reference_times
 
 M = TypeVar("M", bound=BaseModel)
+DRY_RUN_BEST = "a dry run times nothing (its kernels were compile-checked); run without --dry-run on a GPU to measure"
 FROM_FILE = "final_results.json"
 FROM_BRANCHES = "the branch files (rebuilt: no readable final_results.json)"
 
@@ -334,6 +335,8 @@ def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
             lines.append("config     " + ", ".join(f"{k}={v}" for k, v in b.config.items()))
         if r.cases and b.cases:
             lines += case_table(b.cases)
+    elif r.dry_run:
+        lines.append(f"best       none: {DRY_RUN_BEST}")
     elif r.cases:
         lines.append("best       none: no kernel has a valid result on every case (the score needs them all)")
     else:

@@ -187,7 +187,8 @@ def test_the_whole_day(width: int, height: int, tmp_path: Path, cleanup: list[Ca
     shell.wait_text("1 problem ·")
     shell.keys("n")
     shell.wait_text("New problem")
-    shell.wait_text("--check OK", timeout=60)  # the editor's live check of its starting point
+    # The editor's live check of its starting point: it passes, and says the reference is the stub.
+    shell.wait_text("the checks pass, but the reference is still the stub", timeout=60)
     assert not (folder / "new-problem").exists()  # nothing written before Save
     shell.keys("C-s")
     shell.wait_text("2 problems ·", timeout=60)
@@ -200,7 +201,7 @@ def test_the_whole_day(width: int, height: int, tmp_path: Path, cleanup: list[Ca
     shell.wait_text("--check OK", timeout=60)
     shell.keys("C-t", "C-t", "C-t")  # the Rules & cases tab
     shell.wait_text("cases (YAML list")
-    shell.keys("Tab", "Tab", "Tab")  # the tab bar, the rules, the cases field
+    shell.keys("Tab")  # ctrl+t left the focus in the tab's first field, the rules: Tab, the cases
     shell._tmux("send-keys", "-t", "t", "-l", CASES)
     shell.wait_for(lambda s: "{name: square}, {name: small" in s and "rules: not YAML" not in s, what="the cases")
     shell.keys("C-s")  # checks, then saves

@@ -295,8 +295,8 @@ async def test_escape_without_edits_leaves_at_once(tmp_path: Path) -> None:
 
 
 async def test_ctrl_t_moves_to_the_next_tab_from_inside_a_field(tmp_path: Path) -> None:
-    """The focus in a field of the Problem tab: ctrl+t shows the Args tab and focuses into it
-    (the field kept the focus before, and the tabs followed it straight back)."""
+    """The focus in a field of the Problem tab: ctrl+t shows the Args tab, the focus in its first
+    field (the field kept the focus before, and the tabs followed it straight back)."""
     shutil.copytree(COMPAT / "spmv_files", tmp_path / "p")
     app = EditorApp(tmp_path / "p")
     async with app.run_test(size=(80, 24)) as pilot:

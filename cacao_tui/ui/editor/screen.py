@@ -23,8 +23,9 @@ import yaml
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, ScrollableContainer, Vertical, VerticalScroll
 from textual.screen import Screen
+from textual.scroll_view import ScrollView
 from textual.timer import Timer
 from textual.widgets import (
     Button,
@@ -155,6 +156,11 @@ def sanitize(text: str) -> Text:
 
 def _show(value: Any) -> str:
     return "" if value is None else str(value)
+
+
+def _is_scroll_box(widget: Any) -> bool:
+    """A scrolling container (the form of a tab), not a field that scrolls its own content."""
+    return isinstance(widget, ScrollableContainer) and not isinstance(widget, ScrollView)
 
 
 def _yaml_block(value: Any) -> str:
@@ -671,12 +677,22 @@ class ProblemEditorScreen(Screen[Path | None]):
         self.app.push_screen(KeysScreen(sections, "Tab / shift+tab move between fields."))
 
     def action_next_tab(self) -> None:
-        """The next tab, and the focus into it: a field left focused in the hidden tab would pull
-        the view straight back to its own tab (TabbedContent follows the focus)."""
+        """The next tab, and the focus to its first field: a field left focused in the hidden tab
+        pulled the view straight back to its own tab (TabbedContent follows the focus). The focus
+        moves once the tab shows, and only if no later ctrl+t has moved on meanwhile."""
         tabs = self.query_one("#editor-tabs", TabbedContent)
         i = TABS.index(tabs.active) if tabs.active in TABS else -1
-        new = TABS[(i + 1) % len(TABS)]
-        tabs.active = new
-        pane = tabs.get_pane(new)
-        target = next((w for w in pane.query("*") if w.can_focus and not w.disabled), None)
-        self.set_focus(target or tabs.query_one(Tabs))
+        target = TABS[(i + 1) % len(TABS)]
+        tabs.active = target
+        self.set_focus(tabs.query_one(Tabs))  # out of the hidden tab at once
+
+        def into_tab() -> None:
+            if tabs.active != target:
+                return
+            pane = tabs.get_pane(target)
+            inside = [w for w in self.focus_chain if pane in w.ancestors]
+            field = next((w for w in inside if not _is_scroll_box(w)), inside[0] if inside else None)
+            if field is not None:  # the first field; on the Check tab its scrolling page
+                self.set_focus(field)
+
+        self.call_after_refresh(into_tab)

@@ -26,7 +26,7 @@ HOME: tuple[Key, ...] = (
     Key("S", "stop_run", "", "Stop the problem's live run (asks first; SIGTERM: a clean stop, --resume continues)",
         section="Run"),
     Key("l", "launch_log", "", "Show the run's launch log (what the run process printed)", section="Run"),
-    Key("g", "toggle_gpus", "", "GPU panel: utilisation, memory, SM clock, temperature, power, lock holders (NVML)",
+    Key("g", "toggle_gpus", "", "GPU panel: load, memory, clock, heat, power, lock holder (NVML)",
         section="App"),
     Key("q,ctrl+q", "quit", "quit", "Quit the app; runs go on (they are processes of their own)", display="q"),
 )

@@ -42,6 +42,6 @@ def case_bars_draw(cases: list[CaseOutcome]) -> Draw | None:
         plt.xticks(ticks, [tick_label(t) for t in ticks])
         for position, value in enumerate(values, start=1):
             plt.text(f" ×{value:.3g}", value, position, color="green", alignment="left")
-        plt.title("speedup per case (│ at 1x)")
+        plt.title("speedup per case")  # the gray line: 1x, as fast as the case's reference
 
     return draw

@@ -155,6 +155,8 @@ class MainScreen(Screen[None]):
             from cacao_tui.ui.formatting import fmt_ms, fmt_result
 
             best = f"best {fmt_ms(e.best_ms)} {fmt_result(e.speedup, e.score)} ({e.best_branch})"
+        elif self.view.info is not None and self.view.info.dry_run:
+            best = "a dry run times nothing, its kernels were compile-checked"
         else:
             best = "no valid kernel"
         self.notify(f"Run finished ({e.status}): {best}. b: results, q: quit.", timeout=10)

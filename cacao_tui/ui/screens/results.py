@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Footer, Static
 from textual.widgets.data_table import ColumnKey
 
 from cacao_tui.store.layout import RunLayout
-from cacao_tui.store.results import FROM_FILE, LoadedResults, load_results
+from cacao_tui.store.results import DRY_RUN_BEST, FROM_FILE, LoadedResults, load_results
 from cacao_tui.store.results_export import ExportError, export_results
 from cacao_tui.store.state import BranchSummary
 from cacao_tui.ui import keymap
@@ -82,6 +82,8 @@ def results_header(loaded: LoadedResults, layout: RunLayout) -> Text:
             text.append("\n")
             text.append_text(score_line(b.score, b.cases))
         text.append(f"\n{safe_text(b.kernel_path)}", style="dim")
+    elif r.dry_run:
+        text.append(f"no best: {DRY_RUN_BEST}", style="dim")
     elif r.cases:
         text.append("no kernel has a valid result on every case, so none has a score", style="dim")
     else:
