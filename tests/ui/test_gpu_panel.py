@@ -109,3 +109,18 @@ def test_the_reader_on_this_machine_says_why_it_has_nothing() -> None:
     status = GpuStatus()
     assert status.sample() == [] and status.unavailable
     assert status.sample() == []  # asked once; the reason stays
+
+
+def test_gpu_panel_snapshot_200x60(snap_compare, fake_nvml: Path) -> None:
+    """The screenshot of docs/UI.md: the run view at 200x60 with the GPU panel (FAKE NVML)."""
+    from test_snapshots import _main_state
+
+    app, ready = _main_state("tiled")
+
+    async def before(pilot) -> None:
+        await ready(pilot)
+        panel = pilot.app.main_screen.query_one(GpuPanel)
+        await _read(pilot, panel, 0)
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=(200, 60), run_before=before)

@@ -71,6 +71,7 @@ def test_history_is_the_best_so_far_per_branch() -> None:
     assert "best time so far per branch" in text and "iteration" in text
     # The legend sits under the plot, not over it: its line is below the x axis's label.
     lines = text.splitlines()
+    assert len(lines) == 16  # the figure and its legend in the rows given, the legend not cut off
     assert lines[-1].split() == ["━━", "tiled", "━━", "vector\\x1b[31m", "··", "reference", "1.2", "ms", "··", "floor",
                                  "0.3", "ms"]  # fmt: skip
     assert lines.index(next(line for line in lines if "iteration" in line)) < len(lines) - 1

@@ -51,7 +51,10 @@ def render_figure(draw: Draw, width: int, height: int, color: bool = True) -> st
     plt.clf()
     if not color:
         text = plt.uncolorize(text)
-    return text + ("\n" + legend_line(legend, width, color) if legend else "")
+    if not legend:
+        return text
+    # plotext ends its figure with a newline: the legend takes the row it reserved, not one more.
+    return text.removesuffix("\n") + "\n" + legend_line(legend, width, color)
 
 
 class PlotView(Widget):
