@@ -280,6 +280,15 @@ async def test_results_view_at_80x24_scrolls_to_the_pictures() -> None:
         assert pictures.region.y >= 0 and pictures.region.bottom <= app.screen.size.height - 1  # above the footer
 
 
+async def test_the_pictures_take_the_room_there_is() -> None:
+    """14 rows at 80x24, 40 % of a 60-row terminal (they stayed at 14, leaving the rest empty)."""
+    for (width, height), rows in (((80, 24), 14), ((200, 60), 24)):
+        app = ResultsApp(_results_dir())
+        async with app.run_test(size=(width, height)) as pilot:
+            await settle(pilot)
+            assert app.screen.query_one(ResultsPictures).size.height == rows, (width, height)
+
+
 def test_results_view_80x24_snapshot(snap_compare) -> None:
     async def before(pilot) -> None:
         await settle(pilot)

@@ -36,7 +36,7 @@ from cacao_tui.ui.formatting import (
     status_icon,
 )
 from cacao_tui.ui.plots.results_pictures import ResultsPictures
-from cacao_tui.ui.widgets.case_table import case_table, score_line
+from cacao_tui.ui.widgets.case_table import case_table, natural_width, score_line
 from cacao_tui.ui.widgets.scroll_pane import ScrollPane
 from cacao_tui.ui.widgets.table_sync import KeyTable
 
@@ -156,7 +156,9 @@ class ResultsScreen(Screen[None]):
         self.query_one("#results-header", Static).update(results_header(loaded, self._layout))
         best = loaded.results.best if loaded.results else None
         if best is not None and best.cases and loaded.results and loaded.results.cases:
-            cases = HorizontalScroll(Static(case_table(best.cases), id="results-cases"), id="results-cases-scroll")
+            table = Static(case_table(best.cases), id="results-cases")
+            table.styles.width = natural_width(table.content)  # whole: the scroll around it shows the rest
+            cases = HorizontalScroll(table, id="results-cases-scroll")
             for stale in self.query("#results-cases-scroll"):
                 await stale.remove()
             await self.query_one("#results", VerticalScroll).mount(cases, after="#results-header")

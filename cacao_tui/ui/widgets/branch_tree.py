@@ -106,7 +106,11 @@ class BranchTree(Tree[Selection]):
                 key = (name, index)
                 it_node = self._iterations.get(key)
                 if it_node is None:
-                    it_node = node.add_leaf(f"iter{index}", data=Selection(name, index))
+                    # A branch's iterations first, then its sub-branches, whichever arrived first:
+                    # the same tree however the events were batched.
+                    first_child = next((c for c in node.children if c.data is not None and c.data.iteration is None),
+                                       None)  # fmt: skip
+                    it_node = node.add_leaf(f"iter{index}", data=Selection(name, index), before=first_child)
                     self._iterations[key] = it_node
                 self._relabel(key, it_node, iteration_label(it))
 
