@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 from textual.widgets import Static
-from ui_helpers import Run, settle, start
+from ui_helpers import Run, settle, start, until_finished
 
 from cacao_tui.runs.catalog import scan_problems
 from cacao_tui.ui.formatting import fit_path
@@ -24,11 +24,7 @@ def test_a_finished_run_is_announced_once(tmp_path: Path) -> None:
     async def go() -> None:
         app = AttachApp(problem, poll_interval=0.05)
         async with app.run_test(size=(80, 24)) as pilot:
-            for _ in range(100):
-                await pilot.pause(0.05)
-                if app.view.finished is not None:
-                    break
-            await settle(pilot)
+            await until_finished(pilot, app)
             finished = app.view.finished
             assert finished is not None
             app.bus.emit(finished)  # the same end again (a view fed twice): still one notice

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from test_home import _plain, _ready
+from ui_helpers import settle, until_finished
 
 from cacao_tui.engine import events as ev
 from cacao_tui.store.atomic import write_model
@@ -18,7 +19,6 @@ from cacao_tui.ui.home.attach import AttachApp
 from cacao_tui.ui.home.home_app import HomeApp
 from cacao_tui.ui.widgets.status_bar import StatusBar
 from tests.runs.run_files import T0, copy_problem, started, write_log
-from tests.ui.ui_helpers import settle
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -122,11 +122,7 @@ def test_the_run_view_labels_the_best_as_the_home_does(tmp_path: Path) -> None:
     async def go() -> None:
         app = AttachApp(folder / "stencil", poll_interval=0.05)
         async with app.run_test(size=(160, 40)) as pilot:
-            for _ in range(100):
-                await pilot.pause(0.05)
-                if app.view.finished is not None:
-                    break
-            await settle(pilot)
+            await until_finished(pilot, app)
             bar = app.main_screen.query_one(StatusBar).bar_text(160).plain
             assert "best 0.200 ms score ×6.77" in bar and "×8.53" not in bar
 

@@ -14,13 +14,14 @@ from pathlib import Path
 
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import Button, Footer, Label, Static, TextArea
+from textual.widgets import Button, Label, Static, TextArea
 
 from cacao_tui.store.atomic import write_text_atomic
 from cacao_tui.store.run_lock import RunLocked, acquire_run_lock, lock_path
 from cacao_tui.ui import keymap
+from cacao_tui.ui.editor.actions import save_cancel
 from cacao_tui.ui.formatting import safe_text
 from cacao_tui.ui.screens.dialogs import ConfirmScreen
 from ktt.problem import ProblemError
@@ -72,11 +73,7 @@ class RawYamlScreen(Screen[bool | None]):
             for name, text in self.texts.items():
                 yield Label(name)
                 yield TextArea(text, language="yaml", id=f"raw-{name.split('.')[0]}", show_line_numbers=True)
-        yield Static("", id="raw-status")
-        with Horizontal(id="raw-actions"):
-            yield Button("Save (ctrl+s)", variant="primary", id="raw-save", compact=True)
-            yield Button("Cancel (esc)", id="raw-cancel", compact=True)
-        yield Footer()
+        yield from save_cancel("raw")
 
     def on_mount(self) -> None:
         self._check()

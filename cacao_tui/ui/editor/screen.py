@@ -29,7 +29,6 @@ from textual.scroll_view import ScrollView
 from textual.timer import Timer
 from textual.widgets import (
     Button,
-    Footer,
     Input,
     Label,
     Select,
@@ -53,6 +52,7 @@ from cacao_tui.problem.writer import (
     save_problem,
 )
 from cacao_tui.ui import keymap
+from cacao_tui.ui.editor.actions import save_cancel
 from cacao_tui.ui.editor.args_pane import ArgsPane, data_file_name
 from cacao_tui.ui.editor.code import CodeEditor
 from cacao_tui.ui.editor.file_picker import FilePickScreen
@@ -254,11 +254,7 @@ class ProblemEditorScreen(Screen[Path | None]):
                     yield Static("", id="check-full")
             with VerticalScroll(id="check-side"):
                 yield Static("", id="check-side-body")
-        yield Static("", id="editor-status")
-        with Horizontal(id="editor-actions"):
-            yield Button("Save (ctrl+s)", variant="primary", id="editor-save", compact=True)
-            yield Button("Cancel (esc)", id="editor-cancel", compact=True)
-        yield Footer()
+        yield from save_cancel("editor")
 
     def _problem_fields(self) -> ComposeResult:
         p = self.source.problem
