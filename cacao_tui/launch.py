@@ -32,6 +32,7 @@ from cacao_tui.settings import DEFAULTS
 from cacao_tui.store.archive import ArchiveError, prepare_output
 from cacao_tui.store.atomic import DiskFull, StateFileError, disk_full, on_disk_full, read_model_or_none
 from cacao_tui.store.layout import RunLayout, UnsafeLayout, check_contained
+from cacao_tui.store.original_run import is_original_output, refusal
 from cacao_tui.store.run_lock import RunLocked, acquire_run_lock, held_here
 from cacao_tui.store.state import Context, GpuInfo, RunSettings
 from cacao_tui.tuners import UnknownTuner, tuner_factory
@@ -121,10 +122,24 @@ def _provider_asked(request: RunRequest) -> tuple[str | None, str | None]:
     return context.settings.provider, request.model or context.settings.model
 
 
+def _refuse_original_run(request: RunRequest, layout: RunLayout) -> None:
+    """--resume (or --no-clean) on a run the original CACAO wrote: one line, before anything is written."""
+    if (request.resume or request.no_clean) and is_original_output(layout.output):
+        what = "continue" if request.resume else "add a run to"
+        raise LaunchError(refusal(layout.output, layout.problem_dir, what))
+
+
 def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     problem = request.problem
+    _refuse_original_run(request, RunLayout(problem.directory))
     load_env(problem.directory)
     choice = select_provider(*_provider_asked(request))
+    for warning in choice.warnings:
+        print(f"cacao: warning: {warning}", file=sys.stderr)
+    step_choices = {}  # models of single steps (--model-plan, --model-decide): chosen before anything is written
+    for node, wanted in (("plan", request.model_plan), ("decide", request.model_decide)):
+        if wanted is not None:
+            step_choices[node] = select_provider(wanted[0] or choice.provider, wanted[1])
     cluster = parse_cluster(request.cluster)
     make_tuner = tuner_factory()  # ktt, unless CACAO_TUNER names another (cacao_tui/tuners.py)
     layout = RunLayout(problem.directory)
@@ -163,7 +178,11 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         model=choice.model,
         single_shot=request.single_shot or DEFAULTS.single_shot,
         budget_usd=request.budget_usd,
+        budget_iters=request.budget_iters,
+        samples=request.samples or 1,
     )
+    for node, step_choice in step_choices.items():
+        settings = settings.model_copy(update={f"model_{node}": f"{step_choice.provider}:{step_choice.model}"})
     bus = EventBus()
 
     def on_call(record: CallRecord) -> None:
@@ -180,6 +199,17 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         on_call=on_call,
         timeout_s=llm_timeout_s(request.llm_timeout_s),
     )
+    step_llms = {}
+    for node, step_choice in step_choices.items():
+        step_llms[node] = create_llm(
+            step_choice,
+            record_root=layout.output,
+            budget_usd=settings.budget_usd,
+            replay_from=Path(replay_from) if replay_from and step_choice.provider == "replay" else None,
+            on_call=on_call,
+            timeout_s=llm_timeout_s(request.llm_timeout_s),
+        )
+        step_llms[node].usage = llm.usage  # one run: one set of totals, one budget
     # Archive only now: a replay source inside output/ has been read into memory above.
     if not request.resume:
         try:
@@ -207,6 +237,7 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         defaults=DEFAULTS,
         gpu=gpu,
         devices=devices,  # type: ignore[arg-type]
+        step_llms=step_llms,
     )
     return Engine(deps, bus, concurrency=DEFAULTS.concurrency, resumed=request.resume), bus
 

@@ -20,6 +20,7 @@ from cacao_tui.run_request import RunRequest
 from cacao_tui.settings import DEFAULTS
 from cacao_tui.steer_flags import EPILOG_LINES as EPILOG_STEERING
 from cacao_tui.steer_flags import add_steering_flags, steering_mode
+from ktt.problem.files import DEFAULT_DURATION_S
 
 MODES = ("check", "clone", "best", "prune_archives")
 DEFAULT_PROBLEMS = "problems"  # the home screen's folder when --problems is not given
@@ -90,9 +91,27 @@ def _non_empty(text: str) -> str:
     return text.strip()
 
 
+def step_model(text: str) -> tuple[str | None, str]:
+    """'MODEL' or 'PROVIDER:MODEL' -> (provider or None for the run's own, model).
+
+    The part before the first ':' is a provider only when the registry knows it, so a model
+    name with a colon (an Ollama tag, 'llama3:8b') stays whole."""
+    text = text.strip()
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty (MODEL or PROVIDER:MODEL)")
+    head, sep, tail = text.partition(":")
+    provider = canonical_name(head) if sep else None
+    if provider is not None:
+        if not tail.strip():
+            raise argparse.ArgumentTypeError(f"{text!r} names no model after the provider (PROVIDER:MODEL)")
+        return provider, tail.strip()
+    return None, text
+
+
 EPILOG = """\
 modes (one at a time; without one, cacao runs the optimisation):
-  (no --dir)         the home screen: the problems under --problems DIR (default ./problems)
+  (no --dir)         the working directory's problem when it has a problem.yaml (as --dir .);
+                     otherwise the home screen: the problems under --problems DIR (default ./problems)
   --check            validate the problem and print what was understood
   --best             print the best result and a per-branch table
   --clone NAME       copy the problem definition to a sibling directory NAME
@@ -123,7 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     p.add_argument("--version", action="version", version=f"cacao {__version__}")
-    p.add_argument("--dir", metavar="DIR", help="the problem directory (without it: the home screen)")
+    p.add_argument(
+        "--dir",
+        metavar="DIR",
+        help="the problem directory (without it: the working directory when it holds a problem.yaml, "
+        "else the home screen)",
+    )
     p.add_argument(
         "--problems",
         metavar="DIR",
@@ -160,6 +184,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="iterations per root-to-leaf path (default 0: off)",
     )
     run.add_argument(
+        "--budget-iters",
+        type=_whole("budget-iters", 1),
+        metavar="N",
+        help="the run's iteration pool, shared by every branch and spent where branches improve "
+        "(default: strategies x max-iter; with --resume: the earlier run's)",
+    )
+    run.add_argument(
+        "--samples",
+        type=_whole("samples", 1),
+        metavar="K",
+        help="authoring attempts per iteration, in parallel from the same prompt; the fastest valid one by "
+        "a short probe is tuned (default 1)",
+    )
+    run.add_argument(
         "--strategies",
         type=_whole("strategies", 1),
         metavar="N",
@@ -170,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_number,
         metavar="SECONDS",
         help="tuning budget of every case in every iteration, replacing each case's duration_s and "
-        "tuning.duration_s (default: a case's duration_s, else tuning.duration_s, else 20)",
+        f"tuning.duration_s (default: a case's duration_s, else tuning.duration_s, else {DEFAULT_DURATION_S:g})",
     )
     run.add_argument(
         "--gpus", type=_gpu_list, metavar="LIST", help="CUDA devices to use, e.g. 0,1 (default: gpu.index)"
@@ -193,6 +231,18 @@ def build_parser() -> argparse.ArgumentParser:
     llm = p.add_argument_group("LLM")
     llm.add_argument("--provider", type=_provider, metavar="NAME", help=f"one of {names_for_help()}")
     llm.add_argument("--model", type=_non_empty, metavar="MODEL", help="model name (default: the provider's default)")
+    llm.add_argument(
+        "--model-plan",
+        type=step_model,
+        metavar="[PROVIDER:]MODEL",
+        help="the model of the plan step (default: --model), e.g. a cheaper one; any registry provider",
+    )
+    llm.add_argument(
+        "--model-decide",
+        type=step_model,
+        metavar="[PROVIDER:]MODEL",
+        help="the model of the decide step (default: --model)",
+    )
     llm.add_argument(
         "--budget-usd", type=_positive_number, metavar="X", help="stop new LLM calls once X dollars are spent"
     )
@@ -235,6 +285,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                 require_ray()
         except ClusterError as exc:
             raise UsageError(str(exc)) from None
+    if args.dir is None and args.problems is None and (Path.cwd() / "problem.yaml").is_file():
+        args.dir = "."  # cacao inside a problem directory works on it, as the original's --dir defaults to .
     if args.dir is None:
         return _home_args(args)
     if args.problems is not None:
@@ -288,6 +340,10 @@ def run_request(args: argparse.Namespace, problem: Problem) -> RunRequest:
         cluster=args.cluster,
         provider=args.provider,
         model=args.model,
+        model_plan=args.model_plan,
+        model_decide=args.model_decide,
+        budget_iters=args.budget_iters,
+        samples=args.samples,
         budget_usd=args.budget_usd,
         replay_from=args.from_path,
         llm_timeout_s=args.llm_timeout,

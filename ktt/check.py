@@ -18,6 +18,8 @@ next to a spinning compile, blocked behind it and held the check for good.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import os
 import random
 import sys
@@ -27,11 +29,20 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ktt import sandbox
-from ktt.candidates import CompileContext, KernelSource, geometry_problems, launch_plan, protocol_diagnostics
+from ktt.candidates import (
+    CompileContext,
+    KernelSource,
+    geometry_problems,
+    launch_plan,
+    protocol_diagnostics,
+    target_arch,
+)
 from ktt.capped_read import MAX_KERNEL_BYTES, describe_read_error, read_text_capped
 from ktt.compile_cache import compile_cached, default_cache_dir
 from ktt.expressions import ExpressionError
-from ktt.nvrtc import CompileOutput, compile_timeout_s, kernel_definition_lines, warm_up
+from ktt.launch_program import iter_launches
+from ktt.nvrtc import CompileOutput, CompileRequest, compile_timeout_s, kernel_definition_lines, warm_up
+from ktt.occupancy import launch_occupancy, parse_ptxas_log
 from ktt.problem import ProblemError
 from ktt.problem.model import Problem, Shape, strip_c_comments
 from ktt.protocol import CheckedConfig, CheckReport
@@ -42,6 +53,14 @@ from ktt.workdir import WorkDir
 
 ENUMERATION_LIMIT = 200_000
 COMPILE_THREAD = "ktt-sandboxed-compile"  # the name ktt.sandbox gives a compile's thread
+VERBOSE_PTXAS = "-Xptxas=-v"  # registers, spills and shared memory per kernel, in the program log
+
+
+def verbose(req: CompileRequest) -> CompileRequest:
+    """``req`` with ptxas's resource report (the code is the same; the cache key differs)."""
+    if any(o in (VERBOSE_PTXAS, "-Xptxas=--verbose") for o in req.options):
+        return req
+    return dataclasses.replace(req, options=(*req.options, VERBOSE_PTXAS))
 
 
 def oversize_kernel(source: str, name: str) -> str | None:
@@ -97,7 +116,10 @@ def check_kernel(
     cache_dir: str | Path | None = None,
     work_dir: Path | None = None,
 ) -> CheckReport:
-    """Compile-check ``kernel_source`` against ``spec`` (a path or YAML text). Never raises for user errors."""
+    """Compile-check ``kernel_source`` against ``spec`` (a path or YAML text). Never raises for user errors.
+
+    ``arch`` names the GPU (default: the device, else the problem's compute capability, else
+    sm_90); the compile target follows from it as in ``ktt tune`` (ktt.candidates.target_arch)."""
     arch_name, _ = resolve_arch(arch, problem.compute_capability, problem.gpu_indices[0])
     spec_label = str(spec) if _looks_like_path(spec) else "tuning.yaml"
     report = CheckReport(
@@ -119,6 +141,7 @@ def check_kernel(
         return report
     try:
         tspec, report.spec_file = _load_spec(problem, spec)
+        arch_name = report.arch = target_arch(arch_name, tspec, problem)
     except ProblemError as exc:
         report.message = str(exc)
         return report
@@ -169,9 +192,10 @@ def check_kernel(
                     None,
                 )
             problem_text = geometry_problems(launches)
-            out, _ = compile_cached(ctx.request(config, shape), cache)
+            out, _ = compile_cached(verbose(ctx.request(config, shape)), cache)
             if not out.ok and out.seconds >= limit_s:
                 cut_off.set()
+            resources = parse_ptxas_log(out.log) if out.ok else []
             checked = CheckedConfig(
                 config=config,
                 ok=out.ok and problem_text is None,
@@ -179,6 +203,9 @@ def check_kernel(
                 diagnostics=protocol_diagnostics(out),
                 shape=shape.name,
                 error=out.first_error() or problem_text,
+                binary_sha256=hashlib.sha256(out.cubin).hexdigest() if out.ok and out.cubin else None,
+                resources=resources,
+                occupancy=launch_occupancy(iter_launches(launches), resources, arch_name),
             )
             return checked, out, launches
 

@@ -23,7 +23,7 @@ ORIGINAL_FLAGS = [
 ]  # fmt: skip
 OUR_FLAGS = [
     "--no-ui", "--dry-run", "--check", "--strategies", "--gpus", "--budget-usd", "--from", "--json", "--single-shot",
-    "--verbose", "-v",
+    "--verbose", "-v", "--budget-iters", "--samples", "--model-plan", "--model-decide",
 ]  # fmt: skip
 
 
@@ -57,6 +57,14 @@ def test_values_are_parsed() -> None:
     assert (args.timeout, args.gpus, args.provider, args.budget_usd) == (12.5, [0, 1], "anthropic", 0.5)
 
 
+def test_the_search_flags_are_parsed() -> None:
+    args = parse_args(["--dir", str(MMUL), "--budget-iters", "30", "--samples", "3",
+                       "--model-plan", "anthropic:claude-haiku-4-5", "--model-decide", "llama3:8b"])  # fmt: skip
+    assert (args.budget_iters, args.samples) == (30, 3)
+    assert args.model_plan == ("anthropic", "claude-haiku-4-5")
+    assert args.model_decide == (None, "llama3:8b")  # no provider called llama3: a model name with a colon
+
+
 @pytest.mark.parametrize(
     ("argv", "words"),
     [
@@ -82,6 +90,10 @@ def test_values_are_parsed() -> None:
         (["--clone", "a", "--prune-archives"], "not allowed with argument"),
         (["--export", "r.md"], "--export writes the results of --best"),  # a run with an ignored flag: refused
         (["--check", "--export", "r.md"], "--export writes the results of --best"),
+        (["--budget-iters", "0"], "argument --budget-iters: must be at least 1"),
+        (["--samples", "0"], "argument --samples: must be at least 1"),
+        (["--model-plan", " "], "argument --model-plan: must not be empty"),
+        (["--model-decide", "openai:"], "names no model after the provider"),
         (["--bogus"], "unrecognized arguments: --bogus"),
         (["--max-i", "3"], "unrecognized arguments"),  # no abbreviations: a typo is an error
     ],
@@ -164,6 +176,30 @@ def test_without_a_terminal_the_run_is_headless(
     assert capsys.readouterr().err == ""
 
 
+def test_cacao_inside_a_problem_directory_opens_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As the original's --dir defaults to '.': a problem.yaml in the working directory means --dir ."""
+    engine = _FakeEngine()
+    monkeypatch.setitem(sys.modules, ENGINE_MODULE, engine)
+    problem = tmp_path / "mmul"
+    shutil.copytree(MMUL, problem, ignore=shutil.ignore_patterns("output", "archive"))
+    monkeypatch.chdir(problem)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert main([]) == 7  # the run (the full-screen app), not the home screen
+    assert engine.calls[-1].directory == problem and engine.calls[-1].front_end == "app"
+    assert main(["--no-ui", "--dry-run"]) == 7 and engine.calls[-1].dry_run
+    assert main(["--best", "--no-ui"]) == 1  # nothing to show: not a success
+    assert "mmul has not been run yet" in capsys.readouterr().out
+    args = parse_args(["--check"])
+    assert (args.mode, args.dir) == ("check", problem)
+    # --problems still asks for the home screen; elsewhere no --dir is the home screen as before
+    assert parse_args(["--problems", str(tmp_path)]).mode == "home"
+    monkeypatch.chdir(tmp_path)
+    assert parse_args([]).mode == "home"
+
+
 def test_relative_dir_from_another_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     engine = _FakeEngine()
     monkeypatch.setitem(sys.modules, ENGINE_MODULE, engine)
@@ -201,9 +237,9 @@ def test_verbose_run_prints_warnings(
     shutil.copytree(MMUL, problem, ignore=shutil.ignore_patterns("output", "archive"))
     with (problem / "problem.yaml").open("a") as f:
         f.write("colour: blue\n")
-    main(["--dir", str(problem), "-v"])
+    main(["--dir", str(problem), "--no-ui", "-v"])
     assert "warning: problem.yaml: colour: unknown key (ignored)" in capsys.readouterr().err
-    main(["--dir", str(problem)])
+    main(["--dir", str(problem), "--no-ui"])
     assert capsys.readouterr().err == ""
 
 

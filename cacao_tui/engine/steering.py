@@ -112,6 +112,7 @@ class Steering:
         moved = []
         for n, target in trash_branches(layout, names):
             engine.files.forget(n)
+            engine.pool.forget(n)
             moved.append(n)
             engine.bus.emit(BranchRemoved(branch=n, trash=str(target)))
         engine.recompute_best()

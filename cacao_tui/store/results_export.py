@@ -16,6 +16,7 @@ from pathlib import Path
 from cacao_tui.store.atomic import write_text_atomic
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.results import LoadedResults
+from ktt.reference_times import NO_BASELINE
 
 FORMATS = {".csv": "csv", ".md": "markdown", ".markdown": "markdown"}
 CSV_COLUMNS = (
@@ -160,6 +161,8 @@ def render_markdown(loaded: LoadedResults, layout: RunLayout) -> str:
         lines.append("No valid kernel was timed.")
     if r.reference_ms:
         lines.append(f"reference: {r.reference_ms:.4g} ms ({_cell(r.reference_source) or 'measured'})")
+    elif r.reference_source == NO_BASELINE:
+        lines.append("reference: no baseline (null in reference_time.json): no speedup, no score")
     lines.append("")
     rows = result_rows(loaded)
 
