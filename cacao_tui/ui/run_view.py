@@ -22,7 +22,7 @@ class ProcessEnded:
     """Not an engine event: what a view of a run in another process notices when that process is
     gone and the run's log has no end (it failed to start, or was killed). Folded in like one."""
 
-    phase: str  # what the view shows: "failed to start", "ended without finishing"
+    phase: str  # what the view shows: "failed to start", "ended (exit N)", "killed"
     ts: float
 
 
@@ -104,7 +104,7 @@ class RunView:
     best_speedup: float | None = None
     best_score: float | None = None
     finished: ev.RunFinished | None = None
-    ended_at: float | None = None  # the run's process ended without a run_finished (mark_ended)
+    ended_at: float | None = None  # the run's process ended without a run_finished (ProcessEnded)
 
     # ---- queries -------------------------------------------------------------
     def any_active(self) -> bool:

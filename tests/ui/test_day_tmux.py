@@ -201,7 +201,7 @@ def test_the_whole_day(width: int, height: int, tmp_path: Path, cleanup: list[Ca
     shell.wait_text("--check OK", timeout=60)
     shell.keys("C-t", "C-t", "C-t")  # the Rules & cases tab
     shell.wait_text("cases (YAML list")
-    shell.keys("Tab")  # ctrl+t left the focus in the tab's first field, the rules: Tab, the cases
+    shell.keys("Tab", "Tab")  # from the tab bar (where ctrl+t leaves the focus): the rules, the cases field
     shell._tmux("send-keys", "-t", "t", "-l", CASES)
     shell.wait_for(lambda s: "{name: square}, {name: small" in s and "rules: not YAML" not in s, what="the cases")
     shell.keys("C-s")  # checks, then saves

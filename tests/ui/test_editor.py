@@ -6,7 +6,7 @@ import shutil
 import time
 from pathlib import Path
 
-from textual.widgets import Input, TabbedContent, TextArea
+from textual.widgets import Input, TabbedContent, Tabs, TextArea
 
 from cacao_tui.ui.editor import EditorApp, ProblemEditorScreen
 from cacao_tui.ui.editor.args_pane import ArgsPane, ArgsTable
@@ -295,8 +295,8 @@ async def test_escape_without_edits_leaves_at_once(tmp_path: Path) -> None:
 
 
 async def test_ctrl_t_moves_to_the_next_tab_from_inside_a_field(tmp_path: Path) -> None:
-    """The focus in a field of the Problem tab: ctrl+t shows the Args tab, the focus in its first
-    field (the field kept the focus before, and the tabs followed it straight back)."""
+    """The focus in a field of the Problem tab: ctrl+t shows the Args tab, the focus on the tab bar
+    (the field kept the focus before, and the tabs followed it straight back); Tab: its first field."""
     shutil.copytree(COMPAT / "spmv_files", tmp_path / "p")
     app = EditorApp(tmp_path / "p")
     async with app.run_test(size=(80, 24)) as pilot:
@@ -309,8 +309,11 @@ async def test_ctrl_t_moves_to_the_next_tab_from_inside_a_field(tmp_path: Path) 
             await pilot.press("ctrl+t")
             await pilot.pause(0.2)
             seen.append(tabs.active)
-            assert app.focused is not None and tabs.get_pane(tabs.active) in app.focused.ancestors_with_self
+            assert isinstance(app.focused, Tabs)
         assert seen == ["tab-args", "tab-reference", "tab-rules", "tab-check", "tab-problem"]
+        await pilot.press("ctrl+t", "ctrl+t", "ctrl+t", "tab")  # Rules & cases, then its first field
+        await pilot.pause(0.2)
+        assert tabs.active == "tab-rules" and app.focused is screen.query_one("#ed-rules", TextArea)
 
 
 async def test_renaming_a_scalar_renames_its_uses_and_the_stub_follows_the_args(tmp_path: Path) -> None:

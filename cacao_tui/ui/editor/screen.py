@@ -23,9 +23,8 @@ import yaml
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Horizontal, ScrollableContainer, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.scroll_view import ScrollView
 from textual.timer import Timer
 from textual.widgets import (
     Button,
@@ -158,9 +157,9 @@ def _show(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _is_scroll_box(widget: Any) -> bool:
-    """A scrolling container (the form of a tab), not a field that scrolls its own content."""
-    return isinstance(widget, ScrollableContainer) and not isinstance(widget, ScrollView)
+class FormScroll(VerticalScroll, can_focus=False):
+    """A tab's form: it scrolls to the focused field, and takes no focus itself (a scroll box that
+    is focusable only once it overflows made the number of Tabs to a field depend on timing)."""
 
 
 def _yaml_block(value: Any) -> str:
@@ -242,13 +241,13 @@ class ProblemEditorScreen(Screen[Path | None]):
         yield Static(self._title(), id="editor-title", classes="pane-header")
         with Horizontal(id="editor-body"):
             with TabbedContent(id="editor-tabs"):
-                with TabPane("Problem", id="tab-problem"), VerticalScroll(classes="editor-form"):
+                with TabPane("Problem", id="tab-problem"), FormScroll(classes="editor-form"):
                     yield from self._problem_fields()
                 with TabPane("Args", id="tab-args"):
                     yield ArgsPane(self.source.inputs["args"], id="args-pane")
                 with TabPane("Reference", id="tab-reference"), Vertical(classes="editor-form"):
                     yield from self._reference_fields()
-                with TabPane("Rules & cases", id="tab-rules"), VerticalScroll(classes="editor-form"):
+                with TabPane("Rules & cases", id="tab-rules"), FormScroll(classes="editor-form"):
                     yield from self._rules_fields()
                 with TabPane("Check", id="tab-check"), VerticalScroll():
                     yield Static("", id="check-full")
@@ -673,22 +672,11 @@ class ProblemEditorScreen(Screen[Path | None]):
         self.app.push_screen(KeysScreen(sections, "Tab / shift+tab move between fields."))
 
     def action_next_tab(self) -> None:
-        """The next tab, and the focus to its first field: a field left focused in the hidden tab
-        pulled the view straight back to its own tab (TabbedContent follows the focus). The focus
-        moves once the tab shows, and only if no later ctrl+t has moved on meanwhile."""
+        """The next tab, with the focus on the tab bar: a field left focused in the hidden tab pulled
+        the view straight back to its own tab (TabbedContent follows the focus). Tab from the bar
+        goes into the tab's first field (the forms themselves take no focus: the order is the same
+        however fast the keys come)."""
         tabs = self.query_one("#editor-tabs", TabbedContent)
         i = TABS.index(tabs.active) if tabs.active in TABS else -1
-        target = TABS[(i + 1) % len(TABS)]
-        tabs.active = target
-        self.set_focus(tabs.query_one(Tabs))  # out of the hidden tab at once
-
-        def into_tab() -> None:
-            if tabs.active != target:
-                return
-            pane = tabs.get_pane(target)
-            inside = [w for w in self.focus_chain if pane in w.ancestors]
-            field = next((w for w in inside if not _is_scroll_box(w)), inside[0] if inside else None)
-            if field is not None:  # the first field; on the Check tab its scrolling page
-                self.set_focus(field)
-
-        self.call_after_refresh(into_tab)
+        tabs.active = TABS[(i + 1) % len(TABS)]
+        self.set_focus(tabs.query_one(Tabs))

@@ -33,9 +33,13 @@ def case_bars_draw(cases: list[CaseOutcome]) -> Draw | None:
         return None
     names = [c.name for c in timed]
     values = [round(float(c.speedup or 0.0), 3) for c in timed]
-    ticks = nice_ticks(max(*values, 1.0) * 1.2)  # room after the longest bar for its label
+    top = max(*values, 1.0) * 1.2  # room after the longest bar for its label
 
     def draw(plt: Any, width: int, height: int) -> None:
+        # As many ticks as the axis has room for, each label ~6 cells apart: plotext drops labels
+        # that collide, and which it dropped varied from one drawing to the next.
+        axis = width - max(len(n) for n in names) - 4
+        ticks = nice_ticks(top, most=max(2, min(6, axis // 6)))
         plt.bar(names, values, orientation="horizontal", color="green", width=0.4)
         plt.vertical_line(1.0, color="gray")
         plt.xlim(0, ticks[-1])
