@@ -11,6 +11,7 @@ shown escaped; see ``cacao_tui.ui.formatting.safe_text``).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -50,6 +51,20 @@ def _x(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
 
+def _silence(out: IO[str]) -> None:
+    """Point the closed stream's descriptor at /dev/null, so nothing written later (the exit's own
+    flush included) meets the broken pipe again."""
+    try:
+        fd = out.fileno()
+    except (OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
 def _due(last: dict, key: object, every_s: float) -> bool:
     """Whether a throttled line for ``key`` may be printed now (and note that it was)."""
     now = time.monotonic()
@@ -67,11 +82,22 @@ class HeadlessRenderer:
         self._progress_at: dict[object, float] = {}
         self._llm_progress_at: dict[object, float] = {}
         self.finished: RunFinished | None = None
+        self.reader_gone = False
 
     def print_line(self, text: str) -> None:
-        """Write one line (or a block of lines); any control character left in it is escaped."""
-        self.out.write(safe_text(text, keep_newlines=True) + "\n")
-        self.out.flush()
+        """Write one line (or a block of lines); any control character left in it is escaped.
+
+        When the reader has gone (``| head``), the lines stop and the run goes on: a stop asked
+        for then (SIGTERM, Ctrl-C) must not die on the closed pipe before it reaches the engine.
+        """
+        if self.reader_gone:
+            return
+        try:
+            self.out.write(safe_text(text, keep_newlines=True) + "\n")
+            self.out.flush()
+        except BrokenPipeError:
+            self.reader_gone = True
+            _silence(self.out)
 
     def __call__(self, event: _Event) -> None:
         if self.json_lines:

@@ -30,7 +30,7 @@ from cacao_tui.store.atomic import StateFileError, read_model
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import TERMINAL_BRANCH, BranchManifest
 
-NOT_LIVE = " (the run is not live: the next --resume applies it)"
+NOT_LIVE = " (the run is not live: resuming it applies this)"
 
 
 class RemoteControl:
