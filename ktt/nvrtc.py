@@ -24,6 +24,7 @@ import functools
 import io
 import os
 import re
+import resource
 import struct
 import time
 from dataclasses import dataclass, field
@@ -79,6 +80,7 @@ class CompileOutput:
     timed_out: bool = False  # cut off at the time limit (never cached)
     pch: str = ""  # "used" or "created" when a precompiled header took part
     deduplicated: bool = False  # the output of an identical compile that was in flight
+    out_of_memory: bool = False  # stopped at the compile's memory limit (never cached: the limit is the machine's)
 
     @property
     def errors(self) -> list[CompileDiagnostic]:
@@ -379,9 +381,27 @@ def compile_cubin(req: CompileRequest, timeout_s: float | None = None, pch_dir: 
     diags = parse_log(text, req)
     if not ok and not any(d.severity == "error" for d in diags):
         diags.append(CompileDiagnostic(req.display_name, None, None, "error", text.strip() or "compilation failed"))
+    oom = not ok and _OUT_OF_MEMORY.search(text) is not None  # NVRTC's front end: "catastrophic error: out of memory"
+    if oom:
+        diags.insert(0, CompileDiagnostic(req.display_name, None, None, "error", out_of_memory_message()))
     diags = [_capped(d) for d in diags[:MAX_DIAGNOSTICS]]
     kernels = tuple(sorted(cubin_kernels(cubin))) if cubin else ()
-    return CompileOutput(ok, cubin, diags, text, seconds, False, kernels, pch=used)
+    return CompileOutput(ok, cubin, diags, text, seconds, False, kernels, pch=used, out_of_memory=oom)
+
+
+_OUT_OF_MEMORY = re.compile(r"out of memory|std::bad_alloc|cannot allocate memory", re.IGNORECASE)
+
+
+def out_of_memory_message(limit_mb: int | None = None) -> str:
+    """The one line a compile stopped by its memory limit reports (``limit_mb``: default, this process's RLIMIT_AS)."""
+    if limit_mb is None:
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        limit_mb = 0 if soft == resource.RLIM_INFINITY else soft // (1024 * 1024)
+    limit = f" of {limit_mb:,} MiB" if limit_mb else ""
+    return (
+        f"out of memory: the compiler reached the memory limit{limit} of a compile "
+        "(KTT_COMPILE_MEMORY_MB); a kernel that expands to this much (macros, unrolling, templates) is not compiled"
+    )
 
 
 def _capped(d: CompileDiagnostic) -> CompileDiagnostic:
