@@ -180,7 +180,9 @@ def check_kernel(
 Outcome = tuple[CheckedConfig, CompileOutput | None, list[dict] | None]
 
 
-def _compile_jobs(ctx: CompileContext, tspec: TuningSpec, jobs: list[tuple[Config, Shape]], cache: str) -> list[Outcome]:
+def _compile_jobs(
+    ctx: CompileContext, tspec: TuningSpec, jobs: list[tuple[Config, Shape]], cache: str
+) -> list[Outcome]:
     """Each job's outcome, in order: geometry first, then the cache, then the compile pool for the rest."""
     limit_s = compile_timeout_s()
     outcomes: list[Outcome | None] = [None] * len(jobs)

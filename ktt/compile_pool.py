@@ -679,7 +679,6 @@ def remove_stale_dirs(base: str) -> None:
                     shutil.rmtree(e.path, ignore_errors=True)
 
 
-
 def _resolve(fut: Future, value: Any = None, exc: BaseException | None = None) -> None:
     """Set a future's outcome unless it is done or was cancelled before it started."""
     with contextlib.suppress(Exception):  # InvalidStateError: cancelled or set meanwhile

@@ -60,7 +60,8 @@ def test_a_macro_bomb_in_ktt_check_is_out_of_memory_at_the_limit(tmp_path: Path)
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     argv = [sys.executable, "-m", "ktt", "check", "--problem", str(root), "--kernel", str(root / "kernels.cu"),
-            "--spec", str(root / "tuning.yaml"), "--cache-dir", str(tmp_path / "cache"), "--json", "--sample", "1"]  # fmt: skip
+            "--spec", str(root / "tuning.yaml"), "--cache-dir", str(tmp_path / "cache"),
+            "--json", "--sample", "1"]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": child_pythonpath(), "KTT_COMPILE_MEMORY_MB": "2048", "TMPDIR": str(scratch)}
     # Measured from a helper process of its own: the largest resident set among its descendants.
     helper = (
