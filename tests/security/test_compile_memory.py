@@ -14,13 +14,11 @@ from __future__ import annotations
 import json
 import os
 import resource
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from bounds_problem import make_problem
+from bounds_problem import ktt_check_argv, make_problem, run_measured
 
 from ktt.compile_cache import CompileCache, compile_cached
 from ktt.compile_pool import COMPILE_MEMORY_MB, CompilePool, compile_memory_limit_mb
@@ -59,20 +57,9 @@ def test_a_macro_bomb_in_ktt_check_is_out_of_memory_at_the_limit(tmp_path: Path)
     (root / "kernels.cu").write_text(source)
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    argv = [sys.executable, "-m", "ktt", "check", "--problem", str(root), "--kernel", str(root / "kernels.cu"),
-            "--spec", str(root / "tuning.yaml"), "--cache-dir", str(tmp_path / "cache"),
-            "--json", "--sample", "1"]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": child_pythonpath(), "KTT_COMPILE_MEMORY_MB": "2048", "TMPDIR": str(scratch)}
-    # Measured from a helper process of its own: the largest resident set among its descendants.
-    helper = (
-        "import json, resource, subprocess, sys, time\n"
-        "t = time.monotonic()\n"
-        "p = subprocess.run(sys.argv[1:], capture_output=True, text=True, timeout=200)\n"
-        "print(json.dumps([p.returncode, p.stdout, p.stderr, time.monotonic() - t,"
-        " resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss]))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", helper, *argv], capture_output=True, text=True, env=env, timeout=230)
-    code, out, err, took, max_rss_kib = json.loads(proc.stdout)
+    argv = ktt_check_argv(root, tmp_path / "cache", "--sample", "1")
+    code, out, err, took, max_rss_kib = run_measured(argv, env, 200)
     assert code == 1, (code, err[-2000:])
     report = json.loads(out.strip().splitlines()[-1])
     errors = [c["error"] or "" for c in report["configs"]]
