@@ -25,7 +25,7 @@ from cacao_tui.engine.gpu import arch_of, detect_gpus
 from cacao_tui.engine.scheduler import GpuScheduler
 from cacao_tui.headless import HeadlessRenderer
 from cacao_tui.ktt_client import KttTuner
-from cacao_tui.llm import LLMError, create_llm, llm_timeout_s, load_env, select_provider
+from cacao_tui.llm import LLMError, create_llm, llm_environment, llm_timeout_s, select_provider
 from cacao_tui.llm.recording import CallRecord
 from cacao_tui.nodes.context import NoDevices, RunDeps
 from cacao_tui.run_request import RunRequest
@@ -40,6 +40,7 @@ from ktt.problem.inputs_hpp import write_inputs_hpp
 from ktt.reference_times import ReferenceTimeError, read_reference_times
 from ktt.sandbox import landlock_abi
 from ktt.sandbox import status as sandbox_status
+from ktt.terminal_text import safe_text
 
 EXIT_OK = 0
 EXIT_NO_RESULT = 1
@@ -119,8 +120,10 @@ def _placed(layout: RunLayout, bus: Callable[[], EventBus]) -> Callable[[Placeme
 
 def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     problem = request.problem
-    load_env(problem.directory)
-    choice = select_provider(request.provider, request.model)
+    llm_env = llm_environment(problem.directory)  # keys and choices of .env files; os.environ untouched
+    for note in llm_env.notes:
+        print(f"cacao: warning: {safe_text(note)}", file=sys.stderr)
+    choice = select_provider(request.provider, request.model, env=llm_env.values)
     cluster = parse_cluster(request.cluster)
     layout = RunLayout(problem.directory)
     on_placed = _placed(layout, lambda: bus)
@@ -173,7 +176,8 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         budget_usd=settings.budget_usd,
         replay_from=Path(replay_from) if replay_from else None,
         on_call=on_call,
-        timeout_s=llm_timeout_s(request.llm_timeout_s),
+        timeout_s=llm_timeout_s(request.llm_timeout_s, llm_env.values),
+        env=llm_env.values,
     )
     # Archive only now: a replay source inside output/ has been read into memory above.
     if not request.resume:

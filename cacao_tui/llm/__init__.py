@@ -3,14 +3,14 @@ registry (``registry.PROVIDERS``) with adapters on the official SDKs (anthropic,
 openai/cerit, gemini), replay of recorded runs, and a scripted fake for tests. No SDK is
 imported until its provider is built.
 
-    load_env(problem_dir)
-    choice = select_provider(cli_provider, cli_model)
-    llm = create_llm(choice, record_root=output_dir, timeout_s=llm_timeout_s(args.llm_timeout), on_call=...)
+    env = llm_environment(problem_dir).values  # os.environ plus what the .env files may add
+    choice = select_provider(cli_provider, cli_model, env=env)
+    llm = create_llm(choice, record_root=output_dir, timeout_s=llm_timeout_s(args.llm_timeout, env), env=env, ...)
     resp = await llm.chat(messages, tools, ctx=CallContext(branch, iteration, "author"))
     plan = await llm.structured(messages, Plan, ctx=CallContext(branch, iteration, "plan"))
 """
 
-from cacao_tui.llm.env import load_env
+from cacao_tui.llm.env import LLMEnvironment, llm_environment
 from cacao_tui.llm.errors import BudgetExceeded, LLMError, ProviderError, ReplayMismatch
 from cacao_tui.llm.factory import create_llm
 from cacao_tui.llm.pricing import Price
@@ -34,6 +34,7 @@ __all__ = [
     "CallRecord",
     "ChatRequest",
     "ChatResponse",
+    "LLMEnvironment",
     "LLMError",
     "Message",
     "Price",
@@ -52,8 +53,8 @@ __all__ = [
     "UsageSum",
     "UsageTotals",
     "create_llm",
+    "llm_environment",
     "llm_timeout_s",
-    "load_env",
     "price_for",
     "recording_path",
     "redact",

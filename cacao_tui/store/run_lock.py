@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ktt.procs import pid_alive
+from ktt.terminal_text import safe_line
 
 LOCK_NAME = "output.lock"
 _MAX_NOTE = 4096
@@ -48,7 +49,7 @@ class LockHolder:
         with contextlib.suppress(ValueError):
             when = dt.datetime.fromisoformat(self.started).astimezone().strftime("%Y-%m-%d %H:%M:%S")
         text = f"pid {self.pid} on {self.host}, started {when}" + (f": {self.command}" if self.command else "")
-        return _printable(text[:300])
+        return safe_line(text, 300)
 
     def gone(self) -> bool:
         """True when the holder was on this machine and its process no longer runs."""
@@ -73,10 +74,6 @@ class RunLock:
 
 
 _held: dict[str, RunLock] = {}  # problem directory (real path) -> the lock this process holds
-
-
-def _printable(text: str) -> str:
-    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
 
 
 def _key(problem_dir: Path) -> str:
