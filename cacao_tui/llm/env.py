@@ -84,9 +84,7 @@ def _owned_regular(path: Path) -> bool | None:
     return st.st_uid == os.getuid() if path.is_file() else False
 
 
-def env_files(
-    problem_dir: Path | None, *, cwd: Path | None = None, config_dir: Path | None = None
-) -> list[EnvFile]:
+def env_files(problem_dir: Path | None, *, cwd: Path | None = None, config_dir: Path | None = None) -> list[EnvFile]:
     """The .env files that exist, highest precedence first: the user's config, then the problem
     directory and each directory above it (nearest first), then the working directory."""
     candidates = [EnvFile(Path(config_dir if config_dir is not None else user_config_dir()) / ".env", True)]
