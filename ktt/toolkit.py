@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_ARCH = "sm_90"
-_ARCH = re.compile(r"^(?:sm_|compute_)?(\d+)([a-z]?)$")
+_ARCH = re.compile(r"^(?:sm_|compute_)?(\d+)([a-z]?)\Z")
 
 
 def normalize_arch(value: str) -> str:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ktt.expressions import ExpressionError
 from ktt.problem.model import Buffer, Dim3, Problem, Shape
+from ktt.terminal_text import safe_line
 
 if TYPE_CHECKING:  # the preflight pulls in NVRTC; the summary only formats its steps
     from ktt.problem.preflight import Step
@@ -226,4 +227,6 @@ def render_check(problem: Problem, steps: list[Step] | None = None) -> str:
         wrapped = textwrap.wrap(w, WRAP - LABEL_WIDTH - 2) or [""]
         warnings += [f"- {wrapped[0]}", *(f"  {more}" for more in wrapped[1:])]
     out += _section("warnings", warnings)
-    return "\n".join(out)
+    # One report line per entry: a line break inside a name (problem.yaml's name, a directory,
+    # a file name) would forge a line of the report, such as a second "OK: ..." (safe_line).
+    return "\n".join(safe_line(line) for line in out)
