@@ -37,7 +37,7 @@ def _victims(tmp_path: Path) -> dict[str, Path]:
 
 def _hostile(source: ProblemSource, name: str) -> ProblemSource:
     source.problem["reference"]["file"] = name
-    source.reference_text = "extern \"C\" __global__ void x() {}\n"
+    source.reference_text = 'extern "C" __global__ void x() {}\n'
     return source
 
 
