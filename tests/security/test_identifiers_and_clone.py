@@ -38,7 +38,7 @@ ID = "01234567890123456789-4242-abcdef"
         (BRANCH_NAME, "b1-tiled"),
         (ITER_DIR, "iter3"),
         (PLAIN_NAME, "mmul_v2"),
-    ],  # fmt: skip
+    ],
 )
 def test_a_trailing_newline_is_not_an_identifier(pattern: object, good: str) -> None:
     assert pattern.match(good) and pattern.fullmatch(good)  # type: ignore[attr-defined]
