@@ -42,7 +42,8 @@ def _hostile(source: ProblemSource, name: str) -> ProblemSource:
 
 
 def _names(victims: dict[str, Path]) -> dict[str, str]:
-    return {"relative": "../victim.txt", "absolute": str(victims["absolute"]), "deep": "../../" * 8 + "tmp/x"}
+    # The live check stages in <parent>/.cacao-check-*/<name>/: two levels up is the problem's parent.
+    return {"relative": "../../victim.txt", "absolute": str(victims["absolute"]), "deep": "../../" * 8 + "tmp/x"}
 
 
 @pytest.mark.parametrize("how", ["relative", "absolute", "deep"])
@@ -107,7 +108,7 @@ async def test_typing_a_hostile_path_then_esc_writes_nothing(tmp_path: Path) -> 
         screen = await _editor(pilot)
         await _checked(pilot, screen)
         checks = screen.checks_run
-        await _type(pilot, screen, "#ed-ref-file", "../victim.txt")
+        await _type(pilot, screen, "#ed-ref-file", "../../victim.txt")  # the live check stages two levels down
         await _checked(pilot, screen, after=checks)  # the live check ran on the hostile path
         status = str(screen.query_one("#editor-status").render())
         assert "reference.file" in status, status
