@@ -27,15 +27,13 @@ from cacao_tui.headless import HeadlessRenderer
 from cacao_tui.ktt_client import KttTuner
 from cacao_tui.llm import LLMError, create_llm, llm_environment, llm_timeout_s, select_provider
 from cacao_tui.llm.recording import CallRecord
-from cacao_tui.llm.selection import ProviderChoice
-from cacao_tui.llm.tracked import TrackedLLM
 from cacao_tui.nodes.context import NoDevices, RunDeps
 from cacao_tui.run_request import RunRequest
 from cacao_tui.settings import DEFAULTS
 from cacao_tui.store.archive import ArchiveError, prepare_output
 from cacao_tui.store.atomic import DiskFull, disk_full, on_disk_full, remove_crash_leftovers
 from cacao_tui.store.layout import RunLayout, UnsafeLayout, check_contained
-from cacao_tui.store.run_lock import RunLock, RunLocked, acquire_run_lock
+from cacao_tui.store.run_lock import RunLocked, acquire_run_lock, held_here
 from cacao_tui.store.state import GpuInfo, RunSettings
 from ktt.problem import Problem, ProblemError
 from ktt.problem.inputs_hpp import write_inputs_hpp
@@ -93,11 +91,11 @@ def _gpu_info(request: RunRequest, problem: Problem) -> GpuInfo:
     return GpuInfo(name=first.name, arch=first.arch, indices=wanted, detected=True)
 
 
-def _claim_directory(layout: RunLayout, *, walk_output: bool) -> RunLock:
+def _claim_directory(layout: RunLayout, *, walk_output: bool) -> None:
     """One run per problem directory (its lock, before anything is archived), writing only inside it.
 
-    The layout is checked before the lock is taken: a run refused for an output/ link leaves
-    no output.lock behind (``RunLock.abandon`` does the same for a refusal after this)."""
+    The layout is checked before the lock is taken, so a run refused for an output/ link leaves
+    no output.lock; ``main`` abandons the lock of a run refused after this."""
     try:
         check_contained(layout, walk_output=walk_output)
         lock = acquire_run_lock(layout.problem_dir)
@@ -106,7 +104,6 @@ def _claim_directory(layout: RunLayout, *, walk_output: bool) -> RunLock:
     if lock.took_over is not None:
         print(f"cacao: took over the lock of a run that ended without releasing it ({lock.took_over.describe()})",
               file=sys.stderr)  # fmt: skip
-    return lock
 
 
 def _placed(layout: RunLayout, bus: Callable[[], EventBus]) -> Callable[[Placement], None]:
@@ -124,10 +121,27 @@ def _placed(layout: RunLayout, bus: Callable[[], EventBus]) -> Callable[[Placeme
     return emit
 
 
-def _prepare_run(
-    request: RunRequest, problem: Problem, layout: RunLayout, choice: ProviderChoice, env: dict[str, str]
-) -> tuple[RunSettings, TrackedLLM, EventBus]:
-    """Under the run lock: the checks that may still refuse the run, its LLM client, then output/ archived."""
+def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
+    problem = request.problem
+    llm_env = llm_environment(problem.directory)  # keys and choices of .env files; os.environ untouched
+    for note in llm_env.notes:
+        print(f"cacao: warning: {safe_text(note)}", file=sys.stderr)
+    choice = select_provider(request.provider, request.model, env=llm_env.values)
+    cluster = parse_cluster(request.cluster)
+    layout = RunLayout(problem.directory)
+    on_placed = _placed(layout, lambda: bus)
+    backend = None
+    if cluster.is_ray:  # joined before anything is written: an unreachable cluster is one line, exit 2
+        from cacao_tui.cluster.ray_backend import open_ray_backend
+
+        backend = open_ray_backend(
+            cluster, problem.directory, arch=arch_of(problem.compute_capability), dry_run=request.dry_run,
+            on_placed=on_placed, on_log=lambda message: bus.log(message, level="warning"),
+        )  # fmt: skip
+        gpu = backend.gpu
+    else:
+        gpu = _gpu_info(request, problem)
+    _claim_directory(layout, walk_output=request.resume or request.no_clean)
     if request.resume and not layout.context.exists() and not layout.master.exists():
         raise LaunchError(f"{layout.output}: nothing to resume (no earlier run here); start without --resume")
     if request.no_clean and not request.resume and (layout.master.exists() or layout.branch_names()):
@@ -165,8 +179,8 @@ def _prepare_run(
         budget_usd=settings.budget_usd,
         replay_from=Path(replay_from) if replay_from else None,
         on_call=on_call,
-        timeout_s=llm_timeout_s(request.llm_timeout_s, env),
-        env=env,
+        timeout_s=llm_timeout_s(request.llm_timeout_s, llm_env.values),
+        env=llm_env.values,
     )
     # Archive only now: a replay source inside output/ has been read into memory above.
     if request.resume:
@@ -176,35 +190,6 @@ def _prepare_run(
             prepare_output(problem.directory, resume=False, no_clean=request.no_clean)
         except ArchiveError as exc:
             raise LaunchError(str(exc)) from None
-    return settings, llm, bus
-
-
-def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
-    problem = request.problem
-    llm_env = llm_environment(problem.directory)  # keys and choices of .env files; os.environ untouched
-    for note in llm_env.notes:
-        print(f"cacao: warning: {safe_text(note)}", file=sys.stderr)
-    choice = select_provider(request.provider, request.model, env=llm_env.values)
-    cluster = parse_cluster(request.cluster)
-    layout = RunLayout(problem.directory)
-    on_placed = _placed(layout, lambda: bus)
-    backend = None
-    if cluster.is_ray:  # joined before anything is written: an unreachable cluster is one line, exit 2
-        from cacao_tui.cluster.ray_backend import open_ray_backend
-
-        backend = open_ray_backend(
-            cluster, problem.directory, arch=arch_of(problem.compute_capability), dry_run=request.dry_run,
-            on_placed=on_placed, on_log=lambda message: bus.log(message, level="warning"),
-        )  # fmt: skip
-        gpu = backend.gpu
-    else:
-        gpu = _gpu_info(request, problem)
-    lock = _claim_directory(layout, walk_output=request.resume or request.no_clean)
-    try:
-        settings, llm, bus = _prepare_run(request, problem, layout, choice, llm_env.values)
-    except BaseException:
-        lock.abandon()  # refused (or interrupted) before the run began: no lock file is left behind
-        raise
     if not landlock_abi():  # docs/SECURITY.md: what degrades without Landlock
         print(f"cacao: warning: {sandbox_status()}", file=sys.stderr)
     try:  # kernels and C references may include it; rewritten only when inputs.yaml changed
@@ -317,6 +302,9 @@ def main(request: RunRequest) -> int:
     try:
         engine, bus = build_engine(request)
     except (ProblemError, LaunchError, LLMError, ClusterError) as exc:
+        lock = held_here(request.problem.directory)
+        if lock is not None:
+            lock.abandon()  # refused before the run began: a lock file it made goes too
         line = f"cacao: {exc}" if not isinstance(exc, ProblemError) else str(exc)
         print(safe_text(line, keep_newlines=True), file=sys.stderr)  # names and link targets are escaped where quoted
         return EXIT_USAGE

@@ -66,9 +66,9 @@ def test_a_save_is_refused_before_anything_is_written(tmp_path: Path) -> None:
     for name in ("../victim.txt", str(victims["absolute"]), "output/ref.cu", "output.lock"):
         with pytest.raises(ProblemError) as info:
             save_problem(_hostile(read_problem_source(target), name), target, existing=True, preflight=lambda p: [])
+        assert all(v.read_text() == "precious\n" for v in victims.values()), f"{name}: a file outside was written"
         assert info.value.field == "reference.file"
     assert {p.name: p.read_bytes() for p in target.iterdir() if p.is_file()} == before
-    assert all(v.read_text() == "precious\n" for v in victims.values())
 
 
 def test_a_link_inside_the_problem_is_not_written_through(tmp_path: Path) -> None:
