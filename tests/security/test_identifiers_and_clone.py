@@ -56,13 +56,16 @@ def test_a_tune_parameter_or_an_arg_named_with_a_newline_is_refused(tmp_path: Pa
 
 
 def test_a_command_file_named_with_a_newline_is_not_read(tmp_path: Path) -> None:
-    from cacao_tui.store.inbox import pending_commands
+    from cacao_tui.store.inbox import has_pending, pending_commands
     from cacao_tui.store.layout import RunLayout
+    from cacao_tui.store.state import ControlCommand
 
     branch = RunLayout(tmp_path).branch("b1")
     (branch.root / "inbox").mkdir(parents=True)
-    (branch.root / "inbox" / f"{ID}\n.json").write_text('{"id": "x", "action": "stop"}')
-    assert not pending_commands(branch, []).commands
+    forged = ControlCommand(id=ID + "\n", kind="message", text="from a name with a newline")
+    (branch.root / "inbox" / f"{ID}\n.json").write_text(forged.model_dump_json())
+    inbox = pending_commands(branch, [])
+    assert not inbox.commands and not inbox.unreadable and not has_pending(branch, [])  # ignored, never shown
 
 
 def _problem_with(tmp_path: Path) -> Path:
