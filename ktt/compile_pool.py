@@ -174,9 +174,11 @@ def _worker_main(conn: Connection, tuner_pid: int, limit_mb: int = 0, err_path: 
         except BaseException as exc:  # handed to the caller's future
             reply = ("error", f"{type(exc).__name__}: {exc}")
         _forward_stderr(saved_err)
-        # A sandboxed compile that hit its own time limit leaves its thread spinning: this
-        # process is spent. Say so with the result, then go (the pool starts a fresh one).
-        retire = threading.active_count() > baseline
+        # A sandboxed compile that hit its own time limit leaves its thread spinning, and one that
+        # reached the memory limit leaves the address space at its peak: this process is spent.
+        # Say so with the result, then go (the pool starts a fresh one).
+        out = reply[1][0] if reply[0] == "ok" and isinstance(reply[1], tuple) and reply[1] else None
+        retire = threading.active_count() > baseline or bool(getattr(out, "out_of_memory", False))
         try:
             conn.send((job_id, reply, retire))
         except (OSError, ValueError):

@@ -381,7 +381,9 @@ def compile_cubin(req: CompileRequest, timeout_s: float | None = None, pch_dir: 
     diags = parse_log(text, req)
     if not ok and not any(d.severity == "error" for d in diags):
         diags.append(CompileDiagnostic(req.display_name, None, None, "error", text.strip() or "compilation failed"))
-    oom = not ok and _OUT_OF_MEMORY.search(text) is not None  # NVRTC's front end: "catastrophic error: out of memory"
+    # NVRTC's front end says "catastrophic error: out of memory"; where the allocation that failed
+    # was the log's own, the only trace is a process at its address-space limit.
+    oom = not ok and (_OUT_OF_MEMORY.search(text) is not None or at_memory_limit())
     if oom:
         diags.insert(0, CompileDiagnostic(req.display_name, None, None, "error", out_of_memory_message()))
     diags = [_capped(d) for d in diags[:MAX_DIAGNOSTICS]]
@@ -390,6 +392,22 @@ def compile_cubin(req: CompileRequest, timeout_s: float | None = None, pch_dir: 
 
 
 _OUT_OF_MEMORY = re.compile(r"out of memory|std::bad_alloc|cannot allocate memory", re.IGNORECASE)
+
+
+def at_memory_limit(fraction: float = 0.9) -> bool:
+    """True when this process has mapped at least ``fraction`` of its RLIMIT_AS (never without one).
+
+    Read only after a compile failed; a compile worker retires after an out-of-memory compile,
+    so a peak reached by an earlier compile never marks a later one."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return False
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            peak = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmPeak:")), 0)
+    except (OSError, ValueError, IndexError):
+        return False
+    return peak >= fraction * soft
 
 
 def out_of_memory_message(limit_mb: int | None = None) -> str:

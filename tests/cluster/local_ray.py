@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tests.proc_tree import descendants
+
 LOOPBACK = "127.0.0.1"
 STORE_BYTES = 80 * 2**20
 
@@ -24,26 +26,10 @@ def start_local_cluster(nodes: int, gpus_per_node: int) -> object:
     return cluster
 
 
-def _descendants(root: int) -> set[int]:
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found, frontier = set(), {root}
-    while frontier:
-        frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - found
-        found |= frontier
-    return found
-
-
 def listening_addresses(root: int) -> set[tuple[str, int]]:
     """(address in /proc/net hex, port) of every TCP socket listened on by ``root``'s descendants."""
     inodes: set[str] = set()
-    for pid in _descendants(root):
+    for pid in descendants(root):
         try:
             fds = os.listdir(f"/proc/{pid}/fd")
         except OSError:

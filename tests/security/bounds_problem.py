@@ -5,11 +5,13 @@
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
+
+from tests.proc_tree import run_measured
+
+__all__ = ["ALIAS_BOMB", "TINY", "ktt_check_argv", "make_problem", "one_line", "run_measured"]
 
 TINY = Path(__file__).resolve().parents[1] / "ktt" / "data" / "tiny"
 
@@ -29,24 +31,6 @@ def make_problem(tmp_path: Path) -> Path:
 
 def one_line(text: str) -> bool:
     return "\n" not in text.strip() and "Traceback" not in text
-
-
-_MEASURED = (
-    "import json, resource, subprocess, sys, time\n"
-    "t = time.monotonic()\n"
-    "p = subprocess.run(sys.argv[2:], capture_output=True, text=True, timeout=float(sys.argv[1]))\n"
-    "print(json.dumps([p.returncode, p.stdout, p.stderr, time.monotonic() - t,"
-    " resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss]))\n"
-)
-
-
-def run_measured(argv: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str, float, int]:
-    """Run ``argv`` from a helper process of its own: (exit code, stdout, stderr, seconds, the largest
-    resident set among its descendants in KiB — the compile workers included)."""
-    proc = subprocess.run([sys.executable, "-c", _MEASURED, str(timeout), *argv], capture_output=True, text=True,
-                          env=env, timeout=timeout + 20)  # fmt: skip
-    code, out, err, took, max_rss_kib = json.loads(proc.stdout)
-    return code, out, err, took, max_rss_kib
 
 
 def ktt_check_argv(root: Path, cache: Path, *extra: str) -> list[str]:

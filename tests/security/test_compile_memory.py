@@ -66,7 +66,9 @@ def test_a_macro_bomb_in_ktt_check_is_out_of_memory_at_the_limit(tmp_path: Path)
     assert errors and all("out of memory" in e for e in errors), errors
     assert "KTT_COMPILE_MEMORY_MB" in errors[0]
     assert "Traceback" not in err
-    assert max_rss_kib < 2048 * 1024, max_rss_kib  # never past the limit (without it: 1.6 GB resident, then a pass)
+    # The limit is 2 GiB of address space, 1.5 GiB of it mapped before the compile: 0.7 GiB resident here;
+    # without it, 1.3 GiB resident and a pass.
+    assert max_rss_kib < 1024 * 1024, max_rss_kib
     assert took < 120, took
     assert not list(scratch.glob("ktt-check-*")) and not list(scratch.glob("ktt-pool-*"))
     assert not list((tmp_path / "cache").rglob("*.json")), "an out-of-memory failure is never cached"
