@@ -29,6 +29,7 @@ from cacao_tui.store.prune import prune_archives
 from cacao_tui.store.results import load_results, render_results
 from cacao_tui.ui.formatting import safe_json_line, safe_text, safe_value
 from ktt.problem.errors import display_path
+from ktt.reference_times import ReferenceTimeError, read_reference_times
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the operation itself failed (a file system error)
@@ -60,8 +61,15 @@ def _check(args: argparse.Namespace) -> int:
     from ktt.problem.preflight import preflight  # NVRTC and the host compilers: only when checking
 
     problem = load_problem(args.dir)
+    seeds = RunLayout(args.dir).reference_time
+    try:  # a seed, a null (no baseline) or a file that cannot be used is said here, not at the first tuning
+        times = read_reference_times(seeds, problem.primary.name)
+    except ReferenceTimeError as exc:
+        line = str(exc).replace(str(seeds), display_path(seeds), 1)
+        _error(line, "fix the file or move it away (without it, every shape is timed on its first tuning)")
+        return EXIT_USAGE
     steps = preflight(problem)
-    print(safe_text(render_check(problem, steps), keep_newlines=True))  # names, descriptions: problem files
+    print(safe_text(render_check(problem, steps, times), keep_newlines=True))  # names, descriptions: problem files
     n = len(problem.warnings)
     note = f" ({n} warning{'s' if n != 1 else ''})" if n else ""
     print(f"\nOK: {safe_text(display_path(problem.directory))} is a valid problem{note}")

@@ -33,6 +33,7 @@ from cacao_tui.settings import DEFAULTS
 from cacao_tui.store.archive import ArchiveError, prepare_output
 from cacao_tui.store.atomic import DiskFull, disk_full, on_disk_full, remove_crash_leftovers
 from cacao_tui.store.layout import RunLayout, UnsafeLayout, check_contained
+from cacao_tui.store.original_run import is_original_output, refusal
 from cacao_tui.store.run_lock import RunLocked, acquire_run_lock, held_here
 from cacao_tui.store.state import GpuInfo, RunSettings
 from ktt.problem import Problem, ProblemError
@@ -121,12 +122,22 @@ def _placed(layout: RunLayout, bus: Callable[[], EventBus]) -> Callable[[Placeme
     return emit
 
 
+def _refuse_original_run(request: RunRequest, layout: RunLayout) -> None:
+    """--resume (or --no-clean) on a run the original CACAO wrote: one line, before anything is written."""
+    if (request.resume or request.no_clean) and is_original_output(layout.output):
+        what = "continue" if request.resume else "add a run to"
+        raise LaunchError(refusal(layout.output, layout.problem_dir, what))
+
+
 def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     problem = request.problem
+    _refuse_original_run(request, RunLayout(problem.directory))
     llm_env = llm_environment(problem.directory)  # keys and choices of .env files; os.environ untouched
     for note in llm_env.notes:
         print(f"cacao: warning: {safe_text(note)}", file=sys.stderr)
     choice = select_provider(request.provider, request.model, env=llm_env.values)
+    for warning in choice.warnings:
+        print(f"cacao: warning: {safe_text(warning)}", file=sys.stderr)
     cluster = parse_cluster(request.cluster)
     layout = RunLayout(problem.directory)
     on_placed = _placed(layout, lambda: bus)

@@ -20,6 +20,7 @@ from cacao_tui.run_request import RunRequest
 from cacao_tui.settings import DEFAULTS
 from cacao_tui.steer_flags import EPILOG_LINES as EPILOG_STEERING
 from cacao_tui.steer_flags import add_steering_flags, steering_mode
+from ktt.problem.files import DEFAULT_DURATION_S
 
 MODES = ("check", "clone", "best", "prune_archives")
 DEFAULT_PROBLEMS = "problems"  # the home screen's folder when --problems is not given
@@ -92,7 +93,8 @@ def _non_empty(text: str) -> str:
 
 EPILOG = """\
 modes (one at a time; without one, cacao runs the optimisation):
-  (no --dir)         the home screen: the problems under --problems DIR (default ./problems)
+  (no --dir)         the working directory's problem when it has a problem.yaml (as --dir .);
+                     otherwise the home screen: the problems under --problems DIR (default ./problems)
   --check            validate the problem and print what was understood
   --best             print the best result and a per-branch table
   --clone NAME       copy the problem definition to a sibling directory NAME
@@ -123,7 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     p.add_argument("--version", action="version", version=f"cacao {__version__}")
-    p.add_argument("--dir", metavar="DIR", help="the problem directory (without it: the home screen)")
+    p.add_argument(
+        "--dir",
+        metavar="DIR",
+        help="the problem directory (without it: the working directory when it holds a problem.yaml, "
+        "else the home screen)",
+    )
     p.add_argument(
         "--problems",
         metavar="DIR",
@@ -170,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_number,
         metavar="SECONDS",
         help="tuning budget of every case in every iteration, replacing each case's duration_s and "
-        "tuning.duration_s (default: a case's duration_s, else tuning.duration_s, else 20)",
+        f"tuning.duration_s (default: a case's duration_s, else tuning.duration_s, else {DEFAULT_DURATION_S:g})",
     )
     run.add_argument(
         "--gpus", type=_gpu_list, metavar="LIST", help="CUDA devices to use, e.g. 0,1 (default: gpu.index)"
@@ -235,6 +242,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                 require_ray()
         except ClusterError as exc:
             raise UsageError(str(exc)) from None
+    if args.dir is None and args.problems is None and (Path.cwd() / "problem.yaml").is_file():
+        args.dir = "."  # cacao inside a problem directory works on it, as the original's --dir defaults to .
     if args.dir is None:
         return _home_args(args)
     if args.problems is not None:

@@ -93,9 +93,13 @@ def steer(args: argparse.Namespace) -> int:
     from cacao_tui.settings import DEFAULTS
     from cacao_tui.store.atomic import StateFileError, read_model_or_none
     from cacao_tui.store.layout import RunLayout
+    from cacao_tui.store.original_run import is_original_output, refusal
     from cacao_tui.store.state import Context
 
     layout = RunLayout(args.dir)
+    if is_original_output(layout.output):
+        print(f"cacao: {refusal(layout.output, layout.problem_dir, 'steer')}", file=sys.stderr)
+        return 2
     if not layout.branches.is_dir():
         print(f"cacao: {layout.output}: no run to steer here (no branches yet)", file=sys.stderr)
         return 2

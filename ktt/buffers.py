@@ -1,11 +1,15 @@
 """Device buffers of one shape: guarded allocations, pristine inputs, the reference's outputs.
 
 Every buffer the kernel sees sits between two guard bands filled with a canary; a changed
-canary after a run is an out-of-bounds write. Inputs are re-uploaded from page-locked
-pristine host copies before every validation run, writable buffers are poisoned (NaN or a
-sentinel), and read-only inputs are compared with a device copy of their pristine values
-after the run, so a kernel that mutates its input is caught. The reference's outputs live
-in their own allocations; candidate outputs never share memory with them.
+canary after a run is an out-of-bounds write. Every buffer, ``write`` included, is uploaded
+again from its page-locked pristine host copy (its ``init`` data) before every validation
+run, as the original hands each buffer over with its init data: a kernel may accumulate
+into a zeroed output. Under ``validation.poison_outputs`` write buffers are poisoned instead
+(NaN, a NaN in every element of a 16-bit float, or a sentinel). Read-only inputs are compared
+with a device copy of their pristine values after the run, so a kernel that mutates its input
+is caught; a validated output is compared with the reference and, element by element, with its
+init data, so one left as it started is reported as never written. The reference's outputs live in their own
+allocations; candidate outputs never share memory with them.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ktt.device import Gpu
-from ktt.gpu_checks import CANARY32, POISON32, GpuChecks
+from ktt.gpu_checks import CANARY32, GpuChecks, poison_word
 from ktt.inputs import make_buffer
 from ktt.problem.model import Problem, Shape
 
@@ -46,12 +50,28 @@ def alloc_guarded(gpu: Gpu, nbytes: int, label: str) -> Guarded:
 
 
 def fill_guards(gpu: Gpu, g: Guarded) -> None:
-    """Write the canary into both guard bands (again: an earlier configuration may have hit them)."""
+    """Write the canary into both guard bands (again: an earlier configuration may have hit them).
+    Data that ends mid-word (an odd count of 16-bit elements...) gets its last word zeroed first,
+    so the word-wise checks never read leftover bytes; the upload that follows fills the data."""
+    zero_tail_word(gpu, g.ptr, g.nbytes)
     padded = (g.nbytes + 255) // 256 * 256
     gpu.memset32(g.base, CANARY32, GUARD_BYTES // 4)
     gpu.memset32(g.ptr + padded, CANARY32, GUARD_BYTES // 4)
     if padded > g.words * 4:  # the slack between the data end and the 256-byte boundary is guard too
         gpu.memset32(g.ptr + g.words * 4, CANARY32, (padded - g.words * 4) // 4)
+
+
+def zero_tail_word(gpu: Gpu, ptr: int, nbytes: int) -> None:
+    """Zero the last 32-bit word of ``nbytes`` of data at ``ptr`` when the data ends inside it."""
+    if nbytes % 4:
+        gpu.memset32(ptr + nbytes // 4 * 4, 0, 1)
+
+
+def alloc_words(gpu: Gpu, nbytes: int) -> int:
+    """A copy buffer of whole words, the slack of its last word zeroed (compared word by word)."""
+    ptr = gpu.alloc((nbytes + 3) // 4 * 4)
+    zero_tail_word(gpu, ptr, nbytes)
+    return ptr
 
 
 def canary_slots(checks: GpuChecks, g: Guarded) -> list[tuple[int, str]]:
@@ -84,17 +104,17 @@ class ShapeBuffers:
         for b in problem.buffers:
             nbytes = shape.bytes_of(b)
             self.dev[b.name] = alloc_guarded(gpu, nbytes, b.name)
-            if b.access != "write":
+            if not problem.poisoned(b):
                 for s in sets:
                     arr = make_buffer(problem, shape, b, s, seed, work)
                     pinned = gpu.pinned(nbytes, arr.dtype)
                     pinned[:] = arr
                     self.host[(s, b.name)] = pinned
-                    dptr = gpu.alloc(nbytes)
+                    dptr = alloc_words(gpu, nbytes)
                     gpu.h2d(dptr, pinned)
                     self.pristine[(s, b.name)] = dptr
             if b.validate:
-                self.previous[b.name] = gpu.alloc(nbytes)
+                self.previous[b.name] = alloc_words(gpu, nbytes)
         gpu.sync()
         return self
 
@@ -117,19 +137,25 @@ class ShapeBuffers:
                 self.gpu.h2d(self.ref_dev[(s, name)], host)
 
     def restore(self, set_index: int) -> None:
-        """Inputs from the pristine host copies; writable-only buffers poisoned; fresh canaries."""
+        """Every buffer from its pristine host copy (poisoned write buffers: the poison); fresh canaries."""
         for b in self.problem.buffers:
             g = self.dev[b.name]
             fill_guards(self.gpu, g)
-            if b.access == "write":
-                self.gpu.memset32(g.ptr, POISON32, g.words)
+            if self.problem.poisoned(b):
+                self.gpu.memset32(g.ptr, poison_word(b.dtype), g.words)
             else:
                 self.gpu.h2d(g.ptr, self.host[(set_index, b.name)])
 
-    def restore_readwrite(self, set_index: int) -> None:
-        """Between timed repetitions: readwrite buffers back to their pristine values (device copy)."""
+    @property
+    def restores_between_runs(self) -> bool:
+        """Whether a timed repetition must first put writable buffers back (any that is not poisoned)."""
+        return any(b.writable and not self.problem.poisoned(b) for b in self.problem.buffers)
+
+    def restore_writable(self, set_index: int) -> None:
+        """Between timed repetitions: writable buffers back to their init data (device copy), so a
+        kernel that accumulates into its output sees the same start every time."""
         for b in self.problem.buffers:
-            if b.access == "readwrite":
+            if b.writable and not self.problem.poisoned(b):
                 g = self.dev[b.name]
                 self.gpu.d2d(g.ptr, self.pristine[(set_index, b.name)], g.nbytes)
 
@@ -149,7 +175,10 @@ class ShapeBuffers:
             for b in self.problem.validated:
                 g = self.dev[b.name]
                 n = self.shape.sizes[b.name]
-                slot = checks.compare(b.dtype, g.ptr, self.ref_dev[(set_index, b.name)], n, self.problem.tolerance)
+                init = self.pristine.get((set_index, b.name))  # None when poisoned: the poison marks it
+                slot = checks.compare(
+                    b.dtype, g.ptr, self.ref_dev[(set_index, b.name)], n, self.problem.tolerance, init=init
+                )
                 out.append((slot, "compare", b.name))
         return out
 

@@ -11,10 +11,11 @@ from ktt.expressions import ExpressionError
 from ktt.includes import header_texts
 from ktt.launch_program import evaluate_program, iter_launches
 from ktt.nvrtc import CompileOutput, CompileRequest, define_pairs
+from ktt.problem.errors import ProblemError
 from ktt.problem.model import Problem, Shape
 from ktt.protocol import Diagnostic
-from ktt.spec import Config, TuningSpec
-from ktt.toolkit import cuda_include_dirs
+from ktt.spec import Config, SpecError, TuningSpec
+from ktt.toolkit import compile_target, cuda_include_dirs, runs_on
 from ktt.workdir import WorkDir, local_headers
 
 
@@ -79,6 +80,24 @@ class CompileContext:
             header_texts=(("inputs.hpp", header), *self._headers, *self._kernel_dir_headers),
             fixed_defines=tuple(sorted(set(self.problem.defines(shape)) - set(config))),
         )
+
+
+def target_arch(device_arch: str, spec: TuningSpec, problem: Problem) -> str:
+    """The arch to compile for on a GPU of ``device_arch`` (ktt.toolkit.compile_target).
+
+    Raises SpecError / ProblemError naming the field: a chosen target whose cubin cannot run
+    on the GPU, or tensor maps and clusters with a target older than sm_90."""
+    target, source = compile_target(device_arch, spec.arch, problem.arch)
+    why = runs_on(target, device_arch)
+    if why is not None:
+        if source == "tuning.yaml arch":
+            raise SpecError(spec.path, "arch", why)
+        raise ProblemError(problem.problem_yaml, "gpu.arch", why)
+    field = spec.uses_hopper_launches
+    digits = "".join(c for c in target if c.isdigit())
+    if field is not None and int(digits) < 90:
+        raise SpecError(spec.path, field, f"tensor maps and clusters need sm_90 or newer; the target is {target}")
+    return target
 
 
 def launch_plan(spec: TuningSpec, config: Config, shape: Shape) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

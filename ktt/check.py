@@ -27,7 +27,14 @@ import threading
 from pathlib import Path
 
 from ktt import sandbox
-from ktt.candidates import CompileContext, KernelSource, geometry_problems, launch_plan, protocol_diagnostics
+from ktt.candidates import (
+    CompileContext,
+    KernelSource,
+    geometry_problems,
+    launch_plan,
+    protocol_diagnostics,
+    target_arch,
+)
 from ktt.capped_read import MAX_KERNEL_BYTES, describe_read_error, read_text_capped
 from ktt.compile_cache import default_cache_dir, lookup
 from ktt.compile_pool import CompilePool, remove_stale_dirs
@@ -99,7 +106,10 @@ def check_kernel(
     cache_dir: str | Path | None = None,
     work_dir: Path | None = None,
 ) -> CheckReport:
-    """Compile-check ``kernel_source`` against ``spec`` (a path or YAML text). Never raises for user errors."""
+    """Compile-check ``kernel_source`` against ``spec`` (a path or YAML text). Never raises for user errors.
+
+    ``arch`` names the GPU (default: the device, else the problem's compute capability, else
+    sm_90); the compile target follows from it as in ``ktt tune`` (ktt.candidates.target_arch)."""
     arch_name, _ = resolve_arch(arch, problem.compute_capability, problem.gpu_indices[0])
     spec_label = str(spec) if _looks_like_path(spec) else "tuning.yaml"
     report = CheckReport(
@@ -121,6 +131,7 @@ def check_kernel(
         return report
     try:
         tspec, report.spec_file = _load_spec(problem, spec)
+        arch_name = report.arch = target_arch(arch_name, tspec, problem)
     except ProblemError as exc:
         report.message = str(exc)
         return report

@@ -30,6 +30,7 @@ from ktt.protocol import (
     Progress,
     TuneSummary,
 )
+from ktt.reference_times import NO_BASELINE
 
 
 def _emitter(as_json: bool) -> Any:
@@ -89,6 +90,8 @@ def _case_table(obj: TuneSummary) -> list[str]:
     rows = [("case", "status", "best", "reference", "speedup", "budget", "valid/evaluated")]
     for c in obj.cases:
         ref = f"{c.reference_ms:.4g} ms ({c.reference_source})" if c.reference_ms is not None else "-"
+        if c.reference_source == NO_BASELINE:
+            ref = NO_BASELINE
         rows.append(
             (
                 c.name,
@@ -121,10 +124,14 @@ def _tune_summary(obj: TuneSummary) -> str:
         lines.append(
             f"speedup over the reference ({obj.reference_ms:.4g} ms, {obj.reference_source}): {obj.speedup:.3g}x"
         )
+    elif obj.reference_source == NO_BASELINE:
+        lines.append("speedup: none (no baseline: null in reference_time.json)")
     if len(obj.cases) > 1:
         lines += _case_table(obj)
         if obj.score is not None:
             lines.append(f"score (geometric mean of the per-case speedups): {obj.score:.3g}")
+        elif any(c.reference_source == NO_BASELINE for c in obj.cases):
+            lines.append("score: none (a case has no baseline: null in reference_time.json)")
     lines += [f"warning: {w}" for w in obj.warnings]
     if obj.message:
         lines.append(obj.message)
@@ -150,7 +157,12 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="compile-check a sample of configurations (no GPU needed)")
     common(c)
     c.add_argument("--sample", type=int, default=4, help="configurations to compile (default 4)")
-    c.add_argument("--arch", default=None, help="target, e.g. sm_90 (default: the GPU, else the problem, else sm_90)")
+    c.add_argument(
+        "--arch",
+        default=None,
+        help="the GPU's arch, e.g. sm_90 (default: the GPU, else the problem, else sm_90); "
+        "the target is its arch-specific variant (sm_90a) unless tuning.yaml or problem.yaml names one",
+    )
     c.add_argument("--seed", type=int, default=0)
 
     t = sub.add_parser("tune", help="search the space on the GPU; write results.jsonl and summary.json")
@@ -177,8 +189,8 @@ def _parser() -> argparse.ArgumentParser:
         "--reference-time",
         type=Path,
         default=None,
-        help="reference_time.json: its values are used; missing or null ones are measured and filled in "
-        "(default PROBLEM/output/)",
+        help="reference_time.json: its values are used, a null means no baseline (never timed, no speedup); "
+        "the shapes it does not name are measured and filled in (default PROBLEM/output/)",
     )
     t.add_argument(
         "--strategy",

@@ -34,7 +34,7 @@ from ktt.nvrtc import MAX_LOG_CHARS, CompileDiagnostic, CompileOutput, CompileRe
 from ktt.redact import cap, redact
 from ktt.toolkit import cuda_include_dirs, nvrtc_version
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3  # 3: ptxas messages with a PTX line ("not supported on .target") are parsed
 
 
 def default_cache_dir() -> Path:

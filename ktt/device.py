@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 from cuda.bindings import driver as cu
 
+from ktt.tensor_map import TENSOR_MAP_BYTES, TensorMapGeometry
+
 # Errors after which the context is unusable: the worker reports and exits.
 STICKY_ERRORS = {
     "CUDA_ERROR_ILLEGAL_ADDRESS",
@@ -37,6 +39,7 @@ LAUNCH_LIMIT_ERRORS = {
     "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
     "CUDA_ERROR_INVALID_CONFIGURATION",
     "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE",
+    "CUDA_ERROR_INVALID_CLUSTER_SIZE",
 }
 
 
@@ -92,6 +95,7 @@ class DeviceProps:
     max_grid: tuple[int, int, int]
     max_block: tuple[int, int, int]
     total_memory: int
+    cluster_launch: bool = False  # thread-block clusters (compute capability 9.0 and newer)
 
 
 class Gpu:
@@ -143,6 +147,7 @@ class Gpu:
                 self.attr(A.CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z),
             ),
             total_memory=total,
+            cluster_launch=bool(self.attr(A.CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)),
         )
 
     def side_stream(self, index: int) -> Any:
@@ -248,10 +253,99 @@ class Gpu:
             "cuLaunchKernel",
         )
 
+    # -- Hopper: tensor maps and clusters -------------------------------------------
+
+    def encode_tensor_map(self, geometry: TensorMapGeometry, address: int) -> bytes:
+        return encode_tensor_map(geometry, address)
+
+    def allow_non_portable_clusters(self, func: Any) -> None:
+        check(
+            cu.cuFuncSetAttribute(func, F.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+            "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)",
+        )
+
+    def cluster_config(
+        self, grid: tuple[int, int, int], block: tuple[int, int, int], smem: int, stream: Any, cluster: tuple[int, ...]
+    ) -> Any:
+        return cluster_launch_config(grid, block, smem, stream or self.stream, cluster)
+
+    def max_active_clusters(self, func: Any, config: Any) -> int:
+        """How many clusters of the launch's shape the device can hold at once (0: it cannot launch)."""
+        return int(check(cu.cuOccupancyMaxActiveClusters(func, config), "cuOccupancyMaxActiveClusters"))
+
+    def launch_ex(self, config: Any, func: Any, params: KernelParams) -> None:
+        """A launch with attributes (a cluster shape), its config built once by ``cluster_config``."""
+        check(cu.cuLaunchKernelEx(config, func, params.address, 0), "cuLaunchKernelEx")
+
+
+# The driver's enums by the names tuning.yaml uses (ktt.tensor_map).
+_TMA_DTYPE = {
+    "uint8": "UINT8",
+    "uint16": "UINT16",
+    "uint32": "UINT32",
+    "int32": "INT32",
+    "uint64": "UINT64",
+    "int64": "INT64",
+    "float16": "FLOAT16",
+    "float32": "FLOAT32",
+    "float64": "FLOAT64",
+    "bfloat16": "BFLOAT16",
+    "float32_ftz": "FLOAT32_FTZ",
+    "tfloat32": "TFLOAT32",
+    "tfloat32_ftz": "TFLOAT32_FTZ",
+}
+_SWIZZLE = {"none": "NONE", "32B": "32B", "64B": "64B", "128B": "128B"}
+_L2 = {"none": "NONE", "64B": "L2_64B", "128B": "L2_128B", "256B": "L2_256B"}
+_OOB = {"none": "NONE", "nan": "NAN_REQUEST_ZERO_FMA"}
+
+
+def tensor_map_call_args(g: TensorMapGeometry, address: int) -> tuple[Any, ...]:
+    """The arguments of cuTensorMapEncodeTiled for a map at ``address`` (interleave none, element strides 1)."""
+    rank = len(g.dims)
+    return (
+        getattr(cu.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{_TMA_DTYPE[g.dtype]}"),
+        rank,
+        int(address),
+        [cu.cuuint64_t(d) for d in g.dims],
+        [cu.cuuint64_t(s) for s in g.strides],
+        [cu.cuuint32_t(b) for b in g.box],
+        [cu.cuuint32_t(1) for _ in range(rank)],
+        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        getattr(cu.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{_SWIZZLE[g.swizzle]}"),
+        getattr(cu.CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_{_L2[g.l2_promotion]}"),
+        getattr(cu.CUtensorMapFloatOOBfill, f"CU_TENSOR_MAP_FLOAT_OOB_FILL_{_OOB[g.oob_fill]}"),
+    )
+
+
+def encode_tensor_map(g: TensorMapGeometry, address: int) -> bytes:
+    """The 128 bytes of a CUtensorMap for ``g`` at ``address`` (no context needed, only the driver)."""
+    tmap = check(cu.cuTensorMapEncodeTiled(*tensor_map_call_args(g, address)), "cuTensorMapEncodeTiled")
+    return ctypes.string_at(int(tmap.getPtr()), TENSOR_MAP_BYTES)
+
+
+def cluster_launch_config(
+    grid: tuple[int, int, int], block: tuple[int, int, int], smem: int, stream: Any, cluster: tuple[int, ...]
+) -> Any:
+    """A CUlaunchConfig with the cluster-dimension attribute; built once per prepared launch."""
+    config = cu.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = (int(v) for v in grid)
+    config.blockDimX, config.blockDimY, config.blockDimZ = (int(v) for v in block)
+    config.sharedMemBytes = int(smem)
+    config.hStream = stream
+    attr = cu.CUlaunchAttribute()
+    attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = (int(v) for v in cluster)
+    config.attrs = [attr]
+    config.numAttrs = 1
+    return config
+
 
 _CTYPES: dict[str, type] = {
     "ptr": ctypes.c_uint64,
     "int": ctypes.c_int32,
+    "char": ctypes.c_int8,
+    "short": ctypes.c_int16,
+    "long": ctypes.c_int64,
     "float": ctypes.c_float,
     "double": ctypes.c_double,
     "u64": ctypes.c_uint64,
@@ -259,10 +353,27 @@ _CTYPES: dict[str, type] = {
 }
 
 
+class TensorMapHolder:
+    """A CUtensorMap's 128 bytes, 64-byte aligned as the driver's type is, for passing by value."""
+
+    def __init__(self, data: bytes) -> None:
+        if len(data) != TENSOR_MAP_BYTES:
+            raise ValueError(f"a tensor map is {TENSOR_MAP_BYTES} bytes, got {len(data)}")
+        self.value = bytes(data)
+        self._raw = (ctypes.c_ubyte * (TENSOR_MAP_BYTES + 63))()
+        self.address = (ctypes.addressof(self._raw) + 63) // 64 * 64
+        ctypes.memmove(self.address, self.value, TENSOR_MAP_BYTES)
+
+
 class KernelParams:
-    """Kernel arguments packed as the ``void**`` array cuLaunchKernel reads (kept alive here)."""
+    """Kernel arguments packed as the ``void**`` array cuLaunchKernel reads (kept alive here).
+
+    Kind ``tmap`` takes the 128 bytes of an encoded tensor map (a by-value struct parameter)."""
 
     def __init__(self, values: list[tuple[str, Any]]) -> None:
-        self._holders = [_CTYPES[kind](value) for kind, value in values]
-        self._array = (ctypes.c_void_p * max(1, len(self._holders)))(*[ctypes.addressof(h) for h in self._holders])
+        self._holders: list[Any] = [
+            TensorMapHolder(value) if kind == "tmap" else _CTYPES[kind](value) for kind, value in values
+        ]
+        addresses = [h.address if isinstance(h, TensorMapHolder) else ctypes.addressof(h) for h in self._holders]
+        self._array = (ctypes.c_void_p * max(1, len(self._holders)))(*addresses)
         self.address = ctypes.addressof(self._array)

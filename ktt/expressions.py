@@ -11,6 +11,11 @@ takes the sign of the dividend, and results must fit in 64 bits. Python spelling
 the logical operators (``and``, ``or``, ``not``) are accepted too, since Kernel Tuner
 restrictions use them. ``//`` starts a comment, as in C++; it is not integer division.
 
+One exception, the ``python`` dialect (``Expression(text, python=True)``): the older inline
+form of problem.yaml, whose sizes and grid the original evaluated as Python. There ``//`` is
+floor division, ``/`` is true division (a size that comes out fractional is an error, as in the
+original), ``%`` takes the sign of the divisor and ``**`` is the power.
+
 Every input gives a number or one ``ExpressionError`` line, never another exception: the
 text is capped in length and nesting depth (so neither parsing nor evaluation recurses
 without bound), every literal, intermediate and result is checked (integers within 64 bits,
@@ -138,6 +143,8 @@ _TOKEN = re.compile(
     """,
     re.VERBOSE,
 )
+# The python dialect: the same, plus the two-character operators // and **.
+_PY_TOKEN = re.compile(_TOKEN.pattern.replace("(?P<op>", "(?P<op>//|\\*\\*|"), re.VERBOSE)
 
 
 @dataclass(frozen=True)
@@ -153,11 +160,12 @@ def strip_comment(text: str) -> str:
     return text if idx < 0 else text[:idx]
 
 
-def _tokenize(text: str) -> list[_Tok]:
+def _tokenize(text: str, python: bool = False) -> list[_Tok]:
     toks: list[_Tok] = []
     pos = 0
+    pattern = _PY_TOKEN if python else _TOKEN
     while pos < len(text):
-        m = _TOKEN.match(text, pos)
+        m = pattern.match(text, pos)
         if not m:
             raise ExpressionError(f"unexpected character {text[pos]!r} at position {pos + 1}")
         kind = m.lastgroup or ""
@@ -214,6 +222,8 @@ _BINARY_PRECEDENCE = {
     "*": 10,
     "/": 10,
     "%": 10,
+    "//": 10,  # the python dialect only (never a token otherwise)
+    "**": 12,  # the python dialect only; binds tighter than a unary minus on its left, right to left
 }
 _TERNARY_PRECEDENCE = 0
 _UNARY_PRECEDENCE = 11
@@ -271,7 +281,31 @@ def _arith(op: str, a: Number, b: Number) -> Number:
     return a << b if op == "<<" else a >> b
 
 
-def _binary(op: str, left: Node, right: Node) -> Node:
+def _py_arith(op: str, a: Number, b: Number) -> Number:
+    """Python's meaning of / // % ** (the python dialect)."""
+    if op in ("/", "//", "%") and b == 0:
+        raise ExpressionError(f"division by zero (in {op})")
+    if op == "/":
+        return a / b
+    if op == "//":
+        return a // b
+    if op == "%":
+        return a % b
+    return _pow(a, b)
+
+
+def _binary(op: str, left: Node, right: Node, python: bool = False) -> Node:
+    if python and op in ("/", "//", "%", "**"):
+
+        def apply_py(env: Env) -> Number:
+            try:
+                return _check_int64(_py_arith(op, left(env), right(env)))
+            except ExpressionError:
+                raise
+            except (OverflowError, ZeroDivisionError, ValueError) as exc:
+                raise ExpressionError(f"operator {op!r}: {_arith_message(exc)}") from None
+
+        return apply_py
     if op in ("&&", "and"):
         return lambda env: int(bool(left(env)) and bool(right(env)))
     if op in ("||", "or"):
@@ -309,9 +343,10 @@ def _load(name: str) -> Node:
 class _Parser:
     """Pratt parser; every parse method returns (node, depth of the node tree)."""
 
-    def __init__(self, text: str, toks: list[_Tok]) -> None:
+    def __init__(self, text: str, toks: list[_Tok], python: bool = False) -> None:
         self.text = text
         self.toks = toks
+        self.python = python
         self.i = 0
         self.level = 0
         self.names: set[str] = set()
@@ -364,8 +399,8 @@ class _Parser:
                 if prec <= min_prec:
                     break
                 self.take()
-                right, d_right = self.parse(prec)
-                left = _binary(op, left, right)
+                right, d_right = self.parse(prec - 1 if op == "**" else prec)  # ** groups right to left
+                left = _binary(op, left, right, self.python)
                 depth = self._deeper(max(depth, d_right) + 1, tok)
                 continue
             break
@@ -449,11 +484,13 @@ class _Parser:
 
 
 class Expression:
-    """A parsed expression; ``names`` are the free names it reads."""
+    """A parsed expression; ``names`` are the free names it reads. ``python``: the python
+    dialect (the older inline form's sizes and grid), where ``//`` is floor division."""
 
-    __slots__ = ("_node", "names", "text")
+    __slots__ = ("_node", "names", "python", "text")
 
-    def __init__(self, source: str | int | float) -> None:
+    def __init__(self, source: str | int | float, python: bool = False) -> None:
+        self.python = python
         if isinstance(source, bool):
             source = int(source)
         if isinstance(source, (int, float)):
@@ -468,12 +505,12 @@ class Expression:
             return
         if not isinstance(source, str):
             raise ExpressionError(f"expected a number or an expression, got {type(source).__name__}")
-        self.text = strip_comment(source).strip()
+        self.text = (source if python else strip_comment(source)).strip()
         if not self.text:
             raise ExpressionError("empty expression")
         if len(self.text) > MAX_EXPRESSION_LENGTH:
             raise ExpressionError(f"longer than {MAX_EXPRESSION_LENGTH} characters")
-        parser = _Parser(self.text, _tokenize(self.text))
+        parser = _Parser(self.text, _tokenize(self.text, python), python)
         self._node, _ = parser.parse()
         tail = parser.peek()
         if tail.kind != "end":
@@ -503,7 +540,8 @@ class Expression:
         value = self.evaluate(env)
         if isinstance(value, float):
             if not value.is_integer():
-                raise ExpressionError(f"expected an integer, got {value}")
+                why = " (a Python expression here: / is true division, // floor division)" if self.python else ""
+                raise ExpressionError(f"expected an integer, got {value}{why}")
             value = int(value)
         return value
 

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ktt.device import Gpu, KernelParams
+from ktt.half_types import HALF_DTYPES, POISON16
 
 POISON32 = 0x7FF8DEAD  # a quiet NaN as float, and as each half of a double; a sentinel for int
+POISON16X2 = POISON16 * 0x10001  # a quiet NaN as bf16 and as half in both halves of the word
 CANARY32 = 0x5AFEC0DE
 SLOT = 8
 MAX_SLOTS = 64
@@ -23,6 +25,18 @@ SOURCE = r"""
 typedef unsigned long long u64;
 #define KTT_POISON32 0x7FF8DEADu
 #define KTT_POISON64 0x7FF8DEAD7FF8DEADull
+#define KTT_POISON16 0x7FADu  // ktt.half_types.POISON16
+
+// The 16-bit floats, as their bit patterns (no CUDA header needed): decoded exactly to float.
+struct ktt_bf16 { unsigned short bits; };
+struct ktt_f16 { unsigned short bits; };
+__device__ __forceinline__ float ktt_value(ktt_bf16 v) { return __uint_as_float((unsigned)v.bits << 16); }
+__device__ __forceinline__ float ktt_value(ktt_f16 v) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v.bits));
+    return f;
+}
+template <typename T> __device__ __forceinline__ T ktt_value(T v) { return v; }
 
 __device__ __forceinline__ u64 ktt_warp_sum(u64 v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
@@ -48,41 +62,89 @@ __device__ __forceinline__ void ktt_flush(u64* s, u64 bad, u64 first, u64 maxbit
     }
 }
 
-__device__ __forceinline__ bool ktt_poison(float v) { return __float_as_uint(v) == KTT_POISON32; }
-__device__ __forceinline__ bool ktt_poison(double v) { return (u64)__double_as_longlong(v) == KTT_POISON64; }
-__device__ __forceinline__ bool ktt_poison(int v) { return (unsigned)v == KTT_POISON32; }
+// The poison is the 32-bit word KTT_POISON32 repeated: element i of a narrower type holds its
+// (i mod 4)-th byte (or (i mod 2)-th half).
+__device__ __forceinline__ bool ktt_poison(float v, u64) { return __float_as_uint(v) == KTT_POISON32; }
+__device__ __forceinline__ bool ktt_poison(double v, u64) { return (u64)__double_as_longlong(v) == KTT_POISON64; }
+__device__ __forceinline__ bool ktt_poison(int v, u64) { return (unsigned)v == KTT_POISON32; }
+__device__ __forceinline__ bool ktt_poison(long long v, u64) { return (u64)v == KTT_POISON64; }
+__device__ __forceinline__ bool ktt_poison(short v, u64 i) {
+    return (unsigned short)v == (unsigned short)(KTT_POISON32 >> (16 * (i & 1)));
+}
+__device__ __forceinline__ bool ktt_poison(signed char v, u64 i) {
+    return (unsigned char)v == (unsigned char)(KTT_POISON32 >> (8 * (i & 3)));
+}
+// A 16-bit float buffer is poisoned with a NaN in every element (not a value a kernel may compute).
+__device__ __forceinline__ bool ktt_poison(ktt_bf16 v, u64) { return v.bits == KTT_POISON16; }
+__device__ __forceinline__ bool ktt_poison(ktt_f16 v, u64) { return v.bits == KTT_POISON16; }
 __device__ __forceinline__ bool ktt_finite(float v) { return isfinite(v); }
 __device__ __forceinline__ bool ktt_finite(double v) { return isfinite(v); }
-__device__ __forceinline__ bool ktt_finite(int) { return true; }
+__device__ __forceinline__ bool ktt_finite(ktt_bf16 v) { return isfinite(ktt_value(v)); }
+__device__ __forceinline__ bool ktt_finite(ktt_f16 v) { return isfinite(ktt_value(v)); }
+template <typename T> __device__ __forceinline__ bool ktt_finite(T) { return true; }  // the integer types
+__device__ __forceinline__ bool ktt_same(float a, float b) { return __float_as_uint(a) == __float_as_uint(b); }
+__device__ __forceinline__ bool ktt_same(double a, double b) {
+    return __double_as_longlong(a) == __double_as_longlong(b);
+}
+__device__ __forceinline__ bool ktt_same(ktt_bf16 a, ktt_bf16 b) { return a.bits == b.bits; }
+__device__ __forceinline__ bool ktt_same(ktt_f16 a, ktt_f16 b) { return a.bits == b.bits; }
+template <typename T> __device__ __forceinline__ bool ktt_same(T a, T b) { return a == b; }  // the integer types
 
+// init: the buffer's init data, or null when it was poisoned. A bad element that still holds
+// its init data (or the poison) is counted as unwritten. The poison pattern is only looked for
+// when the buffer was poisoned: under init data it is an ordinary value. The error is taken on the
+// decoded values (a 16-bit float as its exact float value).
 template <typename T>
-__device__ void ktt_compare(const T* out, const T* ref, u64 n, double tol, u64* s) {
+__device__ void ktt_compare(const T* out, const T* ref, const T* init, u64 n, double tol, u64* s) {
     u64 bad = 0, first = ~0ull, maxbits = 0, unwritten = 0, nonfinite = 0;
     const u64 stride = (u64)gridDim.x * blockDim.x;
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         T o = out[i];
         T r = ref[i];
         bool is_bad = false;
-        if (ktt_poison(o)) { unwritten++; is_bad = true; }
+        if (init == nullptr && ktt_poison(o, i)) { unwritten++; is_bad = true; }
         else if (!ktt_finite(o)) { nonfinite++; is_bad = true; }
         else {
-            double e = fabs((double)o - (double)r);
+            double e = fabs((double)ktt_value(o) - (double)ktt_value(r));
             if (!(e <= tol)) is_bad = true;
             if (e == e) { u64 b = (u64)__double_as_longlong(e); maxbits = b > maxbits ? b : maxbits; }
         }
+        if (is_bad && init != nullptr && ktt_same(o, init[i])) unwritten++;
         if (is_bad) { bad++; first = i < first ? i : first; }
     }
     ktt_flush(s, bad, first, maxbits, unwritten, nonfinite);
 }
 
-extern "C" __global__ void ktt_compare_f32(const float* o, const float* r, u64 n, double tol, u64* s) {
-    ktt_compare(o, r, n, tol, s);
+extern "C" __global__ void ktt_compare_f32(const float* o, const float* r, const float* init, u64 n, double tol,
+                                           u64* s) {
+    ktt_compare(o, r, init, n, tol, s);
 }
-extern "C" __global__ void ktt_compare_f64(const double* o, const double* r, u64 n, double tol, u64* s) {
-    ktt_compare(o, r, n, tol, s);
+extern "C" __global__ void ktt_compare_f64(const double* o, const double* r, const double* init, u64 n, double tol,
+                                           u64* s) {
+    ktt_compare(o, r, init, n, tol, s);
 }
-extern "C" __global__ void ktt_compare_i32(const int* o, const int* r, u64 n, double tol, u64* s) {
-    ktt_compare(o, r, n, tol, s);
+extern "C" __global__ void ktt_compare_bf16(const ktt_bf16* o, const ktt_bf16* r, const ktt_bf16* init, u64 n,
+                                            double tol, u64* s) {
+    ktt_compare(o, r, init, n, tol, s);
+}
+extern "C" __global__ void ktt_compare_f16(const ktt_f16* o, const ktt_f16* r, const ktt_f16* init, u64 n, double tol,
+                                           u64* s) {
+    ktt_compare(o, r, init, n, tol, s);
+}
+extern "C" __global__ void ktt_compare_i32(const int* o, const int* r, const int* init, u64 n, double tol, u64* s) {
+    ktt_compare(o, r, init, n, tol, s);
+}
+extern "C" __global__ void ktt_compare_i8(const signed char* o, const signed char* r, const signed char* init, u64 n,
+                                          double tol, u64* s) {
+    ktt_compare(o, r, init, n, tol, s);
+}
+extern "C" __global__ void ktt_compare_i16(const short* o, const short* r, const short* init, u64 n, double tol,
+                                           u64* s) {
+    ktt_compare(o, r, init, n, tol, s);
+}
+extern "C" __global__ void ktt_compare_i64(const long long* o, const long long* r, const long long* init, u64 n,
+                                           double tol, u64* s) {
+    ktt_compare(o, r, init, n, tol, s);
 }
 
 // Words of a that differ from b (mutation, drift between runs).
@@ -111,7 +173,21 @@ extern "C" __global__ void ktt_busy(float* sink, int iterations) {
 }
 """
 
-COMPARE_KERNELS = {"float": "ktt_compare_f32", "double": "ktt_compare_f64", "int": "ktt_compare_i32"}
+COMPARE_KERNELS = {
+    "float": "ktt_compare_f32",
+    "double": "ktt_compare_f64",
+    "int": "ktt_compare_i32",
+    "char": "ktt_compare_i8",
+    "short": "ktt_compare_i16",
+    "long": "ktt_compare_i64",
+    "bf16": "ktt_compare_bf16",
+    "half": "ktt_compare_f16",
+}
+
+
+def poison_word(dtype: str) -> int:
+    """The 32-bit word a poisoned buffer of ``dtype`` is filled with."""
+    return POISON16X2 if dtype in HALF_DTYPES else POISON32
 
 
 @dataclass
@@ -150,10 +226,18 @@ class GpuChecks:
     def _grid(self, n: int) -> tuple[int, int, int]:
         return (max(1, min(self.grid_cap, (n + BLOCK - 1) // BLOCK)), 1, 1)
 
-    def compare(self, dtype: str, out: int, ref: int, n: int, tol: float) -> int:
+    def compare(self, dtype: str, out: int, ref: int, n: int, tol: float, init: int | None = None) -> int:
+        """``init``: the device copy of the buffer's init data (None when it was poisoned)."""
         slot = self._slot()
         params = KernelParams(
-            [("ptr", out), ("ptr", ref), ("u64", n), ("double", tol), ("ptr", self.stats + slot * SLOT * 8)]
+            [
+                ("ptr", out),
+                ("ptr", ref),
+                ("ptr", init or 0),
+                ("u64", n),
+                ("double", tol),
+                ("ptr", self.stats + slot * SLOT * 8),
+            ]
         )
         self.gpu.launch(self.fn[COMPARE_KERNELS[dtype]], self._grid(n), (BLOCK, 1, 1), 0, None, params)
         return slot

@@ -14,6 +14,9 @@ first, untimed, and the reference gets what it returned; without it the referenc
 returns that buffer (the original's runner asks for one target at a time); any other
 reference is called once and returns a dict by buffer name, a tuple or list in args order,
 or, with one validated buffer, one array. torch tensors and cupy arrays come back to the host.
+A bf16 or half buffer reaches the reference as a float32 array of its values (numpy has no
+bfloat16) and what it returns for one is rounded to that dtype (ktt.half_types); cpu_c gets the
+16-bit patterns, as inputs.hpp's uint16_t.
 
 Timing (``--time``, input set 0): a reference that computes on the GPU (it returns torch or
 cupy device arrays, or imports torch and has ``prepare_input``) is timed with CUDA events
@@ -40,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ktt import half_types
 from ktt.capped_read import (
     MAX_SOURCE_BYTES,
     ReadRefused,
@@ -102,9 +106,9 @@ def _cpu_function(problem: Problem, shape: Shape, work: WorkDir) -> Any:
 
 
 def _host_array(value: Any) -> np.ndarray:
-    """numpy from numpy, a torch tensor (any device) or a cupy array."""
+    """numpy from numpy, a torch tensor (any device; bf16 and half ones as float32) or a cupy array."""
     if hasattr(value, "detach") and hasattr(value, "cpu"):
-        value = value.detach().cpu().numpy()
+        value = half_types.host_values(value.detach().cpu()).numpy()
     elif hasattr(value, "get") and type(value).__module__.split(".")[0] == "cupy":
         value = value.get()
     return np.asarray(value)
@@ -163,6 +167,9 @@ class PythonReference:
         """Fresh copies of the inputs, through prepare_input when there is one (untimed)."""
         scalars = dict(shape.scalars)
         fresh = {k: v.copy() for k, v in inputs.items()}
+        for b in self.problem.buffers:  # numpy has no bfloat16: 16-bit floats arrive as their float32 values
+            if b.dtype in half_types.HALF_DTYPES:
+                fresh[b.name] = half_types.decode(fresh[b.name], b.dtype)
         if self.prepare is not None:
             return (self.prepare(scalars, fresh),)
         return (scalars, fresh)
@@ -210,7 +217,10 @@ class PythonReference:
         if value is None:
             raise ReferenceFailure(f"{self.problem.reference.file}: the reference returned nothing for {name!r}")
         buffer = next(b for b in self.problem.validated if b.name == name)
-        arr = _host_array(value).astype(buffer.numpy_dtype, copy=False).ravel()
+        if buffer.dtype in half_types.HALF_DTYPES:  # values, rounded to the 16-bit float
+            arr = half_types.encode(_host_array(value), buffer.dtype)
+        else:
+            arr = _host_array(value).astype(buffer.numpy_dtype, copy=False).ravel()
         if arr.size != shape.sizes[name]:
             raise ReferenceFailure(
                 f"{self.problem.reference.file}: the reference returned {arr.size} values for {name}, "

@@ -4,11 +4,15 @@ Input set 0 depends only on each buffer's seed (its ``seed:``, else a hash of it
 so every run of a problem sees the same primary inputs. Set 1 and later are the fresh
 inputs a configuration must also pass before it may be reported as best; they also mix
 in the run's ``--seed``. Buffers read from files, or filled by a custom C++ body, are the
-same in every set.
+same in every set. Outputs are made here too: as in the original, every buffer, ``write``
+included, starts each run with its ``init`` data (a kernel may accumulate into ``zeros``);
+only under ``validation.poison_outputs`` is a write buffer poisoned on the device instead.
 
 ``init: custom`` means what it means in the original: ``body`` is the body of a host
 function ``std::vector<dtype> gen_<name>()``, with the ``host`` scalars in scope as
-``inline constexpr`` values of the shape, after ``headers`` and ``shared_setup``. All the
+``inline constexpr`` values of the shape, after ``headers`` and ``shared_setup`` (a bf16 or
+half buffer's body returns ``std::vector<ktt_bf16>`` / ``std::vector<ktt_half>``, two-byte
+types that convert from and to float: ktt.half_types). All the
 generators of a shape go into one C++ program, built once (content-addressed, in the host
 build cache) and run in its own process with a time limit; it writes each buffer to a
 file, and a vector of the wrong length is an error naming the buffer.
@@ -26,10 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ktt import procs
+from ktt import half_types, procs
 from ktt.capped_read import MAX_YAML_BYTES, read_text_capped
+from ktt.half_types import HALF_DTYPES
 from ktt.host_compiler import HostCompileError, build_executable, default_host_cache_dir
 from ktt.problem.errors import ProblemError
+from ktt.problem.files import INTEGER_DTYPES
 from ktt.problem.model import Buffer, Problem, Shape
 from ktt.problem.yaml_io import yaml_value_lines
 
@@ -57,8 +63,8 @@ def make_buffer(
 ) -> np.ndarray:
     n = shape.sizes[buffer.name]
     dtype = np.dtype(buffer.numpy_dtype)
-    if buffer.access == "write":
-        return np.zeros(n, dtype)  # poisoned on the device before every run
+    if problem.poisoned(buffer):
+        return np.zeros(n, dtype)  # poisoned on the device before every run; references start from zeros
     if buffer.init == "zeros":
         return np.zeros(n, dtype)
     if buffer.init == "file":
@@ -68,6 +74,9 @@ def make_buffer(
         return generated_inputs(problem, shape, work_dir)[buffer.name].copy()
     rng = rng_for(buffer, set_index, run_seed)
     low, high = buffer.value_range
+    if buffer.dtype in HALF_DTYPES:  # uniform in float32, rounded to the 16-bit float (nearest even)
+        values = rng.random(n, dtype=np.float32) * np.float32(high - low) + np.float32(low)
+        return half_types.encode(values, buffer.dtype)
     if dtype.kind == "f":
         values = rng.random(n, dtype=np.float64 if dtype.itemsize == 8 else np.float32)
         return (values * dtype.type(high - low) + dtype.type(low)).astype(dtype, copy=False)
@@ -94,8 +103,13 @@ def custom_buffers(problem: Problem) -> list[tuple[int, Buffer]]:
     return [(i, a) for i, a in enumerate(problem.args) if isinstance(a, Buffer) and a.init == "custom"]
 
 
+def _generator_type(buffer: Buffer) -> str:
+    """The element type a custom body returns: the C type, or ktt_bf16 / ktt_half for a 16-bit float."""
+    return half_types.GENERATOR_CTYPES.get(buffer.dtype, buffer.ctype)
+
+
 def _literal(value: int | float, dtype: str) -> str:
-    if dtype == "int":
+    if dtype in INTEGER_DTYPES:
         return str(int(value))
     text = repr(float(value))
     return f"{text}f" if dtype == "float" else text
@@ -137,6 +151,10 @@ def generator_source(problem: Problem, shape: Shape) -> GeneratorSource:
         emit(f"#include <{header}>")
     for header in problem.headers:
         emit(f"#include {header}" if header.startswith(("<", '"')) else f'#include "{header}"')
+    customs = custom_buffers(problem)
+    if any(b.dtype in HALF_DTYPES for _, b in customs):
+        emit(half_types.C_HELPERS.rstrip("\n"))
+        emit(half_types.CXX_TYPES.rstrip("\n"))
     host = [s for s in problem.scalars if "host" in s.placements]
     if host:
         emit("// host scalars of this shape")
@@ -145,9 +163,8 @@ def generator_source(problem: Problem, shape: Shape) -> GeneratorSource:
     if problem.shared_setup.strip():
         emit("// shared_setup")
         user(problem.shared_setup, "shared_setup", ("shared_setup",))
-    customs = custom_buffers(problem)
     for i, b in customs:
-        emit(f"inline std::vector<{b.ctype}> gen_{b.name}() {{")
+        emit(f"inline std::vector<{_generator_type(b)}> gen_{b.name}() {{")
         user(b.body or "", f"args[{i}] ({b.name}).body", ("args", i, "body"))
         emit("}")
     emit("static int ktt_write(const std::string& path, const void* data, size_t bytes) {")
@@ -160,16 +177,15 @@ def generator_source(problem: Problem, shape: Shape) -> GeneratorSource:
     emit("    if (argc < 2) return 2;")
     emit("    const std::string dir = argv[1];")
     for _, b in customs:
-        if b.access == "write":
-            continue  # an output's initial contents are never used (it is poisoned)
         n = shape.sizes[b.name]
         emit("    try {")
-        emit(f"        std::vector<{b.ctype}> v = gen_{b.name}();")
+        emit(f"        std::vector<{_generator_type(b)}> v = gen_{b.name}();")
         emit(f"        if (v.size() != (size_t){n}ULL) {{")
         emit(f'            std::fprintf(stderr, "ktt-gen-size {b.name} %zu\\n", v.size());')
         emit("            return 3;")
         emit("        }")
-        emit(f'        if (ktt_write(dir + "/{b.name}.bin", v.data(), v.size() * sizeof({b.ctype}))) return 5;')
+        nbytes = f"v.size() * sizeof({_generator_type(b)})"
+        emit(f'        if (ktt_write(dir + "/{b.name}.bin", v.data(), {nbytes})) return 5;')
         emit("    } catch (const std::exception& e) {")
         emit(f'        std::fprintf(stderr, "ktt-gen-exception {b.name} %s\\n", e.what());')
         emit("        return 4;")
@@ -218,14 +234,15 @@ _MEMO: dict[tuple[str, str], dict[str, np.ndarray]] = {}
 
 
 def generated_inputs(problem: Problem, shape: Shape, work_dir: Path) -> dict[str, np.ndarray]:
-    """The custom buffers of ``shape`` (inputs only), generated once per program and kept under work_dir."""
+    """The custom buffers of ``shape`` (outputs too: they start from it), generated once per program
+    and kept under work_dir."""
     exe = build_generators(problem, shape)
     if exe is None:
         return {}
     key = (str(exe), str(work_dir))
     if key in _MEMO:
         return _MEMO[key]
-    wanted = [b for _, b in custom_buffers(problem) if b.access != "write"]
+    wanted = [b for _, b in custom_buffers(problem)]
     store = Path(work_dir) / "host" / "generated" / exe.stem
     if not all((store / f"{b.name}.bin").exists() for b in wanted):
         store.parent.mkdir(parents=True, exist_ok=True)

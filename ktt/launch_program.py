@@ -12,8 +12,10 @@ naming the tuning.yaml field, so the configuration fails as ``launch_failed`` wi
 costing GPU time. Only the ``until`` flags are left to the worker (ktt.sequence).
 
 A node is either a launch ``{"kernel", "label", "grid", "block", "smem", "stream",
-"args"}`` or ``{"repeat": {"label", "var", "passes", "until", "swap", "body"|"bodies"}}``
-where ``bodies`` holds one body per pass.
+"args"}`` (plus ``"cluster": [x, y, z]`` and ``"non_portable"`` for a cluster launch) or
+``{"repeat": {"label", "var", "passes", "until", "swap", "body"|"bodies"}}`` where ``bodies``
+holds one body per pass. A tensor-map argument is ktt.tensor_map.TensorMapGeometry.to_json(),
+checked here against its buffer's size; the worker encodes it for the buffer's address.
 """
 
 from __future__ import annotations
@@ -22,8 +24,20 @@ from collections.abc import Iterator
 from typing import Any
 
 from ktt.expressions import Expression, ExpressionError, Number
+from ktt.problem.files import DTYPES
 from ktt.problem.model import Shape
-from ktt.spec import MAX_LAUNCHES_PER_RUN, MAX_PASSES, Config, Launch, ProgramItem, Repeat, TuningSpec, evaluate_launch
+from ktt.spec import (
+    MAX_LAUNCHES_PER_RUN,
+    MAX_PASSES,
+    Config,
+    Launch,
+    LaunchFieldError,
+    ProgramItem,
+    Repeat,
+    TuningSpec,
+    evaluate_launch,
+)
+from ktt.tensor_map import TensorMapGeometry, geometry_problem
 
 Node = dict[str, Any]
 # Nodes one evaluation may build: each launch, each repeat block and each pass of a block
@@ -123,15 +137,24 @@ class _Evaluator:
     def launch(self, launch: Launch, env: dict[str, Number], loops: tuple[str, ...]) -> Node:
         try:
             g = evaluate_launch(launch, env, self.value)
+        except LaunchFieldError as exc:
+            raise ExpressionError(f"{launch.label}.{exc.field}: {exc.message}{_at(env, loops)}") from None
         except ExpressionError as exc:
             raise ExpressionError(f"{launch.label}: {exc}{_at(env, loops)}") from None
         args = []
-        for a, value in g.args:
+        for j, (a, value) in enumerate(g.args):
             if a.kind == "value":
                 args.append({"kind": "value", "dtype": a.dtype, "value": value})
+            elif isinstance(value, TensorMapGeometry):
+                count, dtype = self.sizes[a.name]
+                nbytes = count * DTYPES[dtype][1]
+                bad = geometry_problem(value, nbytes, f"{a.name!r} ({count:,} elements of {dtype})")
+                if bad is not None:
+                    raise ExpressionError(f"{launch.label}.args[{j}].{bad[0]}: {bad[1]}{_at(env, loops)}")
+                args.append(value.to_json())
             else:
                 args.append({"kind": a.kind, "name": a.name})
-        return {
+        node: Node = {
             "kernel": g.kernel,
             "label": launch.label,
             "grid": list(g.grid.as_tuple()),
@@ -140,6 +163,10 @@ class _Evaluator:
             "stream": g.stream,
             "args": args,
         }
+        if g.cluster is not None:
+            node["cluster"] = list(g.cluster.as_tuple())
+            node["non_portable"] = g.non_portable
+        return node
 
     def repeat(self, rep: Repeat, env: dict[str, Number], loops: tuple[str, ...]) -> tuple[Node, int]:
         field = f"{rep.label}.count" if rep.count is not None else f"{rep.label}.max_passes"

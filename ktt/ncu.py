@@ -3,8 +3,10 @@
 The metric catalogue covers speed of light, the memory hierarchy (with sectors per request,
 the coalescing measure), occupancy and its limiters, launch statistics, the pipes (FMA and
 tensor), local-memory traffic (register spills), branch uniformity (divergence) and warp
-stall reasons. Each entry has a label and the unit people read; the names were checked
-against ``ncu --query-metrics`` of Nsight Compute 2025.3 on an H200 (sm_90). ``parse_raw_csv`` reads the output of
+stall reasons, and Hopper's own (sm_90): wgmma next to mma.sync on the tensor pipe, TMA loads
+and stores, the wgmma stall. Each entry has a label and the unit people read; the names were
+checked against ``ncu --query-metrics`` of Nsight Compute 2025.3 on an H200 (sm_90); a metric
+an older GPU lacks is dropped from the run (ktt.profile). ``parse_raw_csv`` reads the output of
 ``ncu --import REPORT --csv --page raw --print-units base`` (or of a direct run with those
 flags) into one ``KernelProfile`` per profiled launch; it is pure text processing, usable
 in-process and tested on recorded output.
@@ -87,6 +89,22 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     MetricSpec("smsp__sass_thread_inst_executed_op_fmul_pred_on.sum", "FP32 mul thread instructions", "compute"),
     MetricSpec("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "tensor pipe busy", "compute", "%"),
     MetricSpec("sm__inst_executed_pipe_tensor.sum", "tensor pipe warp instructions", "compute", "warp instructions"),
+    # Hopper (sm_90): warpgroup MMA (wgmma: HGMMA for fp16/bf16, QGMMA for fp8) next to mma.sync (HMMA)
+    MetricSpec(
+        "sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.avg.pct_of_peak_sustained_active",
+        "tensor pipe busy with fp16/bf16/fp8 MMA (mma.sync and wgmma, sm_90)",
+        "compute",
+        "%",
+    ),
+    MetricSpec(
+        "sm__inst_executed_pipe_tensor_op_gmma.sum", "wgmma instructions (sm_90)", "compute", "warp instructions"
+    ),
+    MetricSpec(
+        "sm__inst_executed_pipe_tensor_op_hmma.sum", "mma.sync instructions (HMMA)", "compute", "warp instructions"
+    ),
+    # Hopper (sm_90): the tensor memory accelerator, one instruction per box copied
+    MetricSpec("smsp__inst_executed_op_tma_ld.sum", "TMA loads (sm_90)", "memory", "instructions, one box each"),
+    MetricSpec("smsp__inst_executed_op_tma_st.sum", "TMA stores (sm_90)", "memory", "instructions, one box each"),
     # local memory: register spills (and local arrays indexed at run time)
     MetricSpec("l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum", "local memory loaded (spills)", "local_memory", "bytes"),
     MetricSpec("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum", "local memory stored (spills)", "local_memory", "bytes"),
@@ -123,6 +141,12 @@ CATALOGUE: tuple[MetricSpec, ...] = (
             "dispatch_stall",
             "branch_resolving",
         )
+    ),
+    MetricSpec(
+        "smsp__average_warps_issue_stalled_gmma_per_issue_active.ratio",
+        "stall: gmma (waiting for wgmma, sm_90)",
+        "warp_stalls",
+        "cycles per issued instruction",
     ),
 )
 LABELS = {m.name: m for m in CATALOGUE}

@@ -445,7 +445,11 @@ _DIAG = re.compile(
     r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<sev>catastrophic error|error|warning|remark|note)"
     r"(?: #(?P<num>[\w-]+))?: (?P<msg>.*)$"
 )
-_PTXAS = re.compile(r"^(?P<tool>ptxas|nvlink|nvvm)\s*(?P<sev>error|warning|fatal|info)\s*:\s*(?P<msg>.*)$")
+# "ptxas error : ..." and "ptxas application ptx input, line 21; error   : Instruction ... not supported on .target"
+_PTXAS = re.compile(
+    r"^(?P<tool>ptxas|nvlink|nvvm)(?: application ptx input, line \d+;)?\s*(?P<sev>error|warning|fatal|info)\s*:"
+    r"\s*(?P<msg>.*)$"
+)
 _ENTRY = re.compile(r"(?:Entry function|Function properties for|function) '(?P<name>\w+)'")
 
 

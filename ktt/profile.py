@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ktt import gpu_lock, procs
-from ktt.candidates import CompileContext, KernelSource, geometry_problems, launch_plan
+from ktt.candidates import CompileContext, KernelSource, geometry_problems, launch_plan, target_arch
 from ktt.compile_cache import compile_cached, default_cache_dir
 from ktt.expressions import ExpressionError
 from ktt.launch_program import has_until, launches_per_run, program_kernels
@@ -288,7 +288,12 @@ def run_config(
     from ktt.sequence import prepare
 
     work = WorkDir(work_dir)
-    ctx = CompileContext(problem, spec, kernel, work, info.arch)
+    try:
+        arch = target_arch(info.arch, spec, problem)
+    except ProblemError as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    ctx = CompileContext(problem, spec, kernel, work, arch)
     launches, scratch = launch_plan(spec, config, shape)
     problem_text = geometry_problems(launches)
     if problem_text:

@@ -146,7 +146,9 @@ class FloorReport(_Model):
     bytes: float | None = None
     flops: float | None = None
     bandwidth_gbs: float | None = None  # measured copy bandwidth
-    peak_gflops: float | None = None  # measured or table peak used for the floor
+    peak_gflops: float | None = None  # the peak the flops are measured against (ktt.peaks)
+    flops_dtype: str | None = None  # physical_floor.flops_dtype: fp32 (CUDA cores), bf16 (tensor cores)...
+    peak_from: str | None = None  # where that peak comes from, or why there is none
     floor_ms: float | None = None
     fraction_of_floor: float | None = None  # floor_ms / best time_ms (1.0 = at the floor)
 

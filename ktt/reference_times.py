@@ -5,7 +5,10 @@ Two forms are read. The original CACAO's, in microseconds::
     {"reference_time_us": 411.28, "cases": {"t100": null, "t127": null}}
 
 where the top-level value is the primary shape's (the first case, or the only shape) and
-``cases`` holds the others by name, ``null`` meaning "not measured yet". And ktt's earlier
+``cases`` holds the others by name. ``null`` means "this shape has no baseline", as in the
+original (utils/ref_timing.py, utils/results.py): it is never timed, never overwritten, the
+shape's speedup is null and so is the score. A shape the file does not name at all is
+measured and recorded. And ktt's earlier
 form, in milliseconds: ``{"ms": 3.14, "source": "measured", "cases": {"small": 0.0077}, ...}``
 (recognised by an ``ms`` key and no ``reference_time_us``).
 
@@ -13,8 +16,8 @@ Provenance is kept per value under ``provenance``, a key the original ignores, m
 layout of the values (``{"reference_time_us": {...}, "cases": {"t100": {...}}}``): a value ktt
 measured records ``source: measured``, the device, the date and the method. A value without
 such a record was not measured by ktt (written by hand, or carried from elsewhere): it is a
-seed. A seed is never overwritten nor relabelled; only missing or null values are measured
-and filled in, in the file's own form and unit, so the original can still read the file.
+seed. A seed (and a null) is never overwritten nor relabelled; only missing values are
+measured and filled in, in the file's own form and unit, so the original can still read the file.
 
 A file that cannot be read or does not have this shape is an error that names the file and
 the field (``ReferenceTimeError``); it is never silently replaced.
@@ -41,6 +44,8 @@ ORIGINAL_KEY = "reference_time_us"
 LEGACY_KEY = "ms"
 
 Form = Literal["original", "legacy"]
+Source = Literal["measured", "seeded", "no baseline"]
+NO_BASELINE: Source = "no baseline"  # the source of an explicit null: the shape has no baseline
 
 
 class ReferenceTimeError(Exception):
@@ -49,13 +54,31 @@ class ReferenceTimeError(Exception):
 
 @dataclass(frozen=True)
 class ReferenceTime:
-    """One shape's denominator. ``ms`` None: not measured yet (absent or null)."""
+    """One shape's denominator. ``ms`` None with ``source`` NO_BASELINE: the file says null (no
+    baseline, never measured); ``ms`` None with no source: the file does not name it (measure it)."""
 
     ms: float | None
-    source: Literal["measured", "seeded"] | None = None
+    source: Source | None = None
     device: str | None = None
     measured_at: str | None = None
     method: str | None = None
+
+    @property
+    def no_baseline(self) -> bool:
+        return self.ms is None and self.source == NO_BASELINE
+
+    @property
+    def to_measure(self) -> bool:
+        return self.ms is None and self.source is None
+
+    def describe(self) -> str:
+        """For --check: 'seeded 1.773 ms', 'measured 0.41 ms (NVIDIA H200)', 'no baseline (null)', ..."""
+        if self.no_baseline:
+            return "no baseline (null): never timed; its speedup and the score are null"
+        if self.ms is None:
+            return "to be measured on the first tuning (then recorded here)"
+        where = f" ({self.device})" if self.source == "measured" and self.device else ""
+        return f"{self.source} {self.ms:.4g} ms{where}"
 
 
 @dataclass(frozen=True)
@@ -96,23 +119,23 @@ class ReferenceTimes:
     def top_key(self) -> str:
         return ORIGINAL_KEY if self.form == "original" else LEGACY_KEY
 
-    def _slot(self, name: str) -> tuple[Any, Any]:
-        """(value, provenance record) of one shape, as stored."""
+    def _slot(self, name: str) -> tuple[Any, Any, bool]:
+        """(value, provenance record, whether the file names the shape at all) of one shape."""
         prov = self.raw.get("provenance") if isinstance(self.raw.get("provenance"), dict) else {}
         cases = self.raw.get("cases") if isinstance(self.raw.get("cases"), dict) else {}
         prov_cases = prov.get("cases") if isinstance(prov.get("cases"), dict) else {}
         if name == self.primary and self.raw.get(self.top_key) is not None:
-            return self.raw.get(self.top_key), prov.get(self.top_key)
+            return self.raw.get(self.top_key), prov.get(self.top_key), True
         if name in cases:
-            return cases[name], prov_cases.get(name)
+            return cases[name], prov_cases.get(name), True
         if name == self.primary:
-            return self.raw.get(self.top_key), prov.get(self.top_key)
-        return None, None
+            return self.raw.get(self.top_key), prov.get(self.top_key), self.top_key in self.raw
+        return None, None, False
 
     def get(self, name: str) -> ReferenceTime:
-        value, record = self._slot(name)
+        value, record, named = self._slot(name)
         if value is None:
-            return ReferenceTime(None)
+            return ReferenceTime(None, NO_BASELINE if named else None)
         ms = float(value) * self.scale
         if isinstance(record, dict) and record.get("source") == "measured":
             return ReferenceTime(
@@ -136,7 +159,7 @@ def _check_value(path: Path, field: str, value: Any, unit: str) -> None:
     number = finite_number(value)
     if value is not None and (number is None or number <= 0):
         raise ReferenceTimeError(
-            f"{path}: {field}: {short_json(value)} is not a positive number of {unit} (or null: not measured yet)"
+            f"{path}: {field}: {short_json(value)} is not a positive number of {unit} (or null: no baseline)"
         )
 
 
@@ -207,7 +230,7 @@ def _file_lock(path: Path) -> Iterator[None]:
 
 
 def record_measurements(path: Path, primary: str, measured: dict[str, Measurement]) -> ReferenceTimes:
-    """Fill in the shapes whose value is missing or null; every value already there stays as it is.
+    """Fill in the shapes the file does not name; every value already there (a null too) stays as it is.
 
     The file is read again under a lock right before the write, so a value written meanwhile
     (another tuning, a person) wins. Returns the file as written (or as found, if nothing was new).
@@ -218,8 +241,8 @@ def record_measurements(path: Path, primary: str, measured: dict[str, Measuremen
         prov = raw.setdefault("provenance", {})
         changed = False
         for name, m in measured.items():
-            if current.get(name).ms is not None:
-                continue
+            if not current.get(name).to_measure:
+                continue  # a value, or null: no baseline
             value = m.ms / current.scale
             if name == primary and not (isinstance(raw.get("cases"), dict) and name in raw["cases"]):
                 raw[current.top_key] = value

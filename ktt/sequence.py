@@ -3,6 +3,12 @@
 The program comes evaluated from ktt.launch_program: launches, and loops whose passes run
 in order on the main stream, exchanging buffer bindings after each pass (``swap``) and,
 for an ``until`` loop, reading a flag back after each pass.
+
+A tensor-map argument is encoded for the address its buffer name is bound to when the
+arguments are packed, and packed arguments are kept per binding: a map is encoded again
+exactly when the address changes (a swap partner's memory, a re-allocated buffer), never per
+launch. A cluster launch gets its CUlaunchConfig once, here, after the driver said that one
+cluster of that shape fits the device; plain launches keep cuLaunchKernel.
 """
 
 from __future__ import annotations
@@ -16,8 +22,10 @@ import numpy as np
 from ktt.buffers import Guarded, ShapeBuffers, alloc_guarded
 from ktt.device import CudaError, F, Gpu, KernelParams
 from ktt.gpu_checks import POISON32
+from ktt.tensor_map import TensorMapGeometry, address_problem
 
-ARG_KINDS = {"int": "int", "float": "float", "double": "double"}
+ARG_KINDS = {"int": "int", "float": "float", "double": "double", "char": "char", "short": "short", "long": "long"}
+INTEGER_KINDS = frozenset({"int", "char", "short", "long"})
 
 
 class LaunchRejected(Exception):
@@ -36,19 +44,47 @@ class PreparedLaunch:
     block: tuple[int, int, int]
     smem: int
     stream: int
-    args: list[tuple[str, Any]]  # ("bind", buffer or scratch name) or (scalar kind, value)
+    # ("bind", buffer or scratch name), ("tmap", (name, TensorMapGeometry, arg index)) or (scalar kind, value)
+    args: list[tuple[str, Any]]
     label: str = ""
+    config: Any = None  # a cluster launch's CUlaunchConfig (None: a plain cuLaunchKernel)
+    encode: Any = None  # (TensorMapGeometry, address) -> 128 bytes, for launches with tensor maps
     _packed: dict[tuple[int, ...], KernelParams] = field(default_factory=dict)
+    _bound: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        self._bound = tuple(v if k == "bind" else v[0] for k, v in self.args if k in ("bind", "tmap"))
 
     def params(self, bindings: dict[str, int]) -> KernelParams:
         """The packed arguments for the current buffer bindings (packed once per binding, then reused)."""
-        key = tuple(bindings[v] for k, v in self.args if k == "bind")
+        key = tuple(bindings[name] for name in self._bound)
         packed = self._packed.get(key)
         if packed is None:
-            ptrs = iter(key)
-            packed = KernelParams([("ptr", next(ptrs)) if k == "bind" else (k, v) for k, v in self.args])
-            self._packed[key] = packed
+            packed = self._packed[key] = self._pack(key)
         return packed
+
+    def _pack(self, key: tuple[int, ...]) -> KernelParams:
+        ptrs = iter(key)
+        values: list[tuple[str, Any]] = []
+        for kind, v in self.args:
+            if kind == "bind":
+                values.append(("ptr", next(ptrs)))
+            elif kind == "tmap":
+                _, geometry, j = v
+                address = next(ptrs)
+                why = address_problem(address)
+                if why is not None:
+                    raise CudaError("CUDA_ERROR_INVALID_VALUE", f"{self.label}.args[{j}]: {why}")
+                try:
+                    values.append(("tmap", self.encode(geometry, address)))
+                except CudaError as exc:
+                    if exc.sticky:
+                        raise
+                    where = f"{self.label}.args[{j}]: cuTensorMapEncodeTiled refused the map"
+                    raise CudaError(exc.name, where) from None
+            else:
+                values.append((kind, v))
+        return KernelParams(values)
 
 
 @dataclass
@@ -74,6 +110,9 @@ class Sequence:
     nbytes: dict[str, int] = field(default_factory=dict)
     copy_back: list[str] = field(default_factory=list)  # swapped boundary buffers
     passes: dict[str, int] = field(default_factory=dict)  # loop label -> passes in the last run (last entry)
+    # The shape's buffers (ShapeBuffers.dev): read at every run, so a buffer re-allocated between
+    # runs is bound (and its tensor maps encoded) at its new address.
+    boundary: dict[str, Guarded] = field(default_factory=dict)
     _flag_host: Any = None
     _fork: Any = None
     _joins: dict[int, Any] = field(default_factory=dict)
@@ -116,6 +155,9 @@ class Sequence:
             gpu.record(self._fork)
             for s in side:
                 gpu.wait_event(gpu.side_stream(s), self._fork)
+        for name, g in self.boundary.items():
+            if self.home[name] != g.ptr:
+                self.home[name], self.nbytes[name] = g.ptr, g.nbytes
         bindings = dict(self.home)
         self.passes = {}
         if events is not None and self.launch_events():
@@ -134,6 +176,14 @@ class Sequence:
                 gpu.d2d(self.home[name], bindings[name], self.nbytes[name])
 
     def _launch(self, launch: PreparedLaunch, bindings: dict[str, int]) -> None:
+        if launch.config is not None:
+            try:
+                self.gpu.launch_ex(launch.config, launch.func, launch.params(bindings))
+            except CudaError as exc:
+                if exc.sticky or not exc.launch_limit:
+                    raise
+                raise CudaError(exc.name, f"{launch.label} ({launch.kernel}): cluster launch refused") from None
+            return
         self.gpu.launch(
             launch.func,
             launch.grid,
@@ -188,6 +238,7 @@ class _KernelInfo:
     regs: int
     static_smem: int
     dynamic_smem: int = 0  # the largest dynamic shared memory already allowed (attribute raised)
+    non_portable: bool = False  # non-portable cluster sizes already allowed
 
 
 def prepare(gpu: Gpu, bufs: ShapeBuffers, cubin: bytes, launches: list[dict], scratch: list[dict]) -> Sequence:
@@ -198,7 +249,7 @@ def prepare(gpu: Gpu, bufs: ShapeBuffers, cubin: bytes, launches: list[dict], sc
         if exc.sticky:
             raise
         raise LaunchRejected(f"the module does not load on this device: {exc.name}") from None
-    seq = Sequence(gpu, module, [])
+    seq = Sequence(gpu, module, [], boundary=bufs.dev)
     try:
         for name, g in bufs.dev.items():
             seq.home[name] = g.ptr
@@ -214,6 +265,14 @@ def prepare(gpu: Gpu, bufs: ShapeBuffers, cubin: bytes, launches: list[dict], sc
         seq.copy_back = sorted(builder.swapped & boundary)
         if builder.has_until:
             seq._flag_host = gpu.pinned(4, np.int32)
+        for launch in seq.launches:  # maps for the declared bindings now: a refusal names its argument
+            if launch.encode is not None:
+                try:
+                    launch.params(seq.home)
+                except CudaError as exc:
+                    if exc.sticky:
+                        raise
+                    raise LaunchRejected(f"{exc.call}: {exc.name}") from None
     except BaseException:
         with contextlib.suppress(CudaError):
             seq.free()
@@ -326,15 +385,67 @@ class _Builder:
                 raise LaunchRejected(f"{where}: {smem} B dynamic shared memory refused: {exc.name}") from None
             info.dynamic_smem = smem
         values: list[tuple[str, Any]] = []
-        for arg in launch["args"]:
-            if arg["kind"] in ("buffer", "scratch"):
+        for j, arg in enumerate(launch["args"]):
+            if arg["kind"] in ("buffer", "scratch", "tensor_map"):
                 if arg["name"] not in self.seq.home:
                     raise LaunchRejected(f"{where}: no buffer or scratch {arg['name']!r}")
-                values.append(("bind", arg["name"]))
+                if arg["kind"] == "tensor_map":
+                    values.append(("tmap", (arg["name"], TensorMapGeometry.from_json(arg), j)))
+                else:
+                    values.append(("bind", arg["name"]))
             else:
                 kind = ARG_KINDS[arg["dtype"]]
                 value = arg["value"]
-                values.append((kind, int(value) if kind == "int" else float(value)))
-        prepared = PreparedLaunch(name, info.func, grid, block, smem, int(launch.get("stream", 0)), values, label)  # type: ignore[arg-type]
+                values.append((kind, int(value) if kind in INTEGER_KINDS else float(value)))
+        stream = int(launch.get("stream", 0))
+        config = None
+        if launch.get("cluster") is not None:
+            config = self.cluster(launch, info, where, grid, block, smem, stream)  # type: ignore[arg-type]
+        prepared = PreparedLaunch(
+            name,
+            info.func,
+            grid,  # type: ignore[arg-type]
+            block,  # type: ignore[arg-type]
+            smem,
+            stream,
+            values,
+            label,
+            config,
+            gpu.encode_tensor_map if any(k == "tmap" for k, _ in values) else None,
+        )
         self.seq.launches.append(prepared)
         return prepared
+
+    def cluster(
+        self,
+        launch: dict,
+        info: _KernelInfo,
+        where: str,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        smem: int,
+        stream: int,
+    ) -> Any:
+        """The launch config of a cluster launch, once the driver says one cluster fits the device."""
+        gpu = self.gpu
+        cluster = tuple(int(v) for v in launch["cluster"])
+        shape = "x".join(map(str, cluster))
+        if not gpu.props.cluster_launch:
+            raise LaunchRejected(f"{where}: this device cannot launch thread-block clusters")
+        try:
+            if launch.get("non_portable") and not info.non_portable:
+                gpu.allow_non_portable_clusters(info.func)
+                info.non_portable = True
+            config = gpu.cluster_config(grid, block, smem, gpu.side_stream(stream), cluster)
+            fits = gpu.max_active_clusters(info.func, config)
+        except CudaError as exc:
+            if exc.sticky:
+                raise
+            raise LaunchRejected(f"{where}: cluster {shape} refused by the driver ({exc.call}: {exc.name})") from None
+        if fits < 1:
+            threads = block[0] * block[1] * block[2]
+            raise LaunchRejected(
+                f"{where}: not one cluster of {shape} blocks fits this device ({threads} threads, "
+                f"{info.static_smem + smem} B shared memory and {info.regs} registers per thread in each block)"
+            )
+        return config

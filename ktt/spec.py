@@ -9,6 +9,11 @@ variable, buffer swaps between passes), as the original's C++ launchers did.
 
 Expressions (restrictions, grid, block, shared memory, scratch sizes) are evaluated by
 ``ktt.expressions`` over the tune parameters and the problem's scalars.
+
+Hopper launches (docs/TUNING_SPEC.md, "Targets, tensor maps and clusters"): ``arch`` picks the
+compile target, a ``{tensor_map: BUFFER, ...}`` argument passes a TMA descriptor that the worker
+encodes for the buffer (ktt.tensor_map holds its rules), and ``cluster: {x, y, z}`` launches
+thread-block clusters.
 """
 
 from __future__ import annotations
@@ -28,6 +33,19 @@ from ktt.problem.errors import ProblemError
 from ktt.problem.files import DTYPES, check_dtype, reject_bool
 from ktt.problem.model import Buffer, Dim3, Problem, Scalar, Shape
 from ktt.problem.yaml_io import parse_yaml_mapping, read_yaml_mapping, validate_model
+from ktt.tensor_map import (
+    BUFFER_TMA_DTYPE,
+    FLOAT_DTYPES,
+    L2_PROMOTION_BYTES,
+    MAX_RANK,
+    SWIZZLE_BYTES,
+    TMA_DTYPES,
+    TensorMapGeometry,
+    layout_problem,
+    packed_strides,
+    static_problem,
+)
+from ktt.toolkit import normalize_arch
 
 ParamValue = int | float | str
 Config = dict[str, ParamValue]
@@ -47,6 +65,9 @@ MAX_LAUNCH_ITEMS = 256  # launch and repeat items written in tuning.yaml, all le
 MAX_REPEAT_DEPTH = 3  # repeat blocks nested in one another
 MAX_PASSES = 10_000  # the largest count or max_passes of one repeat block
 MAX_LAUNCHES_PER_RUN = 20_000  # kernel launches of one run of a configuration (until loops at max_passes)
+# Thread-block clusters: 8 blocks is the portable limit; larger (Hopper: 16) needs non_portable: true.
+MAX_PORTABLE_CLUSTER = 8
+MAX_CLUSTER = 16
 
 
 _MAIN_STREAM = Expression(0)
@@ -54,6 +75,15 @@ _MAIN_STREAM = Expression(0)
 
 class SpecError(ProblemError):
     """A mistake in tuning.yaml (same one-line form as problem errors)."""
+
+
+class LaunchFieldError(ExpressionError):
+    """A value of one launch that fails for a configuration, in a field below the launch ('cluster')."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")
 
 
 class _SpecModel(BaseModel):
@@ -99,7 +129,58 @@ class ValueArg(_SpecModel):
         return _unquoted_comma(data, ("value", "dtype"))
 
 
-LaunchArg = Annotated[str | ValueArg, Field(union_mode="left_to_right")]
+class TensorMapArg(_SpecModel):
+    """A TMA descriptor of a buffer, e.g. ``{tensor_map: A, dims: [K, M], box: [64, BM], swizzle: 128B}``.
+
+    ``dims``, ``box`` and ``strides`` are innermost first (the driver's order); ``strides``
+    (the steps of dims[1:], in elements) default to a dense tensor."""
+
+    tensor_map: str
+    dtype: str | None = None  # a TMA element type; default: the buffer's
+    dims: list[int | str]
+    box: list[int | str]
+    strides: list[int | str] | None = None
+    # A name, or an expression for the size in bytes (0: none), so a tune parameter can choose it.
+    swizzle: int | str = "none"  # none | 32B | 64B | 128B
+    l2_promotion: int | str = "none"  # none | 64B | 128B | 256B
+    oob_fill: Literal["none", "nan"] = "none"
+
+    _nb = field_validator("swizzle", "l2_promotion", mode="before")(reject_bool)
+
+    @field_validator("dims", "box", "strides", mode="before")
+    @classmethod
+    def _no_bools(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            for v in value:
+                reject_bool(v)
+        return value
+
+    @field_validator("dtype")
+    @classmethod
+    def _tma_dtype(cls, value: str | None) -> str | None:
+        if value is not None and value not in TMA_DTYPES:
+            raise ValueError(f"unknown tensor-map dtype {value!r} (allowed: {', '.join(TMA_DTYPES)})")
+        return value
+
+
+def _arg_kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "function-tensor_map" if "tensor_map" in value else "function-value"
+    return "function-name"
+
+
+LaunchArg = Annotated[
+    Annotated[str, Tag("function-name")]
+    | Annotated[TensorMapArg, Tag("function-tensor_map")]
+    | Annotated[ValueArg, Tag("function-value")],
+    Discriminator(_arg_kind),
+]
+
+
+class ClusterSpec(Dim3Spec):
+    """Blocks per thread-block cluster; more than 8 only with ``non_portable: true``."""
+
+    non_portable: bool = False
 
 
 class LaunchSpec(_SpecModel):
@@ -109,6 +190,7 @@ class LaunchSpec(_SpecModel):
     shared_mem: int | str = Field(default=0, alias="shared_mem")
     args: list[LaunchArg] | None = None  # None: the problem's boundary, in args order
     stream: int | str = 0  # 0: the main stream; N > 0: a side stream, forked from and joined to the main one
+    cluster: ClusterSpec | None = None  # thread-block clusters (cuLaunchKernelEx)
 
     _nb = field_validator("shared_mem", "stream", mode="before")(reject_bool)
 
@@ -170,8 +252,14 @@ class TuningFile(_SpecModel):
     launches: list[LaunchItem]
     scratch: list[ScratchSpec] = Field(default_factory=list)
     compiler_options: list[str] = Field(default_factory=list)
+    arch: str | None = None  # the compile target, e.g. sm_90 or sm_90a (default: see ktt.toolkit.compile_target)
     duration_s: float | None = Field(default=None, gt=0)
     max_configs: int | None = Field(default=None, gt=0)
+
+    @field_validator("arch")
+    @classmethod
+    def _arch(cls, value: str | None) -> str | None:
+        return None if value is None else normalize_arch(value)
 
     @model_validator(mode="before")
     @classmethod
@@ -214,13 +302,32 @@ class TuningFile(_SpecModel):
 
 
 @dataclass(frozen=True)
-class ResolvedArg:
-    """One kernel argument of one launch: a problem buffer, a scratch buffer or a value."""
+class TensorMapExprs:
+    """A tensor-map argument as written: expressions, evaluated per configuration (and pass)."""
 
-    kind: Literal["buffer", "scratch", "value"]
+    buffer: str
+    dtype: str  # a ktt.tensor_map.TMA_DTYPES name
+    dims: tuple[Expression, ...]
+    box: tuple[Expression, ...]
+    strides: tuple[Expression, ...] | None  # None: dense
+    swizzle: str | Expression  # a SWIZZLE_BYTES name, or bytes per configuration
+    l2_promotion: str | Expression  # an L2_PROMOTION_BYTES name, or bytes per configuration
+    oob_fill: str
+
+    def expressions(self) -> tuple[Expression, ...]:
+        chosen = tuple(e for e in (self.swizzle, self.l2_promotion) if isinstance(e, Expression))
+        return (*self.dims, *self.box, *(self.strides or ()), *chosen)
+
+
+@dataclass(frozen=True)
+class ResolvedArg:
+    """One kernel argument of one launch: a problem buffer, a scratch buffer, a value or a tensor map."""
+
+    kind: Literal["buffer", "scratch", "value", "tensor_map"]
     name: str
     dtype: str
     expr: Expression | None = None  # for kind == value
+    tensor_map: TensorMapExprs | None = None  # for kind == tensor_map (name: the buffer it maps)
 
 
 @dataclass(frozen=True)
@@ -232,15 +339,20 @@ class Launch:
     args: tuple[ResolvedArg, ...]
     stream: Expression = _MAIN_STREAM
     label: str = ""  # its tuning.yaml field, e.g. "launches[1].repeat.body[0]"
+    cluster: tuple[Expression, Expression, Expression] | None = None
+    non_portable: bool = False  # a cluster above MAX_PORTABLE_CLUSTER blocks is allowed
 
     def names(self) -> set[str]:
         """Every name its expressions read."""
         out: set[str] = set()
-        for e in (*self.grid, *self.block, self.shared_mem, self.stream):
+        for e in (*self.grid, *self.block, self.shared_mem, self.stream, *(self.cluster or ())):
             out |= e.names
         for a in self.args:
             if a.expr is not None:
                 out |= a.expr.names
+            if a.tensor_map is not None:
+                for e in a.tensor_map.expressions():
+                    out |= e.names
         return out
 
 
@@ -307,8 +419,11 @@ class LaunchGeometry:
     grid: Dim3
     block: Dim3
     shared_mem: int
-    args: tuple[tuple[ResolvedArg, Number | None], ...]  # value only for kind == value
+    # value for kind == value, the evaluated map (buffer bounds not yet checked) for kind == tensor_map
+    args: tuple[tuple[ResolvedArg, Number | TensorMapGeometry | None], ...]
     stream: int = 0
+    cluster: Dim3 | None = None
+    non_portable: bool = False
 
 
 @dataclass
@@ -322,6 +437,18 @@ class TuningSpec:
     duration_s: float | None
     max_configs: int | None
     buffer_dtypes: dict[str, str] = dataclasses.field(default_factory=dict)  # the problem's buffers (swap partners)
+    arch: str | None = None  # tuning.yaml's compile target, when it names one
+
+    @property
+    def uses_hopper_launches(self) -> str | None:
+        """The field of the first tensor-map argument or cluster launch (they need sm_90 or newer)."""
+        for launch in self.kernel_launches():
+            if launch.cluster is not None:
+                return f"{launch.label}.cluster"
+            for j, a in enumerate(launch.args):
+                if a.kind == "tensor_map":
+                    return f"{launch.label}.args[{j}]"
+        return None
 
     @property
     def param_names(self) -> list[str]:
@@ -379,13 +506,88 @@ def evaluate_launch(
     grid = Dim3(*(int(value(e, env, True)) for e in launch.grid))
     block = Dim3(*(int(value(e, env, True)) for e in launch.block))
     smem = int(value(launch.shared_mem, env, True))
-    args = tuple((a, value(a.expr, env, False) if a.expr is not None else None) for a in launch.args)
+    args: list[tuple[ResolvedArg, Number | TensorMapGeometry | None]] = []
+    for j, a in enumerate(launch.args):
+        if a.tensor_map is not None:
+            args.append((a, _evaluate_map(a.tensor_map, env, value, f"args[{j}]")))
+        else:
+            args.append((a, value(a.expr, env, False) if a.expr is not None else None))
     stream = int(value(launch.stream, env, True))
     if stream < 0 or stream > MAX_STREAMS:
         raise ExpressionError(f"{launch.kernel}: stream {stream} out of range 0..{MAX_STREAMS}")
     if smem < 0:
         raise ExpressionError(f"{launch.kernel}: shared_mem evaluates to {smem}")
-    return LaunchGeometry(launch.kernel, grid, block, smem, args, stream)
+    cluster = None
+    if launch.cluster is not None:
+        cluster = Dim3(*(int(value(e, env, True)) for e in launch.cluster))
+        why = cluster_problem(cluster.as_tuple(), launch.non_portable)
+        if why:
+            raise LaunchFieldError("cluster", why)
+        for axis, g, c in zip("xyz", grid.as_tuple(), cluster.as_tuple(), strict=True):
+            if g % c:
+                raise LaunchFieldError(f"grid.{axis}", f"{g} blocks is not a multiple of cluster.{axis} = {c}")
+    return LaunchGeometry(launch.kernel, grid, block, smem, tuple(args), stream, cluster, launch.non_portable)
+
+
+def cluster_problem(cluster: tuple[int, int, int], non_portable: bool) -> str | None:
+    """Why a cluster shape can never launch (the device may refuse more: ktt.sequence asks it)."""
+    if min(cluster) < 1:
+        return f"{cluster} has an axis below 1"
+    blocks = cluster[0] * cluster[1] * cluster[2]
+    if blocks > MAX_CLUSTER:
+        return f"{blocks} blocks per cluster; no device allows more than {MAX_CLUSTER}"
+    if blocks > MAX_PORTABLE_CLUSTER and not non_portable:
+        return (
+            f"{blocks} blocks per cluster is above the portable limit of {MAX_PORTABLE_CLUSTER}; "
+            "set non_portable: true in the cluster to allow it"
+        )
+    return None
+
+
+def _evaluate_map(
+    m: TensorMapExprs,
+    env: dict[str, Number],
+    value: Callable[[Expression, dict[str, Number], bool], Number],
+    field: str,
+) -> TensorMapGeometry:
+    """The map's sizes for one configuration; rules on single values are checked (ktt.tensor_map)."""
+    size = TMA_DTYPES[m.dtype]
+    swizzle = _option(m.swizzle, SWIZZLE_BYTES, env, value, f"{field}.swizzle")
+    l2_promotion = _option(m.l2_promotion, L2_PROMOTION_BYTES, env, value, f"{field}.l2_promotion")
+    out: dict[str, tuple[int, ...]] = {}
+    for kind, exprs in (("dims", m.dims), ("box", m.box), ("strides", m.strides or ())):
+        vals = []
+        for i, e in enumerate(exprs):
+            v = int(value(e, env, True))
+            why = static_problem(f"{kind}[{i}]", v, m.dtype, swizzle)
+            if why:
+                raise LaunchFieldError(f"{field}.{kind}[{i}]", why)
+            vals.append(v)
+        out[kind] = tuple(vals)
+    dims = out["dims"]
+    strides = tuple(s * size for s in out["strides"]) if m.strides is not None else packed_strides(dims, size)
+    return TensorMapGeometry(m.buffer, m.dtype, dims, strides, out["box"], swizzle, l2_promotion, m.oob_fill)
+
+
+def _option(
+    chosen: str | Expression,
+    names: dict[str, int],
+    env: dict[str, Number],
+    value: Callable[[Expression, dict[str, Number], bool], Number],
+    field: str,
+) -> str:
+    """A swizzle / L2 promotion chosen by an expression: its size in bytes -> its name."""
+    if isinstance(chosen, str):
+        return chosen
+    nbytes = int(value(chosen, env, True))
+    for name, size in names.items():
+        if size == nbytes:
+            return name
+    raise LaunchFieldError(field, f"{nbytes} bytes; allowed: {_choices(names)}")
+
+
+def _choices(names: dict[str, int]) -> str:
+    return ", ".join(f"{n} ({b})" if n != "none" else "none (0)" for n, b in names.items())
 
 
 def load_spec(path: Path | str, problem: Problem) -> TuningSpec:
@@ -460,11 +662,17 @@ def resolve_spec(tf: TuningFile, path: Path, problem: Problem) -> TuningSpec:
         duration_s=tf.duration_s,
         max_configs=tf.max_configs,
         buffer_dtypes={b.name: b.dtype for b in problem.buffers},
+        arch=tf.arch,
     )
 
 
 def _resolve_args(
-    args: list[str | ValueArg] | None, problem: Problem, scratch: dict[str, Scratch], field: str, path: Path, expr: Any
+    args: list[str | ValueArg | TensorMapArg] | None,
+    problem: Problem,
+    scratch: dict[str, Scratch],
+    field: str,
+    path: Path,
+    expr: Any,
 ) -> tuple[ResolvedArg, ...]:
     if args is None:
         out = []
@@ -480,6 +688,10 @@ def _resolve_args(
         if isinstance(item, ValueArg):
             resolved.append(ResolvedArg("value", f"arg{j}", item.dtype, expr(item.value, f"{field}[{j}].value")))
             continue
+        if isinstance(item, TensorMapArg):
+            tmap = _resolve_map(item, problem, scratch, f"{field}[{j}]", path, expr)
+            resolved.append(ResolvedArg("tensor_map", item.tensor_map, tmap.dtype, tensor_map=tmap))
+            continue
         if item in scratch:
             resolved.append(ResolvedArg("scratch", item, scratch[item].dtype))
         elif item in by_name:
@@ -492,6 +704,134 @@ def _resolve_args(
             known = ", ".join([*by_name, *scratch]) or "none"
             raise SpecError(path, f"{field}[{j}]", f"unknown argument {item!r} (buffers, scalars and scratch: {known})")
     return tuple(resolved)
+
+
+def _resolve_map(
+    item: TensorMapArg, problem: Problem, scratch: dict[str, Scratch], field: str, path: Path, expr: Any
+) -> TensorMapExprs:
+    """The static checks of a tensor-map argument (per-configuration ones: ktt.launch_program)."""
+    buffers = {b.name: b for b in problem.buffers}
+    name = item.tensor_map
+    if name in buffers:
+        buffer_dtype = buffers[name].dtype
+    elif name in scratch:
+        buffer_dtype = scratch[name].dtype
+    else:
+        known = ", ".join([*buffers, *scratch]) or "none"
+        what = "a scalar" if any(a.name == name for a in problem.scalars) else "unknown"
+        raise SpecError(path, f"{field}.tensor_map", f"{name!r} is {what}; a map describes a buffer ({known})")
+    dtype = item.dtype or BUFFER_TMA_DTYPE.get(buffer_dtype)
+    if dtype is None:
+        raise SpecError(path, f"{field}.dtype", f"buffer {name!r} holds {buffer_dtype}; name the map's dtype")
+    rank = len(item.dims)
+    if not 1 <= rank <= MAX_RANK:
+        raise SpecError(path, f"{field}.dims", f"{rank} dimensions; a tensor map has 1 to {MAX_RANK}")
+    if len(item.box) != rank:
+        raise SpecError(path, f"{field}.box", f"{len(item.box)} sides for {rank} dims; give one per dimension")
+    if item.strides is not None and len(item.strides) != rank - 1:
+        raise SpecError(
+            path,
+            f"{field}.strides",
+            f"{len(item.strides)} strides for {rank} dims; give {rank - 1} (the steps of dims[1:], in elements)",
+        )
+    if item.oob_fill == "nan" and dtype not in FLOAT_DTYPES:
+        raise SpecError(path, f"{field}.oob_fill", f"nan fills need a floating-point dtype, not {dtype}")
+    swizzle = _option_spec(item.swizzle, SWIZZLE_BYTES, f"{field}.swizzle", path, expr)
+    l2_promotion = _option_spec(item.l2_promotion, L2_PROMOTION_BYTES, f"{field}.l2_promotion", path, expr)
+    # A box rule that reads the swizzle is checked with the swizzle when it is constant.
+    static_swizzle = swizzle if isinstance(swizzle, str) else "none"
+    out: dict[str, tuple[Expression, ...]] = {}
+    for kind, values in (("dims", item.dims), ("box", item.box), ("strides", item.strides or [])):
+        exprs = []
+        for i, v in enumerate(values):
+            e = expr(v, f"{field}.{kind}[{i}]")
+            if not e.names:  # a constant: its own rules now
+                try:
+                    n = e.evaluate_int({})
+                except ExpressionError as exc:
+                    raise SpecError(path, f"{field}.{kind}[{i}]", str(exc)) from None
+                why = static_problem(f"{kind}[{i}]", n, dtype, static_swizzle)
+                if why:
+                    raise SpecError(path, f"{field}.{kind}[{i}]", why)
+            exprs.append(e)
+        out[kind] = tuple(exprs)
+    tmap = TensorMapExprs(
+        name,
+        dtype,
+        out["dims"],
+        out["box"],
+        out["strides"] if item.strides is not None else None,
+        swizzle,
+        l2_promotion,
+        item.oob_fill,
+    )
+    _check_layout(tmap, field, path, problem, buffers, scratch)
+    return tmap
+
+
+def _check_layout(
+    tmap: TensorMapExprs,
+    field: str,
+    path: Path,
+    problem: Problem,
+    buffers: dict[str, Buffer],
+    scratch: dict[str, Scratch],
+) -> None:
+    """Dims and strides that read no tune parameter are checked for every shape when the spec loads:
+    the map's fit in its buffer does not depend on the box or the swizzle."""
+    scalar_names = {s.name for s in problem.scalars}
+    if not all(e.names <= scalar_names for e in (*tmap.dims, *(tmap.strides or ()))):
+        return  # per configuration (ktt.launch_program)
+    size = TMA_DTYPES[tmap.dtype]
+    for shape in problem.shapes:
+        env = dict(shape.scalars)
+        try:
+            dims = tuple(e.evaluate_int(env) for e in tmap.dims)
+            strides = tuple(e.evaluate_int(env) * size for e in tmap.strides or ())
+            nbytes = _buffer_bytes(tmap.buffer, buffers, scratch, shape)
+        except ExpressionError as exc:
+            raise SpecError(path, field, f"{exc} (shape {shape.name})") from None
+        for i, d in enumerate(dims):
+            why = static_problem(f"dims[{i}]", d, tmap.dtype, "none")
+            if why:
+                raise SpecError(path, f"{field}.dims[{i}]", f"{why} (shape {shape.name})")
+        if tmap.strides is None:
+            strides = packed_strides(dims, size)
+        if nbytes is None:
+            continue
+        g = TensorMapGeometry(tmap.buffer, tmap.dtype, dims, strides, (1,) * len(dims))
+        bad = layout_problem(g, nbytes, f"{tmap.buffer!r}")
+        if bad is not None:
+            raise SpecError(path, f"{field}.{bad[0]}", f"{bad[1]} (shape {shape.name})")
+
+
+def _option_spec(raw: int | str, names: dict[str, int], field: str, path: Path, expr: Any) -> str | Expression:
+    """A swizzle / L2 promotion as written: a name ('128B'), a size in bytes, or an expression for one."""
+    if isinstance(raw, str) and raw in names:
+        return raw
+    if isinstance(raw, str) and re.fullmatch(r"\s*\d+\s*[Bb]\s*", raw):
+        raise SpecError(path, field, f"{raw!r}: allowed are {_choices(names)}, or an expression for the bytes")
+    e = expr(raw, field)
+    if e.names:
+        return e
+    try:
+        nbytes = e.evaluate_int({})
+    except ExpressionError as exc:
+        raise SpecError(path, field, str(exc)) from None
+    for name, size in names.items():
+        if size == nbytes:
+            return name
+    raise SpecError(path, field, f"{raw!r}: allowed are {_choices(names)}, or an expression for the bytes")
+
+
+def _buffer_bytes(name: str, buffers: dict[str, Buffer], scratch: dict[str, Scratch], shape: Shape) -> int | None:
+    """A buffer's bytes at one shape; None for a scratch buffer whose size reads a tune parameter."""
+    if name in buffers:
+        return shape.bytes_of(buffers[name])
+    s = scratch[name]
+    if s.size.names - set(shape.scalars):
+        return None
+    return s.size.evaluate_int(dict(shape.scalars)) * s.itemsize
 
 
 class _ProgramResolver:
@@ -546,7 +886,31 @@ class _ProgramResolver:
                 f"{label}.stream",
                 "side streams are not allowed in a repeat body (passes run in order on the main stream)",
             )
-        return Launch(ls.kernel, grid, block, smem, args, stream, label)  # type: ignore[arg-type]
+        cluster = None
+        if ls.cluster is not None:
+            c = ls.cluster
+            cluster = tuple(
+                expr(v, f"{label}.cluster.{a}", loop_vars) for a, v in zip("xyz", (c.x, c.y, c.z), strict=True)
+            )
+            if not any(e.names for e in cluster):  # constant: check it now
+                try:
+                    dims = tuple(e.evaluate_int({}) for e in cluster)
+                except ExpressionError as exc:
+                    raise self.error(f"{label}.cluster", str(exc)) from None
+                why = cluster_problem(dims, c.non_portable)  # type: ignore[arg-type]
+                if why:
+                    raise self.error(f"{label}.cluster", why)
+        return Launch(
+            ls.kernel,
+            grid,  # type: ignore[arg-type]
+            block,  # type: ignore[arg-type]
+            smem,
+            args,
+            stream,
+            label,
+            cluster,  # type: ignore[arg-type]
+            ls.cluster.non_portable if ls.cluster is not None else False,
+        )
 
     def repeat(self, rs: RepeatSpec, label: str, loop_vars: tuple[str, ...], flags: tuple[str, ...]) -> Repeat:
         if len(loop_vars) >= MAX_REPEAT_DEPTH:

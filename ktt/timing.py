@@ -21,10 +21,6 @@ from dataclasses import dataclass
 from ktt.device import Gpu
 
 FLOOR_MARGIN = 0.9  # a time below 90 % of the physical floor is suspect
-FP32_LANES_PER_SM = {
-    "sm_70": 64, "sm_72": 64, "sm_75": 64, "sm_80": 64, "sm_86": 128, "sm_87": 128, "sm_89": 128,
-    "sm_90": 128, "sm_100": 128, "sm_101": 128, "sm_103": 128, "sm_110": 128, "sm_120": 128, "sm_121": 128,
-}  # fmt: skip
 
 
 @dataclass
@@ -159,14 +155,6 @@ def measure_bandwidth(gpu: Gpu, nbytes: int = 512 * 1024 * 1024, reps: int = 5) 
     finally:
         gpu.free(src)
         gpu.free(dst)
-
-
-def peak_gflops(arch: str, sm_count: int, clock_khz: int) -> float | None:
-    """FP32 FMA peak from the SM count and boost clock: lanes x 2 flops x SMs x clock."""
-    lanes = FP32_LANES_PER_SM.get(arch.rstrip("af"))
-    if lanes is None:
-        return None
-    return lanes * 2 * sm_count * clock_khz * 1e3 / 1e9
 
 
 def floor_ms(

@@ -3,6 +3,12 @@
 Nothing here creates a CUDA context; the arch query only initialises the driver, so
 ``ktt check`` runs the same on a machine with no GPU (it falls back to the problem's
 ``gpu.compute_capability``, then sm_90).
+
+The compile target follows from the GPU's arch (``compile_target``): a cubin is timed on the
+device it was built for, so on an architecture that has an arch-specific variant (9.0 and
+newer: sm_90a, sm_100a, ...) ktt builds for that variant, which is what wgmma, setmaxnreg and
+the other arch-specific instructions need; ``arch:`` in tuning.yaml, else ``gpu.arch`` in
+problem.yaml, chooses another target, which must be able to run on the GPU.
 """
 
 from __future__ import annotations
@@ -17,19 +23,62 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_ARCH = "sm_90"
-_ARCH = re.compile(r"^(?:sm_|compute_)?(\d+)([a-z]?)\Z")
+_ARCH = re.compile(r"^(?:sm_|compute_)?(\d+)([af]?)\Z")
+FIRST_ARCH_SPECIFIC = 90  # sm_90a is the first arch-specific target
 
 
 def normalize_arch(value: str) -> str:
-    """'sm_90', '90', '9.0', 'compute_90a' -> 'sm_90' / 'sm_90a'."""
+    """'sm_90', '90', '9.0', 'compute_90a' -> 'sm_90' / 'sm_90a' ('a': arch-specific, 'f': family)."""
     text = value.strip().lower()
-    m = re.fullmatch(r"(\d+)\.(\d)([a-z]?)", text)
+    m = re.fullmatch(r"(\d+)\.(\d)([af]?)", text)
     if m:
         return f"sm_{m.group(1)}{m.group(2)}{m.group(3)}"
     m = _ARCH.match(text)
-    if not m:
-        raise ValueError(f"{value!r} is not a GPU architecture like sm_90")
+    if not m or len(m.group(1)) < 2:
+        raise ValueError(f"{value!r} is not a GPU architecture like sm_90 or sm_90a")
     return f"sm_{m.group(1)}{m.group(2)}"
+
+
+def _split(arch: str) -> tuple[int, int, str]:
+    """'sm_90a' -> (9, 0, 'a')."""
+    m = _ARCH.match(arch)
+    assert m is not None, arch
+    digits = m.group(1)
+    return int(digits[:-1]), int(digits[-1]), m.group(2)
+
+
+def arch_specific(arch: str) -> str:
+    """The arch-specific variant of a GPU's arch where one exists: sm_90 -> sm_90a; sm_86 stays."""
+    major, minor, suffix = _split(arch)
+    if suffix or major * 10 + minor < FIRST_ARCH_SPECIFIC:
+        return arch
+    return f"{arch}a"
+
+
+def runs_on(target: str, device: str) -> str | None:
+    """Why a cubin for ``target`` cannot run on a GPU of arch ``device``, or None when it can.
+
+    A cubin runs on its own major version at the same or a higher minor; an arch-specific
+    one ('a') only on exactly its arch; a family one ('f') on its major at the same or a
+    higher minor."""
+    tmaj, tmin, tsuf = _split(target)
+    dmaj, dmin, _ = _split(device)
+    if tsuf == "a" and (tmaj, tmin) != (dmaj, dmin):
+        return f"{target} is arch-specific: its cubin runs only on sm_{tmaj}{tmin} GPUs, this one is {device}"
+    if tmaj != dmaj or tmin > dmin:
+        return f"a cubin for {target} does not run on a {device} GPU (same major version, minor <= {dmin} needed)"
+    return None
+
+
+def compile_target(device_arch: str, spec_arch: str | None, problem_arch: str | None) -> tuple[str, str]:
+    """(the arch to compile for, where it came from): tuning.yaml's arch:, problem.yaml's
+    gpu.arch, else the arch-specific variant of the GPU's arch."""
+    if spec_arch:
+        return spec_arch, "tuning.yaml arch"
+    if problem_arch:
+        return problem_arch, "problem.yaml gpu.arch"
+    target = arch_specific(normalize_arch(device_arch))
+    return target, "the GPU's arch-specific variant" if target != device_arch else "the GPU's arch"
 
 
 @functools.cache

@@ -10,7 +10,8 @@ own search of the tuning space at that shape, its own reference time and its own
 2. references: a cpu_c or python reference produces each case's outputs, one case at a time
    and with nothing else running (so a reference that is timed is timed alone).
 3. each case in order: its reference time (read from reference_time.json, else measured and
-   recorded there), then its search, within ``--duration`` if given, else the spec's
+   recorded there; a null there means no baseline: never timed, no speedup, no score), then its
+   search, within ``--duration`` if given, else the spec's
    ``duration_s``, else the case's ``duration_s``, else the problem's ``tuning.duration_s``.
    A case that finds no valid configuration stops the run: later cases are not run.
 
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ktt import gpu_lock, procs, sandbox
-from ktt.candidates import CompileContext, KernelSource
+from ktt.candidates import CompileContext, KernelSource, target_arch
 from ktt.case_search import Candidate, CaseSearch, TuneError
 from ktt.compile_cache import default_cache_dir
 from ktt.compile_pool import CompilePool, default_workers
@@ -58,7 +59,9 @@ from ktt.protocol import (
     TuneSummary,
 )
 from ktt.reference_times import (
+    NO_BASELINE,
     Measurement,
+    ReferenceTime,
     ReferenceTimeError,
     ReferenceTimes,
     read_reference_times,
@@ -195,6 +198,9 @@ class Tuner:
             raise TuneError(f"{o.kernel}: cannot read the kernel source ({exc.strerror})", EXIT_BAD_INPUT) from None
         try:
             self.spec: TuningSpec = load_spec(o.spec, self.problem)
+            chosen = self.spec.arch or self.problem.arch
+            if chosen:  # what needs no GPU: tensor maps and clusters with a chosen target below sm_90
+                target_arch(chosen, self.spec, self.problem)
         except ProblemError as exc:
             raise TuneError(str(exc), EXIT_BAD_INPUT) from None
         self.max_configs = o.max_configs or self.spec.max_configs
@@ -307,7 +313,8 @@ class Tuner:
         for search in self.searches:
             shape = search.shape
             known = self.ref_times.get(shape.name)
-            need_time = known.ms is None
+            self._no_baseline(shape, known)
+            need_time = known.to_measure
             need_outputs = not all(self.work.has_reference(problem, shape.name, s) for s in (0, 1))
             if not (need_time or need_outputs):
                 continue
@@ -351,6 +358,13 @@ class Tuner:
             self.references[shape.name] = CaseReference(kept.ms, kept.source, kept.method)
         self.log(f"reference time{self.label(shape)}: {ms:.4g} ms ({method})")
 
+    def _no_baseline(self, shape: Shape, known: ReferenceTime) -> None:
+        """A null in reference_time.json: this shape is never timed and has no speedup (the original's rule)."""
+        if known.no_baseline and shape.name not in self.references:
+            self.references[shape.name] = CaseReference(None, NO_BASELINE)
+            self.log(f"reference time{self.label(shape)}: no baseline (null in {self.reference_file.name}): "
+                     "not timed; no speedup, and no score")  # fmt: skip
+
     def _use_shape(self, search: CaseSearch) -> None:
         """Bring the worker to this case's shape; a cuda reference is computed (and timed) there."""
         assert self.worker is not None
@@ -358,6 +372,7 @@ class Tuner:
         known = self.ref_times.get(shape.name)
         if known.ms is not None and shape.name not in self.references:
             self.references[shape.name] = CaseReference(known.ms, known.source, known.method)
+        self._no_baseline(shape, known)
         cuda = self.problem.reference.type == "cuda"
         need_time = cuda and shape.name not in self.references
         self.stage("reference", search)
@@ -375,13 +390,22 @@ class Tuner:
             self._measured(shape, float(reply["reference_ms"]), CUDA_REFERENCE_METHOD)
         search.floor_ms = reply.get("floor_ms")
         if search.index == 0:
+            peak = reply.get("peak_gflops", self.peak)  # without one (an older worker): the FP32 peak
             self.floor = FloorReport(
                 bytes=reply.get("floor_bytes"),
                 flops=reply.get("floor_flops"),
                 bandwidth_gbs=self.bandwidth,
-                peak_gflops=self.peak,
+                peak_gflops=peak,
+                flops_dtype=reply.get("flops_dtype"),
+                peak_from=reply.get("peak_from"),
                 floor_ms=reply.get("floor_ms"),
             )
+            if reply.get("floor_flops") and reply.get("flops_dtype"):
+                against = f"{peak:,.0f} GFLOP/s" if peak else "none"
+                self.log(
+                    f"physical floor: flops at the {reply['flops_dtype']} peak, {against} ({reply.get('peak_from')})",
+                    "info" if peak else "warning",
+                )
 
     # -- the run -------------------------------------------------------------------------
 
@@ -423,12 +447,21 @@ class Tuner:
         ordinal = self.opts.device if self.opts.device is not None else problem.gpu_indices[0]
         uuid = None
         if self.opts.arch and self.opts.worker_command:
-            self.device_name, self.arch = "(not queried)", self.opts.arch
+            self.device_name, device_arch = "(not queried)", self.opts.arch
         else:
             info = query_device(ordinal)
             if info is None:
                 raise TuneError(f"no CUDA device {ordinal} (no driver, or no such GPU)", EXIT_ENVIRONMENT)
-            self.device_name, self.arch, uuid = info.name, info.arch, info.uuid
+            self.device_name, device_arch, uuid = info.name, info.arch, info.uuid
+        try:
+            self.arch = target_arch(device_arch, self.spec, problem)  # sm_90 -> sm_90a unless chosen
+        except ProblemError as exc:
+            raise TuneError(str(exc), EXIT_BAD_INPUT) from None
+        if self.spec.arch or problem.arch:
+            why = "tuning.yaml arch" if self.spec.arch else "problem.yaml gpu.arch"
+        else:
+            why = "the GPU's arch-specific variant" if self.arch != device_arch else "the GPU's arch"
+        self.log(f"compiling for {self.arch} on a {device_arch} GPU ({why})")
         self.ctx = CompileContext(problem, self.spec, self.kernel, self.work, self.arch)
         for shape in problem.shapes:
             self.ctx._inputs_hpp(shape)
@@ -486,7 +519,7 @@ class Tuner:
             status="ok" if best else "no_valid",
             time_ms=best.time_ms if best else None,
             reference_ms=ref.ms,
-            reference_source=ref.source if ref.ms is not None else None,
+            reference_source=ref.source if ref.ms is not None or ref.source == NO_BASELINE else None,
             reference_method=ref.method if ref.ms is not None else None,
             speedup=speedup,
             error=None if best else "no configuration passed validation",

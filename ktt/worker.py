@@ -33,11 +33,13 @@ from ktt.device import CudaError, Gpu, KernelParams
 from ktt.gpu_checks import SOURCE as CHECKS_SOURCE
 from ktt.gpu_checks import GpuChecks
 from ktt.nvrtc import CompileRequest, define_pairs
+from ktt.peaks import flops_peak, peak_gflops
 from ktt.problem import load_problem
+from ktt.problem.files import INTEGER_DTYPES
 from ktt.problem.model import Buffer, Problem, Shape
 from ktt.procs import exit_when_parent_dies
 from ktt.sequence import LaunchRejected, PassLimit, Sequence, prepare
-from ktt.timing import FLOOR_MARGIN, L2Flush, TimingSettings, floor_ms, measure, measure_bandwidth, peak_gflops
+from ktt.timing import FLOOR_MARGIN, L2Flush, TimingSettings, floor_ms, measure, measure_bandwidth
 from ktt.toolkit import cuda_include_dirs
 from ktt.workdir import WorkDir, local_headers
 
@@ -54,18 +56,21 @@ class Channel:
         self.out.flush()
 
 
-def _explain(kind: str, label: str, r: Any, n: int | None = None) -> str:
+def _explain(kind: str, label: str, r: Any, n: int | None = None, poisoned: bool = False) -> str:
+    """One line for a failed check. ``poisoned``: the output started poisoned, not with its init data."""
     if kind == "oob":
         return f"out-of-bounds write: {r.bad} guard word(s) changed ({label})"
     if kind == "mutated":
         return f"input {label} was modified by the kernel ({r.bad} word(s) changed, first at word {r.first})"
     if kind == "drift":
         return f"{label}: results differ bitwise between two runs on the same input"
+    left = "still poisoned" if poisoned else "still hold their init data"
     if r.unwritten and r.unwritten == r.bad:
-        return f"{label}: {r.unwritten} of {n} element(s) never written (still poisoned)"
+        return f"{label}: {r.unwritten} of {n} element(s) never written ({left})"
     if r.nonfinite and r.nonfinite + r.unwritten == r.bad:
         return f"{label}: {r.nonfinite} NaN/Inf element(s)" + (f", {r.unwritten} never written" if r.unwritten else "")
-    return f"{label}: {r.bad} of {n} element(s) differ from the reference beyond the tolerance"
+    unwritten = f" ({r.unwritten} of them never written: {left})" if r.unwritten else ""
+    return f"{label}: {r.bad} of {n} element(s) differ from the reference beyond the tolerance{unwritten}"
 
 
 class Session:
@@ -146,14 +151,21 @@ class Session:
         if req.get("time_reference") and self.problem.reference.type == "cuda":
             reference_ms = self._cuda_reference(shape, 0, time_it=True)
         self.gpu.sync()
+        return {"ok": True, "reference_ms": reference_ms, **self.floor(shape)}
+
+    def floor(self, shape: Shape) -> dict[str, Any]:
+        """The shape's physical floor: bytes at the measured bandwidth, flops at the peak of the
+        problem's flops_dtype on this device (ktt.peaks)."""
         nbytes, flops = self.problem.floor(shape)
-        floor = floor_ms(nbytes, flops, self.bandwidth, self.peak)
+        p = self.gpu.props
+        peak = flops_peak(self.problem.floor_flops_dtype, p.name, p.arch, p.sm_count, p.clock_khz)
         return {
-            "ok": True,
-            "reference_ms": reference_ms,
-            "floor_ms": floor,
+            "floor_ms": floor_ms(nbytes, flops, self.bandwidth, peak.gflops),
             "floor_bytes": nbytes,
             "floor_flops": flops,
+            "peak_gflops": peak.gflops,
+            "flops_dtype": peak.dtype,
+            "peak_from": peak.source,
         }
 
     def _cuda_reference(self, shape: Shape, set_index: int, time_it: bool = False) -> float | None:
@@ -188,18 +200,20 @@ class Session:
         for a in problem.boundary:
             if isinstance(a, Buffer):
                 if a.writable:
+                    # The reference's outputs start as the candidates' do: with their init data
+                    # (zeros for a poisoned write buffer).
                     nbytes = shape.bytes_of(a)
                     own[a.name] = gpu.alloc(nbytes)
-                    if a.access == "readwrite":
-                        gpu.d2d(own[a.name], self.bufs.pristine[(set_index, a.name)], nbytes)
-                    else:
+                    if problem.poisoned(a):
                         gpu.memset32(own[a.name], 0, (nbytes + 3) // 4)
+                    else:
+                        gpu.d2d(own[a.name], self.bufs.pristine[(set_index, a.name)], nbytes)
                     values.append(("ptr", own[a.name]))
                 else:
                     values.append(("ptr", self.bufs.argument(a.name)))
             else:
                 value = shape.scalars[a.name]
-                values.append((a.dtype, int(value) if a.dtype == "int" else float(value)))
+                values.append((a.dtype, int(value) if a.dtype in INTEGER_DTYPES else float(value)))
         params = KernelParams(values)
         try:
             gpu.launch(func, grid, block, 0, None, params)  # type: ignore[arg-type]
@@ -263,12 +277,16 @@ class Session:
                 drifted = True
                 continue
             if reason is None:
-                reason = _explain(kind, label, r, sizes.get(label))
+                poisoned = kind == "compare" and self.problem.poisoned(self._buffer(label))
+                reason = _explain(kind, label, r, sizes.get(label), poisoned)
         if report is not None:
             report["reason"] = reason
         elif reason is not None:
             report = {"reason": reason}
         return reason, report, drifted
+
+    def _buffer(self, name: str) -> Buffer:
+        return next(b for b in self.problem.buffers if b.name == name)
 
     def _run_once(self, seq: Sequence, set_index: int) -> None:
         assert self.bufs is not None
@@ -328,7 +346,9 @@ class Session:
         if req.get("time", True):
             bufs.restore(0)
             seq.reset_scratch()
-            has_rw = any(b.access == "readwrite" for b in self.problem.buffers)
+            # Writable buffers start every repetition with their init data (outside the timed span),
+            # so a kernel that accumulates into its output is still right after the timed runs.
+            restore = bufs.restores_between_runs
             timing = measure(
                 gpu,
                 seq.run,
@@ -336,7 +356,7 @@ class Session:
                 flush=self.flush,
                 best_ms=req.get("best_ms"),
                 launch_events=seq.launch_events(),
-                before_rep=(lambda: bufs.restore_readwrite(0)) if has_rw else None,
+                before_rep=(lambda: bufs.restore_writable(0)) if restore else None,
                 beat=beat,
                 warmed=bool(req.get("race", True)),  # the race re-run just ran it
             )

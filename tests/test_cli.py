@@ -144,6 +144,28 @@ def test_run_mode_hands_a_typed_request_to_the_engine(tmp_path: Path, monkeypatc
     assert engine.calls[-1].front_end == "app"
 
 
+def test_cacao_inside_a_problem_directory_opens_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As the original's --dir defaults to '.': a problem.yaml in the working directory means --dir ."""
+    engine = _FakeEngine()
+    monkeypatch.setitem(sys.modules, ENGINE_MODULE, engine)
+    problem = tmp_path / "mmul"
+    shutil.copytree(MMUL, problem, ignore=shutil.ignore_patterns("output", "archive"))
+    monkeypatch.chdir(problem)
+    assert main([]) == 7  # the run (the full-screen app), not the home screen
+    assert engine.calls[-1].directory == problem and engine.calls[-1].front_end == "app"
+    assert main(["--no-ui", "--dry-run"]) == 7 and engine.calls[-1].dry_run
+    assert main(["--best", "--no-ui"]) == 0
+    assert "mmul has not been run yet" in capsys.readouterr().out
+    args = parse_args(["--check"])
+    assert (args.mode, args.dir) == ("check", problem)
+    # --problems still asks for the home screen; elsewhere no --dir is the home screen as before
+    assert parse_args(["--problems", str(tmp_path)]).mode == "home"
+    monkeypatch.chdir(tmp_path)
+    assert parse_args([]).mode == "home"
+
+
 def test_relative_dir_from_another_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     engine = _FakeEngine()
     monkeypatch.setitem(sys.modules, ENGINE_MODULE, engine)

@@ -29,7 +29,7 @@ def providers_markdown() -> str:
         if not p.takes_temperature:
             temperature = "not sent"
         elif p.no_temperature:
-            rules = ", ".join(f"`*{r[1:]}*`" if r.startswith("*") else f"`{r}*`" for r in p.no_temperature)
+            rules = ", ".join(_temperature_rule(r) for r in p.no_temperature)
             temperature = f"sent, except for {rules}"
         else:
             temperature = "sent"
@@ -65,6 +65,15 @@ DOC_TABLES = {
     "temperatures": temperatures_markdown,
     "prices": prices_markdown,
 }
+
+
+def _temperature_rule(rule: str) -> str:
+    """A no_temperature rule as a pattern: ``*codex*`` (contains), ``gpt-5`` (exactly), ``o1*`` (starts with)."""
+    if rule.startswith("*"):
+        return f"`*{rule[1:]}*`"
+    if rule.startswith("="):
+        return f"`{rule[1:]}`"
+    return f"`{rule}*`"
 
 
 def main() -> int:

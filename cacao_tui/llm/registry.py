@@ -29,9 +29,10 @@ class ProviderEntry:
     model would not exist there). ``auto_detect``: takes part in key detection, in table
     order. ``factory``: ``module:function`` that builds the adapter; ``sdk``: the package
     that module imports. ``prices``: USD per million tokens by model name.
-    ``takes_temperature``: False when the API has no temperature parameter at all;
-    ``no_temperature``: model-name prefixes (or ``*substring``) the API refuses a
-    temperature for. Those calls go out without one (the model's default).
+    ``takes_temperature``: False when the API (or the SDK pinned here) has no temperature
+    parameter at all; ``no_temperature``: model-name prefixes (or ``*substring``, or
+    ``=name`` for that name only) the API refuses a temperature for. Those calls go out
+    without one (the model's default).
     """
 
     name: str
@@ -61,7 +62,9 @@ class ProviderEntry:
         for rule in self.no_temperature:
             if rule.startswith("*") and rule[1:] in name:
                 return False
-            if not rule.startswith("*") and name.startswith(rule):
+            if rule.startswith("=") and name == rule[1:]:
+                return False
+            if not rule.startswith(("*", "=")) and name.startswith(rule):
                 return False
         return True
 
@@ -92,18 +95,20 @@ _OPENAI_PRICES = {
 }
 _GEMINI_PRICES = {
     # prompts up to 200k tokens
+    "gemini-3-pro": Price(2.00, 12.00, 0.20),
     "gemini-3.1-pro-preview": Price(2.00, 12.00, 0.20),
     "gemini-2.5-pro": Price(1.25, 10.00, 0.125),
     "gemini-2.5-flash": Price(0.30, 2.50, 0.03),
 }
 
 # Table order is the auto-detect order: CERIT > Anthropic > OpenAI > Gemini, as in the original.
+# Default models: the original's newest code's (config.py MODELS, branch framework-file-autotuning).
 PROVIDERS: tuple[ProviderEntry, ...] = (
     ProviderEntry(
         name="cerit",
         title="CERIT's OpenAI-compatible endpoint",
         factory="cacao_tui.llm.openai_adapter:create",
-        default_model="qwen3.5",
+        default_model="kimi-k2.6",
         key_vars=("CERIT_API_KEY",),
         base_var="CERIT_API_BASE",
         base_required=True,
@@ -113,34 +118,38 @@ PROVIDERS: tuple[ProviderEntry, ...] = (
         name="anthropic",
         title="Anthropic Messages API",
         factory="cacao_tui.llm.anthropic_adapter:create",
-        default_model="claude-sonnet-5-5",
+        default_model="claude-opus-4-6",
         aliases=("claude",),
         key_vars=("ANTHROPIC_API_KEY", "CLAUDE_API_KEY"),
         base_var="ANTHROPIC_BASE_URL",
         sdk="anthropic",
         prices=_ANTHROPIC_PRICES,
-        # The Messages API of the anthropic SDK we use (2.x) has no temperature parameter.
+        # The Messages API of the anthropic SDK pinned here (2.x) has no temperature parameter
+        # (messages.create refuses one); the original's langchain-anthropic sent one.
         takes_temperature=False,
     ),
     ProviderEntry(
         name="openai",
         title="OpenAI Chat Completions, or any OpenAI-compatible server",
         factory="cacao_tui.llm.openai_adapter:create",
-        default_model="gpt-6.1-sol",
+        default_model="gpt-5.4",
         key_vars=("OPENAI_API_KEY",),
         base_var="OPENAI_BASE_URL",
         key_optional_with_base=True,
         official_host="api.openai.com",
         sdk="openai",
         prices=_OPENAI_PRICES,
-        # Reasoning models accept only their default temperature; codex models none at all.
-        no_temperature=("gpt-5", "gpt-6", "o1", "o3", "o4", "*codex"),
+        # Reasoning models accept only their default temperature (gpt-5 itself and its -mini/-nano,
+        # the -pro models, gpt-6, the o-series); codex models none at all. gpt-5.1 and later reason
+        # only when asked (reasoning effort none by default, which cacao never changes), so they
+        # take one, as the original sent it.
+        no_temperature=("=gpt-5", "gpt-5-", "*-pro", "gpt-6", "o1", "o3", "o4", "*codex"),
     ),
     ProviderEntry(
         name="gemini",
         title="Gemini generateContent",
         factory="cacao_tui.llm.gemini_adapter:create",
-        default_model="gemini-3.1-pro-preview",
+        default_model="gemini-3-pro",
         aliases=("google",),
         key_vars=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
         base_var="GOOGLE_GEMINI_BASE_URL",

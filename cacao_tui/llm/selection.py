@@ -3,8 +3,10 @@
 Order, highest first: ``--provider``; ``settings.PROVIDER``; ``LLM_PROVIDER`` from the
 environment or a .env file; the first provider whose key is set, in the registry's
 order (CERIT > Anthropic > OpenAI > Gemini). Names are case-insensitive and aliases
-(``claude``, ``google``) count. The model: ``--model``, else ``LLM_MODEL``, else the
-provider's default from the registry.
+(``claude``, ``google``) count. As in the original, an ``LLM_PROVIDER`` that names no
+provider is a warning and the keys decide, and a provider whose endpoint is required (CERIT)
+is detected by that endpoint variable alone (``CERIT_API_BASE``); it then needs its key.
+The model: ``--model``, else ``LLM_MODEL``, else the provider's default from the registry.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class ProviderChoice:
     source: str
     key_var: str | None = None
     base_url: str | None = None
+    warnings: tuple[str, ...] = ()  # e.g. an LLM_PROVIDER that names no provider (ignored)
 
     def describe(self) -> str:
         where = f" at {self.base_url}" if self.base_url else ""
@@ -57,9 +60,12 @@ def _key_var(spec: ProviderEntry, env: Mapping[str, str]) -> str | None:
 
 
 def _has_credentials(spec: ProviderEntry, env: Mapping[str, str]) -> bool:
+    """Whether auto-detection picks ``spec``: its key, or its endpoint where that is required (CERIT,
+    as the original detects it) or makes the key optional (a local OpenAI-compatible server)."""
     if _key_var(spec, env):
         return True
-    return spec.key_optional_with_base and spec.base_var is not None and _get(env, spec.base_var) is not None
+    by_base = spec.key_optional_with_base or spec.base_required
+    return by_base and spec.base_var is not None and _get(env, spec.base_var) is not None
 
 
 def _normalise(name: str, source: str) -> str:
@@ -99,12 +105,20 @@ def select_provider(
 
         settings_provider = settings.PROVIDER
 
+    warnings: list[str] = []
+    named = _get(env, "LLM_PROVIDER")
+    if named and not cli_provider and canonical_name(named) is None:
+        warnings.append(
+            f"LLM_PROVIDER={named[:40]!r} names no provider ({names_for_help()}); ignored: the keys that are "
+            "set choose one"
+        )
+        named = None
     if cli_provider:
         provider, source = _normalise(cli_provider, "--provider"), "--provider"
     elif isinstance(settings_provider, str) and settings_provider.strip():
         provider, source = _normalise(settings_provider, "settings.PROVIDER"), "settings.PROVIDER"
-    elif _get(env, "LLM_PROVIDER"):
-        provider, source = _normalise(env["LLM_PROVIDER"], "LLM_PROVIDER"), "LLM_PROVIDER"
+    elif named:
+        provider, source = _normalise(named, "LLM_PROVIDER"), "LLM_PROVIDER"
     else:
         detected = next((p for p in AUTO_DETECT_ORDER if _has_credentials(BY_NAME[p], env)), None)
         if detected is None:
@@ -131,4 +145,6 @@ def select_provider(
                 "(e.g. the name vLLM serves or an Ollama tag)"
             )
         model = spec.default_model
-    return ProviderChoice(provider=provider, model=model, source=source, key_var=key_var, base_url=base_url)
+    return ProviderChoice(
+        provider=provider, model=model, source=source, key_var=key_var, base_url=base_url, warnings=tuple(warnings)
+    )

@@ -8,6 +8,7 @@ from cacao_tui.nodes.context import BranchView, RunDeps, SourceFiles
 from cacao_tui.store.atomic import StateFileError, read_model_or_none
 from cacao_tui.store.state import IterState, TuneOutcome
 from ktt.capped_read import MAX_SOURCE_BYTES, describe_read_error, read_text_capped
+from ktt.peaks import datasheet_peaks
 from ktt.problem import Buffer, Problem
 
 MAX_REFERENCE_CHARS = 12_000
@@ -18,7 +19,12 @@ def _floor_text(problem: Problem, arch_peak_note: str = "") -> str:
     parts = []
     if nbytes:
         parts.append(f"{nbytes / 1e6:,.1f} MB moved (~{nbytes / 4.3e12 * 1e3:.3f} ms at 4.3 TB/s)")
-    if flops:
+    sheets = datasheet_peaks(problem.floor_flops_dtype)  # a tensor-core peak (physical_floor.flops_dtype)
+    if flops and sheets:
+        part, tflops = sheets[0]
+        at = f"{tflops:g} TFLOP/s {problem.floor_flops_dtype} tensor cores on {part}"
+        parts.append(f"{flops / 1e9:,.2f} GFLOP (~{flops / (tflops * 1e12) * 1e3:.3f} ms at {at})")
+    elif flops:
         parts.append(f"{flops / 1e9:,.2f} GFLOP (~{flops / 67e12 * 1e3:.3f} ms at 67 TFLOP/s fp32)")
     return "; ".join(parts) + arch_peak_note if parts else "not declared"
 

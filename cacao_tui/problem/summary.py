@@ -2,7 +2,8 @@
 
 Plain text so it reads the same in a terminal, a log and a test. Every number a kernel
 author needs is here: the boundary in args order, buffer sizes in bytes for every shape,
-the grid, the reference, cases, rules and the physical floor.
+the grid, the reference, cases, rules, the physical floor and each shape's baseline (what
+output/reference_time.json holds for it).
 """
 
 from __future__ import annotations
@@ -12,7 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktt.expressions import ExpressionError
+from ktt.half_types import HALF_DTYPES
+from ktt.peaks import NAMES as PEAK_NAMES
+from ktt.peaks import datasheet_peaks
 from ktt.problem.model import Buffer, Dim3, Problem, Shape
+from ktt.reference_times import ReferenceTimes
 from ktt.terminal_text import safe_line
 
 if TYPE_CHECKING:  # the preflight pulls in NVRTC; the summary only formats its steps
@@ -57,9 +62,10 @@ def _relative(path: Path, root: Path) -> str:
         return str(path)
 
 
-def _init_text(b: Buffer, root: Path) -> str:
-    if b.access == "write":
-        return "output: poisoned before every run"
+def _init_text(b: Buffer, root: Path, poisoned: bool = False) -> str:
+    """How the buffer starts each run: its init data (outputs too, as in the original), or the poison."""
+    if poisoned:
+        return "output: poisoned before every run (validation.poison_outputs)"
     if b.init == "random":
         low, high = b.value_range
         seed = f", seed {b.seed}" if b.seed is not None else ""
@@ -78,7 +84,8 @@ def _args_lines(problem: Problem) -> list[str]:
     for i, a in enumerate(problem.args):
         if isinstance(a, Buffer):
             access = a.access + (", validated" if a.validate else "")
-            rows.append((str(i), a.name, "buffer", a.dtype, access, f"{_init_text(a, problem.directory)}"))
+            init = _init_text(a, problem.directory, problem.poisoned(a))
+            rows.append((str(i), a.name, "buffer", a.dtype, access, init))
         else:
             rows.append((str(i), a.name, "scalar", a.dtype, ", ".join(a.placements), f"= {_value(a.value)}"))
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
@@ -149,6 +156,8 @@ def _floor_lines(problem: Problem) -> list[str]:
     if problem.floor_bytes is None and problem.floor_flops is None:
         return ["not declared (physical_floor: {bytes, flops} lets the tuner flag impossibly fast times)"]
     lines = []
+    dtype = problem.floor_flops_dtype
+    sheets = datasheet_peaks(dtype)
     for shape in problem.shapes:
         try:
             nbytes, flops = problem.floor(shape)
@@ -159,8 +168,15 @@ def _floor_lines(problem: Problem) -> list[str]:
         if nbytes is not None:
             parts.append(f"{_number(nbytes)} bytes moved ({human_bytes(nbytes)})")
         if flops is not None:
-            parts.append(f"{_number(flops)} flops")
-        lines.append(f"{shape.name}: {', '.join(parts)}")
+            at = "".join(f" ({flops / tflops / 1e9:.3g} ms on {part})" for part, tflops in sheets[:1])
+            parts.append(f"{_number(flops)} flops{at}")
+        text = f"{shape.name}: {', '.join(parts)}"
+        lines += textwrap.wrap(text, WRAP - LABEL_WIDTH, subsequent_indent="  ")
+    if problem.floor_flops is not None:
+        known = "; ".join(f"{tflops:g} TFLOP/s on {part}" for part, tflops in sheets)
+        how = f"{known}, other GPUs by ktt/peaks.py's rule" if known else "the GPU's SMs x clock x FP32 lanes"
+        text = f"flops at the {PEAK_NAMES[dtype]} peak (flops_dtype {dtype}): {how}"
+        lines += textwrap.wrap(text, WRAP - LABEL_WIDTH, subsequent_indent="  ")
     return lines
 
 
@@ -179,6 +195,16 @@ def _reference_lines(problem: Problem) -> list[str]:
         lines.append(f"takes the buffers ({buffers}); scalars arrive as -D macros")
     else:
         lines.append("called as f(scalars, buffers), or f(prepare_input(scalars, buffers)) when defined")
+    halves = ", ".join(b.name for b in problem.buffers if b.dtype in HALF_DTYPES)
+    if halves and ref.type == "cpu_c":
+        lines.append(f"{halves}: uint16_t bit patterns (inputs.hpp converts: ktt_bf16_to_float, ktt_float_to_half...)")
+    elif halves and ref.type == "python":
+        rounded = (
+            "; its results for them are rounded to the dtype"
+            if any(b.dtype in HALF_DTYPES for b in problem.validated)
+            else ""
+        )
+        lines.append(f"{halves}: float32 arrays of their values{rounded}")
     return lines
 
 
@@ -195,8 +221,27 @@ def _gpu_lines(problem: Problem) -> list[str]:
     return lines
 
 
-def render_check(problem: Problem, steps: list[Step] | None = None) -> str:
-    """The full ``--check`` report for a problem that loaded (``steps``: what the preflight proved)."""
+def _baseline_lines(problem: Problem, times: ReferenceTimes) -> list[str]:
+    """Per scored shape, what output/reference_time.json gives it: a seed, a measured value, no
+    baseline (null), or nothing yet (measured on the first tuning)."""
+    where = "output/reference_time.json"
+    if not times.exists:
+        return [f"{where}: none yet; every shape is timed on its first tuning and recorded there"]
+    unit = "microseconds, the original's form" if times.form == "original" else "milliseconds, ktt's earlier form"
+    lines = [f"{where} ({unit})"]
+    width = max(len(s.name) for s in problem.shapes)
+    for shape in problem.shapes:
+        lines.append(f"{shape.name:<{width}}  {times.get(shape.name).describe()}")
+    named = times.raw.get("cases") if isinstance(times.raw.get("cases"), dict) else {}
+    unknown = sorted(str(k) for k in named if k not in {s.name for s in problem.shapes})
+    if unknown:
+        lines.append(f"not a case of this problem (ignored): {', '.join(unknown)}")
+    return lines
+
+
+def render_check(problem: Problem, steps: list[Step] | None = None, times: ReferenceTimes | None = None) -> str:
+    """The full ``--check`` report for a problem that loaded (``steps``: what the preflight proved;
+    ``times``: output/reference_time.json as read)."""
     out: list[str] = []
     desc = textwrap.wrap(problem.description, WRAP - LABEL_WIDTH) if problem.description else []
     out += _section("problem", [f"{problem.name}  ({problem.directory})", *desc])
@@ -208,7 +253,14 @@ def render_check(problem: Problem, steps: list[Step] | None = None) -> str:
         out += _section("defines", [", ".join(f"-D{name}" for name in defines)])
     out += _section("reference", _reference_lines(problem))
     validated = ", ".join(b.name for b in problem.validated)
-    out += _section("validation", [f"|kernel - reference| <= {problem.tolerance:g} on every element of {validated}"])
+    starts = (
+        "write buffers start each run poisoned (validation.poison_outputs)"
+        if problem.poison_outputs
+        else "every buffer, outputs included, starts each run with its init data"
+    )
+    out += _section(
+        "validation", [f"|kernel - reference| <= {problem.tolerance:g} on every element of {validated}", starts]
+    )
     shapes: list[str] = ["buffer sizes in bytes, per shape"]
     for shape in problem.shapes:
         shapes += _shape_lines(problem, shape)
@@ -216,6 +268,8 @@ def render_check(problem: Problem, steps: list[Step] | None = None) -> str:
     out += _section("cases", _case_lines(problem))
     out += _section("rules", _rules_lines(problem))
     out += _section("floor", _floor_lines(problem))
+    if times is not None:
+        out += _section("baseline", _baseline_lines(problem, times))
     if steps is not None:
         checked: list[str] = []
         for step in steps:

@@ -35,8 +35,11 @@ from pydantic import BaseModel
 
 from cacao_tui.problem.names import directory_name_error
 from ktt.capped_read import MAX_SOURCE_BYTES, read_text_capped
+from ktt.expressions import Expression, ExpressionError
+from ktt.half_types import DTYPE_ALIASES, HALF_DTYPES, HOST_CTYPE
 from ktt.problem import Problem, ProblemError, load_problem
 from ktt.problem.files import DTYPES, InputsFile, ProblemFile
+from ktt.problem.inputs_hpp import CUDA_HEADERS
 from ktt.problem.legacy import LEGACY_KEYS, convert_inline_inputs, has_legacy_form
 from ktt.problem.loader import REFERENCE_FILES
 from ktt.problem.yaml_io import read_yaml_mapping, read_yaml_text, validate_model
@@ -147,6 +150,25 @@ def read_problem_source(directory: Path) -> ProblemSource:
     return source
 
 
+def as_cpp(value: Any, env: dict[str, Any]) -> Any:
+    """An inline-form size or grid value (a Python expression: // is floor division) written so
+    inputs.yaml and the newer problem.yaml (C++ expressions: // starts a comment) mean the same:
+    kept when both readings agree, ``//`` as ``/`` where that gives the same number, else the number."""
+    if not isinstance(value, str):
+        return value
+    try:
+        meant = Expression(value, python=True).evaluate(env)
+    except ExpressionError:
+        return value  # the loader reports it
+    for text in (value, value.replace("//", "/")):
+        try:
+            if Expression(text).evaluate(env) == meant:
+                return text
+        except ExpressionError:
+            continue
+    return meant
+
+
 def _from_inline(root: Path, problem: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The older inline form as inputs.yaml plus a problem.yaml that states what the loader assumed.
 
@@ -155,7 +177,13 @@ def _from_inline(root: Path, problem: dict[str, Any]) -> tuple[dict[str, Any], d
     """
     loaded = load_problem(root)
     inputs = convert_inline_inputs(problem, root / "problem.yaml")
+    env = loaded.primary.scalars
+    for arg in inputs["args"]:
+        if arg.get("kind") == "buffer" and "size" in arg:
+            arg["size"] = as_cpp(arg["size"], env)
     out = {k: copy.deepcopy(v) for k, v in problem.items() if k not in LEGACY_KEYS}
+    if isinstance(out.get("grid"), dict):
+        out["grid"] = {axis: as_cpp(value, env) for axis, value in out["grid"].items()}
     out["global_size_type"] = loaded.global_size_type
     ref = dict(out.get("reference") or {})
     for key in ("block_x", "block_y", "block_z"):
@@ -424,7 +452,7 @@ def reference_signature(problem: Problem) -> str:
     if ref.type == "cuda":
         return f'extern "C" __global__ void {func}({problem.boundary_signature()})'
     if ref.type == "cpu_c":
-        params = ", ".join(f"{'const ' if b.access == 'read' else ''}{b.ctype}* {b.name}" for b in problem.buffers)
+        params = ", ".join(f"{'const ' if b.access == 'read' else ''}{b.host_ctype}* {b.name}" for b in problem.buffers)
         return f"void {func}({params})  /* scalars arrive as -D macros */"
     return f"def {func}(scalars, buffers):  # returns the validated buffer's values"
 
@@ -576,30 +604,37 @@ def reference_stub(reference_type: str, func: str, inputs: dict[str, Any]) -> st
     computes nothing. The one stub generator (the editor's starting point and its reference
     type switch)."""
     ctypes = {k: v[0] for k, v in DTYPES.items()}
-    params, buffers = [], []
+    params, buffers, halves = [], [], set()
     for a in inputs.get("args") or []:
         if not isinstance(a, dict):
             continue
-        ctype = ctypes.get(str(a.get("dtype") or ("float" if a.get("kind") == "buffer" else "int")), "float")
+        dtype = str(a.get("dtype") or ("float" if a.get("kind") == "buffer" else "int"))
+        dtype = DTYPE_ALIASES.get(dtype, dtype)
+        ctype = ctypes.get(dtype, "float")
         if a.get("kind") == "buffer":
-            p = f"{'const ' if (a.get('access') or 'read') == 'read' else ''}{ctype}* {a.get('name')}"
-            params.append(p)
-            buffers.append(p)
+            const = "const " if (a.get("access") or "read") == "read" else ""
+            params.append(f"{const}{ctype}* {a.get('name')}")
+            # a C reference sees a 16-bit float as its bit pattern (ktt.half_types)
+            buffers.append(f"{const}{HOST_CTYPE if dtype in HALF_DTYPES else ctype}* {a.get('name')}")
+            halves |= {dtype} & HALF_DTYPES
         elif "runtime" in (a.get("placements") or []):
             params.append(f"{ctype} {a.get('name')}")
     if reference_type == "cuda":
+        includes = "".join(f"#include <{CUDA_HEADERS[d]}>\n" for d in sorted(halves))
         return (
             "// Launched with the problem's grid and reference.block; 'define' scalars are -D macros.\n"
             "// Replace the body with the real computation.\n"
+            f"{includes}"
             f'extern "C" __global__ void {func}({", ".join(params)}) {{\n'
             "    __trap();  // not written yet: fail loudly rather than produce wrong reference values\n"
             "}\n"
         )
     if reference_type == "cpu_c":
+        stdint = "#include <stdint.h>\n" if halves else ""
         return (
             "/* The buffers in args order (read-only ones const); scalars arrive as -D macros.\n"
             "   Replace the body with the real computation. */\n"
-            "#include <stdlib.h>\n\n"
+            f"{stdint}#include <stdlib.h>\n\n"
             f"void {func}({', '.join(buffers)}) {{\n"
             "    abort(); /* not written yet */\n"
             "}\n"

@@ -3,9 +3,12 @@
 Regenerable: the tuner's compile caches (anything under a ``tune/cache/`` directory),
 compiled code (``*.cubin``, ``*.ptx``, ``*.fatbin``, ``*.so``, ``*.o``, and any other ELF
 binary such as a compiled driver) and array dumps (``*.npy``, ``*.npz``: input and
-reference buffers). Never touched: kernels and sources, tuning specs, JSON results and
-state, logs, prompts — see ``PROTECTED_SUFFIXES`` — and nothing outside ``archive/``.
-Symbolic links are neither followed nor removed.
+reference buffers). And what the original CACAO leaves in its runs: its input and reference
+dumps (``cacao_in_*.bin``, ``cacao_ref_*.bin``), Python bytecode (``__pycache__/``, ``*.pyc``)
+and its staging directories (``.staging/``). Never touched: kernels and sources, tuning
+specs, JSON results and state, logs, prompts — see ``PROTECTED_SUFFIXES``, which wins
+everywhere, ``.staging/`` included — and nothing outside ``archive/``. Symbolic links are
+neither followed nor removed; directories left empty by the pruning are removed.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from pathlib import Path
 from cacao_tui.store.layout import RunLayout
 from ktt.capped_read import read_head
 
-REGENERABLE_SUFFIXES = frozenset({".cubin", ".ptx", ".fatbin", ".so", ".o", ".npy", ".npz"})
+REGENERABLE_SUFFIXES = frozenset({".cubin", ".ptx", ".fatbin", ".so", ".o", ".npy", ".npz", ".pyc"})
+REGENERABLE_PREFIXES = ("cacao_in_", "cacao_ref_")  # the original's dumps: <prefix>*.bin
+REGENERABLE_DIRS = frozenset({"__pycache__", ".staging"})  # everything under them (but protected files)
 PROTECTED_SUFFIXES = frozenset(
     {".cu", ".cuh", ".c", ".cc", ".cpp", ".h", ".hpp", ".py", ".yaml", ".yml", ".json", ".jsonl", ".log", ".txt", ".md"}
 )
@@ -42,6 +47,10 @@ def _in_tune_cache(relative: Path) -> bool:
     return any(a == "tune" and b == "cache" for a, b in itertools.pairwise(parts))
 
 
+def _in_regenerable_dir(relative: Path) -> bool:
+    return _in_tune_cache(relative) or any(part in REGENERABLE_DIRS for part in relative.parts[:-1])
+
+
 def _is_elf(path: Path) -> bool:
     try:  # a regular file, never a link or a FIFO (which would block the open)
         return read_head(path, 4, follow_links=False)[0] == ELF_MAGIC
@@ -54,7 +63,9 @@ def is_regenerable(path: Path, relative: Path) -> bool:
     suffix = path.suffix.lower()
     if suffix in PROTECTED_SUFFIXES or path.name == "kernels.cu":
         return False
-    if suffix in REGENERABLE_SUFFIXES or _in_tune_cache(relative):
+    if suffix in REGENERABLE_SUFFIXES or _in_regenerable_dir(relative):
+        return True
+    if suffix == ".bin" and path.name.startswith(REGENERABLE_PREFIXES):
         return True
     return _is_elf(path)
 
@@ -87,10 +98,10 @@ def prune_archives(problem_dir: Path, dry_run: bool = False) -> PruneReport:
 
 
 def _remove_emptied_caches(archive: Path) -> None:
-    """Drop tune/cache directories that pruning left empty (deepest first)."""
+    """Drop tune/cache, __pycache__ and .staging directories that pruning left empty (deepest first)."""
     for top, _dirs, _files in os.walk(archive, topdown=False, followlinks=False):
         here = Path(top)
-        if not _in_tune_cache(here.relative_to(archive) / "file"):
+        if not _in_regenerable_dir(here.relative_to(archive) / "file"):
             continue
         with contextlib.suppress(OSError):
             if not any(here.iterdir()):

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from cacao_tui.store.atomic import StateFileError, read_model_or_none
 from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.original_run import FROM_ORIGINAL, collect_original_results, is_original_output
 from cacao_tui.store.state import (
     TERMINAL_BRANCH,
     BestResult,
@@ -36,11 +37,12 @@ from cacao_tui.store.state import (
     MasterState,
     OriginalBranchEntry,
 )
-from ktt.reference_times import ReferenceTimeError, read_reference_times
+from ktt.reference_times import NO_BASELINE, ReferenceTimeError, read_reference_times
 
 M = TypeVar("M", bound=BaseModel)
 FROM_FILE = "final_results.json"
 FROM_BRANCHES = "the branch files (rebuilt: no readable final_results.json)"
+DEFAULT_SHAPE = "default"  # the one shape of a problem without cases (and of every run of the original)
 
 
 @dataclass
@@ -60,15 +62,22 @@ def _read(path: Path, model: type[M], notes: list[str]) -> M | None:
         return None
 
 
+def every_case_valid(cases: list[CaseOutcome]) -> bool:
+    """Every case has a valid, timed result (its speedup may still be null: a case with no baseline)."""
+    return bool(cases) and all(c.status == "ok" and c.time_ms for c in cases)
+
+
 def best_candidate(state: IterState, require_score: bool) -> BestResult | None:
     """The iteration's tuned result, when it may be reported as a best: tuned, a finite time,
-    not suspect, and with ``cases`` a score. The worker and the rebuild both use this rule."""
+    not suspect, and with ``cases`` valid on every case (a score, or none only because a case has
+    no baseline: then it ranks by time below every scored one). The worker and the rebuild both
+    use this rule."""
     r = state.run
     if r is None or not r.ran or r.best_ms is None or r.suspect:
         return None
     if not math.isfinite(r.best_ms) or r.best_ms <= 0:
         return None
-    if require_score and r.score is None:
+    if require_score and r.score is None and not every_case_valid(r.cases):
         return None  # with cases, a kernel that failed a case has no score and is not eligible
     return BestResult(
         branch=state.branch,
@@ -116,7 +125,7 @@ def _reference_time_file(layout: RunLayout, primary: str, notes: list[str]) -> t
     except ReferenceTimeError as exc:
         notes.append(f"skipped {exc}")
         return None, None
-    return ref.ms, ref.source if ref.ms is not None else None
+    return ref.ms, ref.source if ref.ms is not None or ref.no_baseline else None
 
 
 def _timeline(states: list[IterState], require_score: bool, superseded: set[int]) -> list[IterationPoint]:
@@ -204,8 +213,10 @@ def collect_final_results(layout: RunLayout) -> tuple[FinalResults, list[str]]:
             if state.run is not None and state.run.reference_ms is not None and reference_ms is None:
                 reference_ms = state.run.reference_ms
                 reference_source = state.run.reference_source
+            elif state.run is not None and state.run.reference_source == NO_BASELINE and reference_source is None:
+                reference_source = NO_BASELINE
             branch_best = _better(branch_best, best_candidate(state, require_score))
-        if m.best is not None and (not require_score or m.best.score is not None):
+        if m.best is not None and (not require_score or m.best.score is not None or every_case_valid(m.best.cases)):
             branch_best = _better(branch_best, m.best)  # the worker's own record, if a state file is gone
         if branch_best is not None:
             branch_best = branch_best.model_copy(update={"superseded": branch_best.iteration in superseded})
@@ -227,7 +238,7 @@ def collect_final_results(layout: RunLayout) -> tuple[FinalResults, list[str]]:
                 superseded=sorted(superseded),
             )
         )
-    primary = context.cases[0] if context and context.cases else "default"
+    primary = context.cases[0] if context and context.cases else DEFAULT_SHAPE
     file_ms, file_source = _reference_time_file(layout, primary, notes)
     finished = master is None or master.phase == "finished"
     complete = bool(summaries) and finished and all(s.status in TERMINAL_BRANCH for s in summaries)
@@ -237,7 +248,9 @@ def collect_final_results(layout: RunLayout) -> tuple[FinalResults, list[str]]:
         rebuilt=True,
         dry_run=bool(context and context.settings.dry_run),
         reference_ms=reference_ms if reference_ms is not None else file_ms,
-        reference_source=(reference_source or file_source) if reference_ms is not None else file_source,
+        reference_source=(reference_source or file_source) if reference_ms is not None else (
+            reference_source if reference_source == NO_BASELINE else file_source
+        ),
         cases=list(context.cases) if context else [],
         best=best,
         branches=summaries,
@@ -257,8 +270,13 @@ def rebuild_final_results(layout: RunLayout) -> FinalResults:
 
 
 def load_results(layout: RunLayout) -> LoadedResults:
-    """final_results.json when it is there and readable, else the rebuild; ``results`` None if never run."""
+    """final_results.json when it is there and readable, else the rebuild; ``results`` None if never run.
+    An output/ the original CACAO wrote is read in its own layout (store/original_run.py)."""
     notes: list[str] = []
+    if is_original_output(layout.output):
+        ref_ms, ref_source = _reference_time_file(layout, DEFAULT_SHAPE, notes)
+        results, more = collect_original_results(layout.output, layout.problem_dir.name, ref_ms, ref_source)
+        return LoadedResults(results, FROM_ORIGINAL, notes + more)
     saved = _read(layout.final_results, FinalResults, notes)
     if saved is not None:
         return LoadedResults(with_original_keys(saved, layout), FROM_FILE, notes)
@@ -274,6 +292,13 @@ def _ms(value: float | None) -> str:
 
 def _x(value: float | None) -> str:
     return "-" if value is None else f"{value:.3g}x"
+
+
+def reference_text(ms: float | None, source: str | None) -> str:
+    """'1.773 ms (seeded)', 'no baseline' (a null in reference_time.json), or '-'."""
+    if ms is None and source == NO_BASELINE:
+        return NO_BASELINE
+    return _ms(ms) + (f" ({source})" if source and ms is not None else "")
 
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:
@@ -299,11 +324,13 @@ def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
     if r.dry_run:
         state += ", dry run: kernels were compile-checked, nothing was timed"
     lines = [f"{r.problem_name}: results from {loaded.source} ({state})"]
-    ref = _ms(r.reference_ms) + (f" ({r.reference_source})" if r.reference_source else "")
+    ref = reference_text(r.reference_ms, r.reference_source)
     if r.best is not None:
         b = r.best
         over = f", {b.speedup:.3g}x over the reference" if b.speedup is not None else ""
         score = f", score {b.score:.3g} (geometric mean over shapes)" if b.score is not None and r.cases else ""
+        if b.score is None and r.cases and any(c.reference_source == NO_BASELINE for c in b.cases):
+            score = ", no score (a case has no baseline)"
         lines.append(f"best       {b.branch} iteration {b.iteration}: {_ms(b.time_ms)}{over}{score}")
         if b.superseded:
             lines.append(f"           (iteration {b.iteration} was superseded by a revert; still the fastest measured)")
@@ -362,7 +389,7 @@ def case_table(cases: list[CaseOutcome]) -> list[str]:
     """The best kernel's per-case results: each case's own best over its own reference."""
     rows: list[tuple[str, ...]] = [("  case", "status", "best", "reference", "speedup", "budget", "valid", "config")]
     for c in cases:
-        ref = _ms(c.reference_ms) + (f" ({c.reference_source})" if c.reference_source and c.reference_ms else "")
+        ref = reference_text(c.reference_ms, c.reference_source)
         rows.append(
             (
                 f"  {c.name}",

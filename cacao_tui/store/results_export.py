@@ -18,6 +18,7 @@ from pathlib import Path
 from cacao_tui.store.atomic import write_text_atomic
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.results import LoadedResults
+from ktt.reference_times import NO_BASELINE
 from ktt.terminal_text import safe_line
 
 FORMATS = {".csv": "csv", ".md": "markdown", ".markdown": "markdown"}
@@ -176,6 +177,8 @@ def render_markdown(loaded: LoadedResults, layout: RunLayout) -> str:
         lines.append("No valid kernel was timed.")
     if r.reference_ms:
         lines.append(f"reference: {r.reference_ms:.4g} ms ({_cell(r.reference_source) or 'measured'})")
+    elif r.reference_source == NO_BASELINE:
+        lines.append("reference: no baseline (null in reference_time.json): no speedup, no score")
     lines.append("")
     rows = result_rows(loaded)
 

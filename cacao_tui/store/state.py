@@ -375,6 +375,9 @@ class BranchSummary(BaseModel):
     stop_reason: str | None = None
     timeline: list[IterationPoint] = Field(default_factory=list)
     superseded: list[int] = Field(default_factory=list)  # iterations a revert left behind
+    # The best kernel, relative to output/, where it is not branches/<name>/iterN/kernels.cu
+    # (a run the original CACAO wrote: nested branches, kernel.cu); None: that usual place.
+    kernel_path: str | None = None
 
 
 class OriginalBranchEntry(BaseModel):

@@ -12,12 +12,32 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ktt.half_types import DTYPE_ALIASES, HALF_DTYPES
+
 DTYPES: dict[str, tuple[str, int, str]] = {
     # dtype: (C type, bytes, numpy dtype name)
     "int": ("int", 4, "int32"),
     "float": ("float", 4, "float32"),
     "double": ("double", 8, "float64"),
+    # The older inline form's integer types, with the widths its tuner gave them (numpy int8,
+    # int16, int64; ctypes c_int8, c_int16, c_int64). Written as C types of exactly that width
+    # on every platform CUDA runs on (plain char is unsigned on ARM).
+    "char": ("signed char", 1, "int8"),
+    "short": ("short", 2, "int16"),
+    "long": ("long long", 8, "int64"),
+    # 16-bit floats (ktt.half_types): CUDA's types in kernels, stored as their bit patterns
+    # (numpy has no bfloat16); buffers only.
+    "bf16": ("__nv_bfloat16", 2, "uint16"),
+    "half": ("__half", 2, "float16"),
 }
+CORE_DTYPES = ("int", "float", "double")  # what a tuning spec takes (inputs.yaml: every dtype here)
+INTEGER_DTYPES = frozenset({"int", "char", "short", "long"})
+INTEGER_RANGES = {"char": 8, "short": 16, "int": 32, "long": 64}  # bits of each integer dtype
+# The older inline form's spellings (case-insensitive), as its tuner's normalize_dtype read them.
+INLINE_DTYPE_ALIASES = {
+    "char": "char", "int8": "char", "short": "short", "int16": "short", "int": "int", "int32": "int",
+    "long": "long", "int64": "long", "float": "float", "float32": "float", "double": "double", "float64": "double",
+}  # fmt: skip
 
 ExprValue = int | float | str
 Placement = Literal["host", "define", "runtime"]
@@ -27,8 +47,28 @@ ReferenceType = Literal["cuda", "cpu_c", "python"]
 
 
 def check_dtype(value: Any) -> Any:
+    """A tuning spec's dtypes."""
+    if value not in CORE_DTYPES:
+        allowed = ", ".join(CORE_DTYPES)
+        raise ValueError(f"unknown dtype {value!r} (allowed: {allowed})")
+    return value
+
+
+def check_any_dtype(value: Any) -> Any:
+    """inputs.yaml's buffer dtypes: every one of the table (bfloat16, float16 and fp16 name the 16-bit floats)."""
+    value = DTYPE_ALIASES.get(value, value) if isinstance(value, str) else value
     if value not in DTYPES:
-        allowed = ", ".join(DTYPES)
+        raise ValueError(f"unknown dtype {value!r} (allowed: {', '.join(DTYPES)})")
+    return value
+
+
+def check_scalar_dtype(value: Any) -> Any:
+    """inputs.yaml's scalar dtypes: the table less the 16-bit floats, which are buffer dtypes."""
+    value = DTYPE_ALIASES.get(value, value) if isinstance(value, str) else value
+    allowed = ", ".join(d for d in DTYPES if d not in HALF_DTYPES)
+    if value in HALF_DTYPES:
+        raise ValueError(f"{value} is a buffer dtype; a scalar takes {allowed} (a float scalar for a {value} value)")
+    if value not in DTYPES:
         raise ValueError(f"unknown dtype {value!r} (allowed: {allowed})")
     return value
 
@@ -81,6 +121,7 @@ class GpuSection(FileModel):
 
     index: int | list[int] = 0
     compute_capability: str | float | None = None
+    arch: str | None = None  # ours: the compile target (sm_90, sm_90a...); tuning.yaml's arch: wins
 
     @field_validator("index")
     @classmethod
@@ -114,10 +155,18 @@ class ReferenceSection(FileModel):
 
 class ValidationSection(FileModel):
     tolerance: float = Field(default=1e-4, ge=0)
+    # Our extension. False (the original's contract): every buffer, write included, starts each
+    # run with its init data. True: write buffers are poisoned instead (NaN, a sentinel for int).
+    poison_outputs: bool = False
+
+
+# With neither a case's duration_s nor tuning.duration_s the original's config.py tunes for 100 s
+# (TUNER_TIMEOUT; its guide says 20: the code wins).
+DEFAULT_DURATION_S = 100.0
 
 
 class TuningSection(FileModel):
-    duration_s: float = Field(default=20.0, gt=0)
+    duration_s: float = Field(default=DEFAULT_DURATION_S, gt=0)
 
 
 class TimingSection(FileModel):
@@ -154,10 +203,12 @@ class CaseSection(FileModel):
 
 
 class FloorSection(FileModel):
-    """Our extension: the physical floor, as expressions over scalars."""
+    """Our extension: the physical floor, as expressions over scalars; ``flops_dtype`` names the
+    peak the flops are done at (ktt.peaks: fp32 CUDA cores by default, bf16 for a bf16 GEMM...)."""
 
     bytes: ExprValue | None = None
     flops: ExprValue | None = None
+    flops_dtype: Literal["fp32", "fp64", "tf32", "bf16", "fp16", "fp8"] = "fp32"  # ktt.peaks.FLOPS_DTYPES
 
 
 class ProblemFile(FileModel):
@@ -192,7 +243,7 @@ class ScalarArg(FileModel):
     value: ExprValue
     placements: list[Placement] = Field(default_factory=lambda: ["host", "define"])
 
-    _dtype = field_validator("dtype")(check_dtype)
+    _dtype = field_validator("dtype")(check_scalar_dtype)
     _no_bool = field_validator("value", mode="before")(reject_bool)
 
     @field_validator("placements")
@@ -218,7 +269,7 @@ class BufferArg(FileModel):
     file: str | None = None  # accepted alias of file_name (docs/INPUTS_YAML_GUIDE.md)
     validate_: bool = Field(default=False, alias="validate")
 
-    _dtype = field_validator("dtype")(check_dtype)
+    _dtype = field_validator("dtype")(check_any_dtype)
     _no_bool = field_validator("size", mode="before")(reject_bool)
 
 

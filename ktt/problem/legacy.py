@@ -1,7 +1,10 @@
 """The older inline form: ``scalars:`` / ``vectors:`` and flat ``block_x`` keys in problem.yaml.
 
 Early CACAO problems described the I/O boundary inside problem.yaml. We convert that
-form into the inputs.yaml model so such directories load unchanged.
+form into the inputs.yaml model so such directories load unchanged. Its dtypes are the first
+tuner's (char, short, int, long, float, double and int8 ... float64, any case); its sizes and
+grid are Python expressions, so the loader reads them in the python dialect (``//`` is floor
+division there).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ktt.problem.errors import ProblemError
+from ktt.problem.files import INLINE_DTYPE_ALIASES
 
 _FLAT_BLOCK = ("block_x", "block_y", "block_z")
 # Keys of the older form that are read here (or, for kernel:, that meant something only to the
@@ -19,10 +23,21 @@ LEGACY_KEYS = ("scalars", "vectors", "kernel", *_FLAT_BLOCK, *(f"reference.{k}" 
 LEGACY_BLOCK_DEFAULT = {"x": 8, "y": 8, "z": 1}
 
 _DIRECTION = {"in": "read", "input": "read", "out": "write", "output": "write", "inout": "readwrite"}
-# The older form's dtype spellings that have a type here; char, short and long have none.
-_DTYPE_ALIASES = {"int32": "int", "float32": "float", "float64": "double"}
+
 # The original's first tuner filled a random vector from [-2, 2] (ints: -2..2) when no bounds were given.
 _LEGACY_RANDOM_RANGE = (-2, 2)
+
+
+def _dtype(name: str, path: Path, field: str) -> str:
+    """The inline form's dtype spellings (char, int8 ... int64, float32, ...), case-insensitive."""
+    found = INLINE_DTYPE_ALIASES.get(name.strip().lower())
+    if found is None:
+        raise ProblemError(
+            path,
+            field,
+            f"unknown dtype {name[:40]!r} (the older inline form takes {', '.join(INLINE_DTYPE_ALIASES)}, any case)",
+        )
+    return found
 
 
 def has_legacy_form(data: dict[str, Any]) -> bool:
@@ -69,9 +84,9 @@ def convert_inline_inputs(data: dict[str, Any], path: Path, warnings: list[str] 
     else:
         raise ProblemError(path, "scalars", "expected a mapping of name: value or a list")
 
-    for a in args:
+    for i, a in enumerate(args):
         if isinstance(a.get("dtype"), str):
-            a["dtype"] = _DTYPE_ALIASES.get(a["dtype"], a["dtype"])
+            a["dtype"] = _dtype(a["dtype"], path, f"scalars[{i}] ({a.get('name')}).dtype")
 
     vectors = data.get("vectors") or []
     if isinstance(vectors, dict):
@@ -85,7 +100,7 @@ def convert_inline_inputs(data: dict[str, Any], path: Path, warnings: list[str] 
         if "type" in item and "dtype" not in item:
             entry["dtype"] = item["type"]
         if isinstance(entry.get("dtype"), str):
-            entry["dtype"] = _DTYPE_ALIASES.get(entry["dtype"], entry["dtype"])
+            entry["dtype"] = _dtype(entry["dtype"], path, f"vectors[{i}] ({item.get('name')}).dtype")
         # Its init: random, anything else (or nothing) zero-filled; bounds were init_min/init_max.
         init = item.get("init", "zeros")
         entry["init"] = init if init in ("random", "file", "custom") else "zeros"

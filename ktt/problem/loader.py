@@ -13,8 +13,11 @@ from typing import Any
 from ktt.capped_read import MAX_SOURCE_BYTES, describe_read_error, read_text_capped
 from ktt.csource import c_function_definitions, global_function_lines
 from ktt.expressions import Expression, ExpressionError, Number
+from ktt.half_types import FINITE_MAX, HALF_DTYPES
 from ktt.problem.errors import ProblemError
 from ktt.problem.files import (
+    INTEGER_DTYPES,
+    INTEGER_RANGES,
     BufferArg,
     CaseSection,
     Dim3Expr,
@@ -32,6 +35,7 @@ from ktt.problem.legacy import (
 )
 from ktt.problem.model import Buffer, Dim3, ForbidRule, Problem, Reference, Scalar, Shape
 from ktt.problem.yaml_io import read_yaml_mapping, validate_model
+from ktt.toolkit import normalize_arch
 
 # No GPU made so far has more memory than this; a buffer larger than it is a typo.
 MAX_GPU_BYTES = 288 * 10**9
@@ -116,6 +120,14 @@ def load_problem(directory: Path | str) -> Problem:
         inputs_source = problem_path
     else:
         if not inputs_path.is_file():
+            if _framework_form(root):
+                raise ProblemError(
+                    inputs_path,
+                    "",
+                    "file not found; this is the original's framework-file form (the boundary is C++ in "
+                    "inputs.hpp, its DefineInputs()), which cacao does not read",
+                    hint="describe the boundary in inputs.yaml (docs/INPUTS_YAML_GUIDE.md; docs/compatibility.md)",
+                )
             raise ProblemError(
                 inputs_path,
                 "",
@@ -128,11 +140,13 @@ def load_problem(directory: Path | str) -> Problem:
     warnings += [f"{inputs_source.name}: {k}: unknown key (ignored)" for k in inputs.unknown_key_paths()]
 
     _check_headers(inputs.headers, inputs_source, root)
-    args, scalar_exprs = _resolve_args(inputs, inputs_source, root, warnings)
+    args, scalar_exprs = _resolve_args(inputs, inputs_source, root, warnings, python=inline)
     scalar_names = {a.name for a in args if isinstance(a, Scalar)}
     base_scalars = {a.name: a.value for a in args if isinstance(a, Scalar)}
 
-    grid_exprs = _grid_expressions(pfile.grid, raw, problem_path, scalar_names)
+    grid_exprs = _grid_expressions(pfile.grid, raw, problem_path, scalar_names, python=inline)
+    if inline:
+        warnings += _two_readings(args, grid_exprs, base_scalars)
     # The older inline form was run by the original's first tuner: grid counted threads and the
     # reference block defaulted to 8 x 8 (docs/compatibility.md). The newer form counts blocks.
     global_size_type = pfile.global_size_type
@@ -176,6 +190,8 @@ def load_problem(directory: Path | str) -> Problem:
             floor_bytes = _expression(pfile.physical_floor.bytes, problem_path, "physical_floor.bytes", scalar_names)
         if pfile.physical_floor.flops is not None:
             floor_flops = _expression(pfile.physical_floor.flops, problem_path, "physical_floor.flops", scalar_names)
+        elif "flops_dtype" in pfile.physical_floor.model_fields_set:
+            warnings.append(f"{problem_path.name}: physical_floor.flops_dtype is set but no flops are declared")
 
     problem = Problem(
         directory=root,
@@ -184,11 +200,13 @@ def load_problem(directory: Path | str) -> Problem:
         gpu_indices=pfile.gpu.index if isinstance(pfile.gpu.index, list) else [pfile.gpu.index],
         compute_capability=_compute_capability(pfile.gpu.compute_capability, problem_path),
         gpu_info=_gpu_info(pfile.gpu.advisory(), warnings),
+        arch=_arch(pfile.gpu.arch, problem_path),
         inputs_file=inputs_source,
         global_size_type=global_size_type,
         grid_exprs=grid_exprs,
         reference=reference,
         tolerance=pfile.validation.tolerance,
+        poison_outputs=pfile.validation.poison_outputs,
         flush_l2=pfile.timing.flush_l2,
         rules_text=rules_text,
         forbid=forbid,
@@ -199,6 +217,7 @@ def load_problem(directory: Path | str) -> Problem:
         declared_cases=bool(pfile.cases),
         floor_bytes=floor_bytes,
         floor_flops=floor_flops,
+        floor_flops_dtype=pfile.physical_floor.flops_dtype if pfile.physical_floor else "fp32",
         warnings=warnings,
     )
     for shape in problem.shapes:
@@ -206,13 +225,51 @@ def load_problem(directory: Path | str) -> Problem:
     return problem
 
 
-def _expression(value: ExprValue, path: Path, field: str, known: set[str]) -> Expression:
+def _framework_form(root: Path) -> bool:
+    """The original's newest problems (branch framework-file-autotuning): an inputs.hpp that defines
+    the boundary as C++ (``DefineInputs``) and a problem.yaml of metadata only."""
     try:
-        expr = Expression(value)
+        text = read_text_capped(root / "inputs.hpp", MAX_SOURCE_BYTES, errors="replace")
+    except OSError:
+        return False
+    return "DefineInputs" in text
+
+
+def _expression(value: ExprValue, path: Path, field: str, known: set[str], python: bool = False) -> Expression:
+    try:
+        expr = Expression(value, python=python)
         expr.check_names(known)
     except ExpressionError as exc:
         raise ProblemError(path, field, str(exc)) from None
     return expr
+
+
+def _two_readings(
+    args: list[Scalar | Buffer], grid: tuple[Expression, Expression, Expression], env: dict[str, Number]
+) -> list[str]:
+    """The inline form's sizes and grid are Python (the original's eval); a text that means another
+    number when read as C++ (where // starts a comment and / truncates) is worth a warning."""
+    items = [(f"vectors: {a.name}.size", a.size) for a in args if isinstance(a, Buffer)]
+    items += [(f"grid.{axis}", expr) for axis, expr in zip("xyz", grid, strict=True)]
+    out = []
+    for label, expr in items:
+        if not expr.python or not expr.text:
+            continue
+        try:
+            as_python: Number | str = expr.evaluate(env)
+        except ExpressionError as exc:
+            as_python = f"an error ({exc})"
+        try:
+            as_cpp: Number | str = Expression(expr.text).evaluate(env)
+        except ExpressionError as exc:
+            as_cpp = f"an error ({exc})"
+        if as_python != as_cpp:
+            out.append(
+                f"problem.yaml: {label}: {expr.text!r} is {as_python} as the original reads it (a Python expression: "
+                f"// is floor division, / true division), {as_cpp} read as C++ (// starts a comment, / truncates); "
+                "the original's reading is used"
+            )
+    return out
 
 
 def _evaluate(expr: Expression, env: dict[str, Number], path: Path, field: str) -> Number:
@@ -228,8 +285,9 @@ def _arg_field(index: int, name: str | None, key: str) -> str:
 
 
 def _resolve_args(
-    inputs: InputsFile, path: Path, root: Path, warnings: list[str]
+    inputs: InputsFile, path: Path, root: Path, warnings: list[str], python: bool = False
 ) -> tuple[list[Scalar | Buffer], dict[str, Expression]]:
+    """The boundary; ``python``: the older inline form, whose expressions are Python."""
     if not inputs.args:
         raise ProblemError(path, "args", "empty: the boundary needs at least one buffer")
     resolved: dict[int, Scalar | Buffer] = {}
@@ -246,13 +304,13 @@ def _resolve_args(
             )
         seen[name] = i
         if isinstance(item, ScalarArg):
-            scalar = _resolve_scalar(item, i, env, scalar_exprs, path, warnings)
+            scalar = _resolve_scalar(item, i, env, scalar_exprs, path, warnings, python)
             env[name] = scalar.value
             resolved[i] = scalar
     # Buffers may size themselves by any scalar, declared before or after them.
     for i, item in enumerate(inputs.args):
         if isinstance(item, BufferArg):
-            resolved[i] = _resolve_buffer(item, i, set(env), path, root)
+            resolved[i] = _resolve_buffer(item, i, set(env), path, root, python)
     args = [resolved[i] for i in range(len(inputs.args))]
     short = [a.name for a in args if isinstance(a, Scalar) and a.is_define and len(a.name) == 1]
     if short:
@@ -271,18 +329,25 @@ def _resolve_args(
 
 
 def _resolve_scalar(
-    item: ScalarArg, i: int, env: dict[str, Number], exprs: dict[str, Expression], path: Path, warnings: list[str]
+    item: ScalarArg,
+    i: int,
+    env: dict[str, Number],
+    exprs: dict[str, Expression],
+    path: Path,
+    warnings: list[str],
+    python: bool = False,
 ) -> Scalar:
     field = _arg_field(i, item.name, "value")
-    expr = _expression(item.value, path, field, set(env))
+    expr = _expression(item.value, path, field, set(env), python)
     value = _evaluate(expr, env, path, field)
-    if item.dtype == "int":
+    if item.dtype in INTEGER_DTYPES:
         if isinstance(value, float):
             if not value.is_integer():
-                raise ProblemError(path, field, f"{value} is not an integer (dtype int)")
+                raise ProblemError(path, field, f"{value} is not an integer (dtype {item.dtype})")
             value = int(value)
-        if not (-(2**31) <= value < 2**31):
-            raise ProblemError(path, field, f"{value} does not fit in a 32-bit int")
+        bits = INTEGER_RANGES[item.dtype]
+        if not (-(2 ** (bits - 1)) <= value < 2 ** (bits - 1)):
+            raise ProblemError(path, field, f"{value} does not fit in a {bits}-bit {item.dtype}")
     else:
         value = float(value)
     if "define" in item.placements and item.name.upper() != item.name:
@@ -301,10 +366,16 @@ def _resolve_scalar(
     return Scalar(item.name, item.dtype, value, tuple(item.placements))
 
 
-def _resolve_buffer(item: BufferArg, i: int, scalars: set[str], path: Path, root: Path) -> Buffer:
-    size = _expression(item.size, path, _arg_field(i, item.name, "size"), scalars)
+def _resolve_buffer(item: BufferArg, i: int, scalars: set[str], path: Path, root: Path, python: bool = False) -> Buffer:
+    size = _expression(item.size, path, _arg_field(i, item.name, "size"), scalars, python)
     if item.min is not None and item.max is not None and item.min > item.max:
         raise ProblemError(path, _arg_field(i, item.name, "min"), f"min {item.min} is larger than max {item.max}")
+    for key, bound in (("min", item.min), ("max", item.max)):
+        if item.dtype in HALF_DTYPES and bound is not None and not abs(bound) <= FINITE_MAX[item.dtype]:
+            largest = f"{FINITE_MAX[item.dtype]:.6g}"
+            raise ProblemError(
+                path, _arg_field(i, item.name, key), f"{bound} is outside {item.dtype}'s range (±{largest})"
+            )
     key = "file" if item.file is not None and item.file_name is None else "file_name"
     file_name = item.file_name if item.file_name is not None else item.file
     if item.file is not None and item.file_name is not None:
@@ -410,14 +481,14 @@ def _inside(root: Path, relative: str, path: Path, field: str, base: str | None 
 
 
 def _grid_expressions(
-    grid: Dim3Expr | None, raw: dict[str, Any], path: Path, known: set[str]
+    grid: Dim3Expr | None, raw: dict[str, Any], path: Path, known: set[str], python: bool = False
 ) -> tuple[Expression, Expression, Expression]:
     if grid is None:
         raise ProblemError(path, "grid", "missing (required): the launch grid, e.g. {x: 'N / 16', y: 'M / 16'}")
     return (
-        _expression(grid.x, path, "grid.x", known),
-        _expression(grid.y, path, "grid.y", known),
-        _expression(grid.z, path, "grid.z", known),
+        _expression(grid.x, path, "grid.x", known, python),
+        _expression(grid.y, path, "grid.y", known, python),
+        _expression(grid.z, path, "grid.z", known, python),
     )
 
 
@@ -675,7 +746,7 @@ def _resolve_cases(
                 value = overrides[s.name]
             else:
                 value = _evaluate(scalar_exprs[s.name], env, problem_path, f"{label}.scalars")
-            if s.dtype == "int":
+            if s.dtype in INTEGER_DTYPES:
                 if isinstance(value, float) and not value.is_integer():
                     raise ProblemError(problem_path, f"{label}.scalars.{s.name}", f"{value} is not an integer")
                 value = int(value)
@@ -787,6 +858,15 @@ def _gpu_info(advisory: dict[str, Any], warnings: list[str]) -> dict[str, str | 
         else:
             out[name] = value
     return out
+
+
+def _arch(value: str | None, path: Path) -> str | None:
+    if value is None:
+        return None
+    try:
+        return normalize_arch(str(value))
+    except ValueError as exc:
+        raise ProblemError(path, "gpu.arch", str(exc)) from None
 
 
 def _compute_capability(value: str | float | None, path: Path) -> str | None:

@@ -10,7 +10,8 @@ from pathlib import Path
 from ktt.csource import LinearPattern
 from ktt.csource import strip_c_comments as strip_c_comments  # linear time; re-exported for callers
 from ktt.expressions import Expression, Number
-from ktt.problem.files import DTYPES
+from ktt.half_types import HALF_DTYPES, HOST_CTYPE
+from ktt.problem.files import DTYPES, INTEGER_DTYPES
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,11 @@ class Buffer:
         return DTYPES[self.dtype][0]
 
     @property
+    def host_ctype(self) -> str:
+        """The element type a C reference sees: a 16-bit float is its bit pattern (ktt.half_types)."""
+        return HOST_CTYPE if self.dtype in HALF_DTYPES else self.ctype
+
+    @property
     def itemsize(self) -> int:
         return DTYPES[self.dtype][1]
 
@@ -82,7 +88,7 @@ class Buffer:
 
     @property
     def value_range(self) -> tuple[float, float]:
-        low, high = (-1.0, 1.0) if self.dtype != "int" else (0.0, 1.0)
+        low, high = (-1.0, 1.0) if self.dtype not in INTEGER_DTYPES else (0.0, 1.0)
         return (self.min if self.min is not None else low, self.max if self.max is not None else high)
 
 
@@ -167,7 +173,11 @@ class Problem:
     declared_cases: bool
     floor_bytes: Expression | None = None
     floor_flops: Expression | None = None
+    floor_flops_dtype: str = "fp32"  # physical_floor.flops_dtype: the peak the flops run at (ktt.peaks)
+    # validation.poison_outputs: write buffers start each run poisoned, not with their init data.
+    poison_outputs: bool = False
     gpu_info: dict[str, str | int | float] = field(default_factory=dict)  # gpu.* advisory keys, for prompts
+    arch: str | None = None  # gpu.arch: the compile target when it names one (ktt.toolkit.compile_target)
     inputs_file: Path | None = None  # where the boundary was read: inputs.yaml, or problem.yaml (inline form)
     warnings: list[str] = field(default_factory=list)
 
@@ -190,6 +200,10 @@ class Problem:
     @property
     def validated(self) -> list[Buffer]:
         return [b for b in self.buffers if b.validate]
+
+    def poisoned(self, buffer: Buffer) -> bool:
+        """Whether ``buffer`` starts each run poisoned (a write buffer under poison_outputs)."""
+        return self.poison_outputs and buffer.access == "write"
 
     @property
     def boundary(self) -> list[Arg]:

@@ -10,6 +10,7 @@ ktt's own parser and budget rule (no GPU: the tuner is only constructed, never s
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -91,3 +92,18 @@ def test_timeout_replaces_the_budget_of_every_case(
 def test_timeout_must_be_positive() -> None:
     with pytest.raises(UsageError, match="--timeout: must be a positive number"):
         build_parser().parse_args(["--dir", "x", "--timeout", "0"])
+
+
+def test_without_any_budget_the_originals_100_s(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neither --timeout nor a case's duration_s nor tuning.duration_s: 100 s, as the original's config.py."""
+    target = tmp_path / "terrain_custom"
+    shutil.copytree(CORPUS / "terrain_custom", target)
+    text = (target / "problem.yaml").read_text()
+    text = re.sub(r"(?m)^tuning:\n(  .*\n)+", "", text)
+    text = re.sub(r"(?m)^    duration_s: .*\n", "", text)
+    (target / "problem.yaml").write_text(text)
+    assert "duration_s" not in text
+    deps = SimpleNamespace(settings=_settings(), problem=load_problem(target))
+    assert case_budgets(deps) == [("square", 100.0), ("strip", 100.0)]  # type: ignore[arg-type]
+    assert _ktt_budgets(tmp_path, target, None, monkeypatch) == [(100.0, "problem.yaml"), (100.0, "problem.yaml")]
+    assert "else 100)" in build_parser().format_help()

@@ -20,8 +20,11 @@ import numpy as np
 import pytest
 
 from cacao_tui.cli import main
-from ktt.inputs import GeneratorError, generated_inputs
+from ktt.host_reference import produce
+from ktt.inputs import GeneratorError, generated_inputs, make_inputs
 from ktt.problem import load_problem
+from ktt.problem.inputs_hpp import render_inputs_hpp
+from ktt.workdir import WorkDir
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "problems"
@@ -56,6 +59,17 @@ EXPECTED_STEPS = {
     "softmax_rows_py": ["python ref.py: imported in its own process", "reference function softmax_rows"],
     "minmax_multi_py": ["reference function minmax, with prepare_input"],
     "legacy_inline": ["cuda ref_kernel.cu: compiled with NVRTC", "kernel hadamard_reference found"],
+    "pair_sums_inline": ["cpu_c ref_cpu.c: built with", "function pair_sums"],
+    "accumulate_zeroed": ["cuda ref_kernel.cu: compiled with NVRTC", "kernel total_ref found"],
+    "null_seeds": ["cases: 2 cases resolved (big, small); the primary is big", "function clamp_ref"],
+    "old_run": ["python ref.py: imported in its own process", "reference function relu"],
+}
+# What each directory's --check must say about output/reference_time.json, shape by shape.
+EXPECTED_BASELINES = {
+    "null_seeds": ["big seeded 0.85 ms", "small no baseline (null): never timed; its speedup and the score are null"],
+    "spmv_files": ["skewed seeded 0.0035 ms", "wide to be measured on the first tuning"],
+    "legacy_inline": ["output/reference_time.json: none yet; every shape is timed on its first tuning"],
+    "old_run": ["default seeded 2.4 ms"],
 }
 
 
@@ -75,6 +89,8 @@ def test_corpus_problem_passes_check_and_writes_nothing(name: str, capsys: pytes
     for words in EXPECTED_STEPS[name]:
         assert words in flat, words
     assert "blocks of (1, 1, 1)" not in out
+    for words in EXPECTED_BASELINES.get(name, []):
+        assert words in flat, words
     assert snapshot(directory) == before
 
 
@@ -111,7 +127,7 @@ def test_spmv_files_cases_files_budgets_and_custom_data(tmp_path: Path) -> None:
         modulus = int(shape.scalars["XMOD"])
         assert x.tolist() == [_small_integer(i, modulus) for i in range(int(shape.scalars["NCOLS"]))]
     seed = json.loads((CORPUS / "spmv_files" / "output" / "reference_time.json").read_text())
-    assert seed == {"reference_time_us": 3.5, "cases": {"skewed": 3.5, "wide": None}}
+    assert seed == {"reference_time_us": 3.5, "cases": {"skewed": 3.5}}  # wide is not named: measured
 
 
 def test_terrain_custom_generator_uses_headers_shared_setup_and_case_scalars(tmp_path: Path) -> None:
@@ -147,6 +163,52 @@ def test_legacy_inline_form_means_what_the_first_tuner_meant() -> None:
     assert p.primary.grid.as_tuple() == (640, 96, 1)
 
 
+def test_inline_form_sizes_are_python_and_its_integer_dtypes_are_the_first_tuners(tmp_path: Path) -> None:
+    """'N // 2' is floor division there (C++ would read N); long/int64 are 64-bit, Int16 16-bit; the
+    cpu_c reference gets exactly those element types (run here on the CPU)."""
+    p = load_problem(CORPUS / "pair_sums_inline")
+    by = {b.name: b for b in p.buffers}
+    assert [(b.name, b.dtype, b.ctype, b.numpy_dtype) for b in p.buffers] == [
+        ("V", "long", "long long", "int64"),
+        ("W", "short", "short", "int16"),
+        ("OUT", "long", "long long", "int64"),
+    ]
+    assert p.primary.sizes == {"V": 100001, "W": 100001, "OUT": 50000}
+    assert p.primary.grid.as_tuple() == (50000, 1, 1) and p.global_size_type == "opencl"
+    changed = [w for w in p.warnings if "'N // 2' is 50000 as the original reads it" in w]
+    assert len(changed) == 2 and "100001 read as C++" in changed[0]  # OUT.size and grid.x
+    assert by["V"].value_range == (-1e12, 1e12)
+    header = render_inputs_hpp(p)
+    assert "typedef long long OUT_t;" in header and "#define OUT_SIZE ((size_t)50000ULL)" in header
+    work = WorkDir(tmp_path / "work")
+    work.prepare_shape(p, p.primary)
+    produce(p, p.primary, [0], 0, work, want_time=False)
+    inputs = make_inputs(p, p.primary, 0, 0, work.root)
+    assert inputs["V"].dtype == np.int64 and np.abs(inputs["V"]).max() > 2**32  # 64-bit values survive
+    got = np.load(work.reference_file(p.primary.name, 0, "OUT"))
+    v, w = inputs["V"], inputs["W"].astype(np.int64)
+    assert got.dtype == np.int64 and np.array_equal(got, v[0:100000:2] + v[1:100001:2] + w[0:100000:2])
+
+
+def test_a_write_buffer_starts_with_its_init_data() -> None:
+    """accumulate_zeroed: TOTAL is zeros in every input set (the kernel may accumulate into it);
+    under validation.poison_outputs the problem says so."""
+    p = load_problem(CORPUS / "accumulate_zeroed")
+    assert not p.poison_outputs and not p.poisoned(p.buffers[1])
+    for k in (0, 1):
+        assert make_inputs(p, p.primary, k, 5, Path("/nonexistent"))["TOTAL"].tolist() == [0]
+
+
+def test_check_says_what_each_shape_has_as_its_baseline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = tmp_path / "null_seeds"
+    shutil.copytree(CORPUS / "null_seeds", d)
+    (d / "output" / "reference_time.json").write_text('{"reference_time_us": 850, "cases": {"other": 3}}')
+    assert main(["--dir", str(d), "--check"]) == 0
+    flat = " ".join(capsys.readouterr().out.split())
+    assert "big seeded 0.85 ms" in flat and "small to be measured on the first tuning" in flat
+    assert "not a case of this problem (ignored): other" in flat
+
+
 # -- broken copies: one line, exit 2, nothing written ------------------------------------------
 
 
@@ -175,7 +237,57 @@ def _line_of(path: Path, text: str) -> int:
     return next(i for i, line in enumerate(path.read_text().splitlines(), start=1) if text in line)
 
 
+def _framework_form(d: Path) -> None:
+    """The original's newest form: no inputs.yaml, the boundary as C++ in inputs.hpp (written here)."""
+    (d / "inputs.yaml").unlink()
+    text = "#include <Ktt.h>\nstruct Inputs {};\ninline Inputs DefineInputs(ktt::Tuner& t) { return {}; }\n"
+    (d / "inputs.hpp").write_text(text)
+
+
 BROKEN: list[tuple[str, str, Callable[[Path], None], str]] = [
+    (
+        "framework-file-form",
+        "accumulate_zeroed",
+        _framework_form,
+        "accumulate_zeroed/inputs.yaml: file not found; this is the original's framework-file form",
+    ),
+    (
+        "reference-time-not-json",
+        "null_seeds",
+        _replace("output/reference_time.json", '"small": null', '"small": nul'),
+        "null_seeds/output/reference_time.json: not valid JSON",
+    ),
+    (
+        "reference-time-negative",
+        "null_seeds",
+        _replace("output/reference_time.json", '"big": 850.0', '"big": -3'),
+        "output/reference_time.json: cases.big: -3 is not a positive number of microseconds (or null: no baseline)",
+    ),
+    (
+        "reference-time-not-an-object",
+        "spmv_files",
+        lambda d: (d / "output" / "reference_time.json").write_text("[3.5]\n"),
+        'spmv_files/output/reference_time.json: expected a JSON object such as {"reference_time_us": 120.5}',
+    ),
+    (
+        "unknown-dtype-in-inputs-yaml",
+        "accumulate_zeroed",
+        _replace("inputs.yaml", "dtype: int, size: 1,", "dtype: int64, size: 1,"),
+        "inputs.yaml: args[2] (TOTAL).dtype: unknown dtype 'int64' "
+        "(allowed: int, float, double, char, short, long, bf16, half)",
+    ),
+    (
+        "inline-fractional-size",
+        "pair_sums_inline",
+        _replace("problem.yaml", 'size: "N // 2"', 'size: "N / 2"'),
+        "problem.yaml: args[3] (OUT).size: expected an integer, got 50000.5 (a Python expression here",
+    ),
+    (
+        "inline-unknown-dtype",
+        "pair_sums_inline",
+        _replace("problem.yaml", 'dtype: "Int16"', 'dtype: "uint16"'),
+        "problem.yaml: vectors[1] (W).dtype: unknown dtype 'uint16' (the older inline form takes char, int8, short",
+    ),
     (
         "missing-data-file",
         "spmv_files",

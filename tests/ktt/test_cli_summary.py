@@ -35,3 +35,19 @@ def test_several_cases_print_a_table_and_the_score() -> None:
 def test_one_shape_prints_no_table() -> None:
     text = _human(summary([CaseResult(name="default", status="ok", time_ms=0.5, speedup=4.0)]))
     assert "case " not in text and "speedup over the reference (2 ms, seeded): 4x" in text
+
+
+def test_a_case_with_no_baseline_is_said_in_the_table_and_the_score_line() -> None:
+    cases = [
+        CaseResult(name="big", status="ok", time_ms=0.5, reference_ms=2.0, reference_source="seeded", speedup=4.0,
+                   budget_s=20, evaluated=4, valid=4),
+        CaseResult(name="small", status="ok", time_ms=0.05, reference_source="no baseline", budget_s=5,
+                   evaluated=4, valid=4),
+    ]  # fmt: skip
+    lines = _human(summary(cases, score=None)).splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["case", "status"])
+    assert lines[header + 2].split()[:6] == ["small", "ok", "0.05", "ms", "no", "baseline"]
+    assert "score: none (a case has no baseline: null in reference_time.json)" in lines
+    unbased = {"reference_ms": None, "reference_source": "no baseline", "speedup": None}
+    one = _human(summary([]).model_copy(update=unbased))
+    assert "speedup: none (no baseline: null in reference_time.json)" in one

@@ -68,6 +68,7 @@ def test_cuda_reference_in_the_older_inline_form(tmp_path: Path) -> None:
 
 
 def test_cuda_reference_with_file_data_cases_and_a_microsecond_seed(tmp_path: Path) -> None:
+    """skewed is seeded (3.5 µs); wide is not named in reference_time.json, so it is measured and recorded."""
     code, summary, problem = tune(tmp_path, "spmv_files", "--duration", "4")
     assert_valid(code, summary)
     skewed, wide = summary.cases
@@ -111,3 +112,39 @@ def test_torch_reference_is_timed_with_cuda_events(tmp_path: Path) -> None:
     assert not summary.warnings
     prov = reference_file(problem)["provenance"]["reference_time_us"]
     assert prov["source"] == "measured" and prov["method"] == case.reference_method
+
+
+def test_a_kernel_that_accumulates_into_a_zeroed_output_tunes_to_a_valid_best(tmp_path: Path) -> None:
+    """The original hands every buffer over with its init data; TOTAL is zeros and the kernel (and the
+    reference) atomicAdd into it. Under poisoned outputs this was 4/4 validation_failed on the H200."""
+    code, summary, problem = tune(tmp_path, "accumulate_zeroed", "--duration", "4")
+    assert_valid(code, summary)
+    assert summary.valid == summary.evaluated  # every configuration is right, not only the best
+    (case,) = summary.cases
+    assert case.reference_source == "measured" and case.speedup and case.speedup > 0
+    # the opt-in: poisoned outputs make the same kernel wrong everywhere
+    yaml_path = problem / "problem.yaml"
+    yaml_path.write_text(yaml_path.read_text().replace("  tolerance: 0\n", "  tolerance: 0\n  poison_outputs: true\n"))
+    shutil.rmtree(problem / "output", ignore_errors=True)
+    out = tmp_path / "poisoned-out"
+    argv = [sys.executable, "-m", "ktt", "tune", "--problem", problem, "--kernel", KERNELS / "accumulate_zeroed" /
+            "kernels.cu", "--spec", KERNELS / "accumulate_zeroed" / "tuning.yaml", "--output", out, "--json",
+            "--duration", "2"]  # fmt: skip
+    proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    poisoned = TuneSummary.model_validate_json((out / "summary.json").read_text())
+    assert proc.returncode == 1 and poisoned.best is None and poisoned.valid == 0
+    assert set(poisoned.by_status) == {"validation_failed"}
+
+
+def test_a_null_seed_stays_null_and_leaves_the_score_null(tmp_path: Path) -> None:
+    """output/reference_time.json seeds 'big' (850 µs) and says null for 'small': no baseline."""
+    before = (CORPUS / "null_seeds" / "output" / "reference_time.json").read_bytes()
+    code, summary, problem = tune(tmp_path, "null_seeds", "--duration", "3")
+    assert code == 0 and summary.ok and summary.best is not None and summary.best.confirmed
+    big, small = summary.cases
+    assert (big.reference_ms, big.reference_source) == (pytest.approx(0.85), "seeded")
+    assert big.speedup == pytest.approx(0.85 / big.time_ms)
+    assert small.status == "ok" and small.time_ms  # tuned to a valid best all the same
+    assert (small.reference_ms, small.reference_source, small.speedup) == (None, "no baseline", None)
+    assert summary.score is None
+    assert (problem / "output" / "reference_time.json").read_bytes() == before  # never measured, never written

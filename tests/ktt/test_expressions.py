@@ -94,3 +94,32 @@ def test_numbers_from_yaml_are_range_checked(value: float) -> None:
 
 def test_a_long_flat_conjunction_is_fine() -> None:
     assert Expression(" && ".join(["A"] * 99)).evaluate({"A": 1}) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "env", "python", "c"),
+    [
+        ("M * K // 2", {"M": 3, "K": 5}, 7, 15),  # C++: // starts a comment
+        ("N // 2 + 1", {"N": 9}, 5, 9),
+        ("7 / 2", {}, 3.5, 3),  # Python's / is true division
+        ("-7 % 3", {}, 2, -1),  # Python's % takes the divisor's sign
+        ("-7 // 2", {}, -4, -7),
+        ("2 ** 3 ** 2", {}, 512, None),  # right to left; not C at all
+        ("-2 ** 2", {}, -4, None),
+        ("(N + 1) // 2 * 2", {"N": 5}, 6, 6),
+    ],
+)
+def test_the_python_dialect_of_the_older_inline_form(text: str, env: dict, python: object, c: object) -> None:
+    assert Expression(text, python=True).evaluate(env) == python
+    if c is None:
+        with pytest.raises(ExpressionError):
+            Expression(text).evaluate(env)
+    else:
+        assert Expression(text).evaluate(env) == c
+
+
+def test_a_fractional_python_size_says_why() -> None:
+    with pytest.raises(ExpressionError, match="/ is true division, // floor division"):
+        Expression("N / 2", python=True).evaluate_int({"N": 7})
+    with pytest.raises(ExpressionError, match="division by zero"):
+        Expression("N // 0", python=True).evaluate({"N": 7})

@@ -229,6 +229,41 @@ def test_hostile_kernels_are_classified_and_never_best(tmp_path: Path) -> None:
     assert summary.worker_restarts >= 3
 
 
+def _output_equals_init(tmp_path: Path, poison: bool) -> Path:
+    """The hostile problem where the right answer is the output's init data: X zeros, so Y = 2X + 1 = 1,
+    and Y starts each run as ones. A kernel that writes nothing (variant 6) is then right."""
+    problem = tmp_path / ("poisoned" if poison else "plain")
+    shutil.copytree(HOSTILE, problem)
+    inputs = problem / "inputs.yaml"
+    text = inputs.read_text().replace("access: read, init: random, seed: 1", "access: read, init: zeros")
+    text = text.replace("access: write, validate: true", 'access: write, init: custom, validate: true, '
+                        'body: "return std::vector<float>(N, 1.0f);"')  # fmt: skip
+    inputs.write_text(text)
+    if poison:
+        yaml_path = problem / "problem.yaml"
+        text = yaml_path.read_text().replace("  tolerance: 1e-6\n", "  tolerance: 1e-6\n  poison_outputs: true\n")
+        yaml_path.write_text(text)
+    return problem
+
+
+@pytest.mark.parametrize("poison", [False, True])
+def test_an_output_that_equals_its_init_is_caught_by_the_floor_or_the_poison(tmp_path: Path, poison: bool) -> None:
+    """Under the init contract no comparison can tell "wrote the right values" from "wrote nothing"
+    when the right values are the init data: the physical floor marks the do-nothing kernel
+    suspect (its time is below bytes / bandwidth). With validation.poison_outputs it fails outright."""
+    problem = _output_equals_init(tmp_path, poison)
+    spec = _hostile_spec(tmp_path, [0, 6])
+    _, summary = tune(problem, problem / "kernels.cu", spec, tmp_path / "out", "--duration", "0",
+                      "--reference-time", str(tmp_path / "ref.json"))  # fmt: skip
+    by_variant = {int(r.config["VARIANT"]): r for r in results(tmp_path / "out")}
+    assert by_variant[0].status == "ok" and summary.best is not None and summary.best.config["VARIANT"] == 0
+    if poison:
+        assert by_variant[6].status == "validation_failed"
+        assert "never written (still poisoned)" in (by_variant[6].error or "")
+    else:
+        assert by_variant[6].status == "suspect" and "below the physical floor" in (by_variant[6].error or "")
+
+
 def test_time_below_the_physical_floor_is_suspect(tmp_path: Path) -> None:
     problem = tmp_path / "hostile"
     shutil.copytree(HOSTILE, problem)

@@ -135,3 +135,33 @@ def test_ncu_on_the_gpu_reports_the_new_families(tmp_path: Path) -> None:
         assert name in by and isinstance(by[name]["value"], float), (name, by.get(name))
     assert by["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"]["value"] < 1.0  # fp32 FMA GEMM
     assert 24 <= by["smsp__thread_inst_executed_per_inst_executed.ratio"]["value"] <= 32
+
+
+HOPPER_COLUMNS = (
+    ("sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.avg.pct_of_peak_sustained_active", "%", "71.2"),
+    ("sm__inst_executed_pipe_tensor_op_gmma.sum", "inst", "524288"),
+    ("sm__inst_executed_pipe_tensor_op_hmma.sum", "inst", "0"),
+    ("smsp__inst_executed_op_tma_ld.sum", "inst", "65536"),
+    ("smsp__inst_executed_op_tma_st.sum", "inst", "0"),
+    ("smsp__average_warps_issue_stalled_gmma_per_issue_active.ratio", "", "3.5"),
+)
+
+
+def test_the_hopper_families_are_named_for_sm90_and_parse() -> None:
+    """wgmma utilisation and TMA traffic (illustrative values in ncu's raw-page format)."""
+    header = ['"ID"', '"Kernel Name"', *(f'"{n}"' for n, _, _ in HOPPER_COLUMNS)]
+    units = ['""', '""', *(f'"{u}"' for _, u, _ in HOPPER_COLUMNS)]
+    values = ['"0"', '"gemm_tma_wgmma"', *(f'"{v}"' for _, _, v in HOPPER_COLUMNS)]
+    (k,) = parse_raw_csv("\n".join(",".join(row) for row in (header, units, values)))
+    by = {m.name: m for m in k.metrics}
+    busy = by[HOPPER_COLUMNS[0][0]]
+    assert (busy.section, busy.unit, busy.value) == ("compute", "%", 71.2) and "wgmma" in busy.label
+    gmma = by["sm__inst_executed_pipe_tensor_op_gmma.sum"]
+    assert (gmma.label, gmma.unit, gmma.value) == ("wgmma instructions (sm_90)", "warp instructions", 524288.0)
+    tma = by["smsp__inst_executed_op_tma_ld.sum"]
+    assert (tma.section, tma.unit, tma.value) == ("memory", "instructions, one box each", 65536.0)
+    assert "TMA" in tma.label and "sm_90" in tma.label
+    stall = by["smsp__average_warps_issue_stalled_gmma_per_issue_active.ratio"]
+    assert stall.section == "warp_stalls" and "wgmma" in stall.label
+    hopper = [m for m in CATALOGUE if "sm_90" in m.label]
+    assert {m.name for m in hopper} == {n for n, _, _ in HOPPER_COLUMNS} - {"sm__inst_executed_pipe_tensor_op_hmma.sum"}

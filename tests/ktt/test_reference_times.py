@@ -22,9 +22,10 @@ def test_the_originals_form_is_microseconds_with_null_cases(tmp_path: Path) -> N
     path = write(tmp_path, {"reference_time_us": 411.28, "cases": {"t100": None, "t500": 90.0}})
     times = read_reference_times(path, "t512")
     assert times.get("t512").ms == pytest.approx(0.41128) and times.get("t512").source == "seeded"
-    assert times.get("t100").ms is None and times.get("t100").source is None
+    assert times.get("t100").ms is None and times.get("t100").no_baseline  # null: no baseline
     assert times.get("t500").ms == pytest.approx(0.09)
-    assert times.get("unknown").ms is None
+    assert times.get("unknown").ms is None and times.get("unknown").to_measure  # not named: measure it
+    assert read_reference_times(write(tmp_path, {"reference_time_us": None}), "p").get("p").no_baseline
 
 
 def test_the_earlier_form_is_milliseconds_with_a_file_level_source(tmp_path: Path) -> None:
@@ -50,19 +51,29 @@ def test_a_missing_file_reads_as_empty_and_is_created_in_the_originals_form(tmp_
     assert read_reference_times(path, "default").get("default").source == "measured"
 
 
-def test_only_missing_or_null_values_are_filled_in(tmp_path: Path) -> None:
+def test_only_missing_values_are_filled_in_and_a_null_stays_null(tmp_path: Path) -> None:
     seed = {"reference_time_us": 411.28, "cases": {"t100": None}, "comment": "llama.cpp, 152 runs"}
     path = write(tmp_path, seed)
     record_measurements(path, "t512", {"t512": M, "t100": M, "t1000": M})
     data = json.loads(path.read_text())
     assert data["reference_time_us"] == 411.28 and data["comment"] == "llama.cpp, 152 runs"
-    assert data["cases"] == {"t100": 250.0, "t1000": 250.0}
-    assert "reference_time_us" not in data["provenance"]
+    assert data["cases"] == {"t100": None, "t1000": 250.0}
+    assert "reference_time_us" not in data["provenance"] and "t100" not in data["provenance"]["cases"]
     times = read_reference_times(path, "t512")
-    assert times.get("t512").source == "seeded" and times.get("t100").source == "measured"
+    assert times.get("t512").source == "seeded" and times.get("t1000").source == "measured"
+    assert times.get("t100").no_baseline
     before = path.read_text()
     record_measurements(path, "t512", {"t512": M, "t100": M})  # nothing new: the file is not touched
     assert path.read_text() == before
+
+
+def test_a_null_primary_has_no_baseline_and_is_never_filled_in(tmp_path: Path) -> None:
+    path = write(tmp_path, {"reference_time_us": None})
+    before = path.read_text()
+    record_measurements(path, "default", {"default": M})
+    assert path.read_text() == before
+    got = read_reference_times(path, "default").get("default")
+    assert got.no_baseline and got.describe().startswith("no baseline")
 
 
 def test_the_earlier_form_is_filled_in_milliseconds(tmp_path: Path) -> None:

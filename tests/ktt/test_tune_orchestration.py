@@ -184,24 +184,41 @@ def test_a_case_that_does_not_build_stops_before_any_tuning(tmp_path: Path, monk
     assert not any(a["cmd"] in ("shape", "eval") for a in asked)  # no reference, no evaluation
 
 
-def test_a_seeded_value_is_kept_and_a_null_case_is_measured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_seeded_value_is_kept_and_a_null_case_has_no_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The original's rule: null means "no baseline": never timed, never overwritten, no speedup, no score."""
     log = tmp_path / "requests.jsonl"
     monkeypatch.setenv("KTT_FAKE_LOG", str(log))
     ref = tmp_path / "reference_time.json"
     ref.write_text('{"reference_time_us": 500, "cases": {"half": null}, "note": "cuBLAS on a 3090"}\n')
+    before = ref.read_text()
+    code, lines, summary, _ = run(tmp_path, duration_s=0)
+    assert code == 0 and summary is not None and summary.ok
+    default, half = summary.cases
+    assert (default.reference_ms, default.reference_source) == (0.5, "seeded") and default.speedup
+    assert (half.reference_ms, half.reference_source, half.speedup) == (None, "no baseline", None)
+    assert half.status == "ok" and half.time_ms  # tuned all the same
+    assert summary.score is None  # the geometric mean needs every case's speedup
+    assert summary.reference_ms == 0.5 and summary.reference_source == "seeded"
+    assert ref.read_text() == before  # the null stays null: nothing measured, nothing written
+    shapes = [json.loads(x) for x in log.read_text().splitlines() if '"shape"' in x]
+    assert [(s["shape"], s["time_reference"]) for s in shapes] == [("default", False), ("half", False)]
+    assert any(isinstance(x, LogLine) and "no baseline" in x.message for x in lines)
+    case_half = json.loads((tmp_path / "out" / "case_half" / "summary.json").read_text())
+    assert case_half["score"] is None and case_half["cases"][0]["reference_source"] == "no baseline"
+
+
+def test_a_case_the_file_does_not_name_is_measured_and_recorded(tmp_path: Path) -> None:
+    ref = tmp_path / "reference_time.json"
+    ref.write_text('{"reference_time_us": 500}\n')
     code, _, summary, _ = run(tmp_path, duration_s=0)
     assert code == 0 and summary is not None
-    default, half = summary.cases
-    assert (default.reference_ms, default.reference_source) == (0.5, "seeded")
-    assert (half.reference_ms, half.reference_source) == (1.0, "measured")
-    assert summary.reference_ms == 0.5 and summary.reference_source == "seeded"
+    assert [c.reference_source for c in summary.cases] == ["seeded", "measured"] and summary.score
     data = json.loads(ref.read_text())
     assert data["reference_time_us"] == 500 and data["cases"] == {"half": 1000.0}
-    assert data["note"] == "cuBLAS on a 3090"
     assert "reference_time_us" not in data["provenance"]
     assert data["provenance"]["cases"]["half"]["source"] == "measured"
-    shapes = [json.loads(x) for x in log.read_text().splitlines() if '"shape"' in x]
-    assert [(s["shape"], s["time_reference"]) for s in shapes] == [("default", False), ("half", True)]
     # A second run measures nothing and relabels nothing.
     before = ref.read_text()
     _, _, summary, _ = run(tmp_path / "again", duration_s=0, reference_time=ref)

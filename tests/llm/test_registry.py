@@ -110,11 +110,34 @@ async def test_claude_api_key_reaches_the_server(server: WireServer) -> None:
         ("openai", "gpt-6.1-sol", None),  # reasoning models take only their default
         ("openai", "gpt-5.3-codex", None),
         ("openai", "o3-mini", None),
+        ("openai", "gpt-5", None),  # gpt-5 itself reasons by default
+        ("openai", "gpt-5-mini", None),
+        ("openai", "gpt-5.4-pro", None),
+        ("openai", "gpt-5.4", Temperatures(0.3, 0.0)),  # the original's default model, which sent one
+        ("openai", "gpt-5.4-mini", Temperatures(0.3, 0.0)),
         ("replay", "claude-sonnet-5-5", None),
     ],
 )
 def test_temperatures_per_model(provider: str, model: str, expected: Temperatures | None) -> None:
     assert temperatures_for(provider, model) == expected
+
+
+def test_default_models_and_their_temperatures_are_the_originals() -> None:
+    """config.py of the original's newest code: MODELS[...]["default"] and MODEL_CONFIGS."""
+    defaults = {p.name: p.default_model for p in registry.PROVIDERS if p.auto_detect}
+    assert defaults == {
+        "cerit": "kimi-k2.6",
+        "anthropic": "claude-opus-4-6",
+        "openai": "gpt-5.4",
+        "gemini": "gemini-3-pro",
+    }
+    assert temperatures_for("cerit", "kimi-k2.6") == Temperatures(1.0, 0.6)
+    assert temperatures_for("openai", "gpt-5.4") == Temperatures(0.3, 0.0)
+    assert temperatures_for("gemini", "gemini-3-pro") == Temperatures(0.3, 0.0)
+    assert temperatures_for("anthropic", "claude-opus-4-6") is None  # the pinned SDK takes none (PROVIDERS.md)
+    for p in registry.PROVIDERS:
+        if p.auto_detect and p.prices:
+            assert p.price(p.default_model) is not None, p.name  # --budget-usd works with the default
 
 
 def test_creative_steps_and_precise_steps() -> None:
@@ -141,7 +164,19 @@ async def test_the_temperature_goes_out_on_the_wire(dialect: Dialect, server: Wi
     await llm.aclose()
 
 
-@pytest.mark.parametrize(("name", "model"), [("openai", "gpt-5.3-codex"), ("anthropic", "claude-sonnet-5-5")])
+async def test_the_originals_default_openai_model_gets_its_temperature(server: WireServer) -> None:
+    dialect = DIALECTS["openai"]
+    server.push(dialect.text("ok"))
+    choice = select_provider("openai", "gpt-5.4", env=_env(dialect, server))
+    llm = create_llm(choice, env=_env(dialect, server))
+    await llm.chat([Message(role="user", content="x")], ctx=CallContext(None, None, "analyze"))
+    assert server.requests[0].body["temperature"] == 0.3
+    await llm.aclose()
+
+
+@pytest.mark.parametrize(
+    ("name", "model"), [("openai", "gpt-5.3-codex"), ("openai", "gpt-5"), ("anthropic", "claude-sonnet-5-5")]
+)
 async def test_no_temperature_where_the_api_takes_none(name: str, model: str, server: WireServer) -> None:
     dialect = DIALECTS[name]
     server.push(dialect.text("ok"))

@@ -91,7 +91,7 @@ def test_cerit_needs_its_base() -> None:
     with pytest.raises(LLMError, match="CERIT_API_BASE"):
         pick("cerit", env={"CERIT_API_KEY": "c"})
     choice = pick("cerit", env={"CERIT_API_KEY": "c", "CERIT_API_BASE": "https://x/v1"})
-    assert (choice.base_url, choice.model) == ("https://x/v1", "qwen3.5")
+    assert (choice.base_url, choice.model) == ("https://x/v1", "kimi-k2.6")
 
 
 def test_local_openai_server_needs_no_key_but_a_model() -> None:
@@ -104,7 +104,7 @@ def test_local_openai_server_needs_no_key_but_a_model() -> None:
 
 
 def test_model_defaults_and_override() -> None:
-    assert pick("anthropic", env=ALL_KEYS).model == "claude-sonnet-5-5"
+    assert pick("anthropic", env=ALL_KEYS).model == "claude-opus-4-6"
     assert pick("anthropic", "claude-opus-4-8", env=ALL_KEYS).model == "claude-opus-4-8"
     assert pick("anthropic", env={**ALL_KEYS, "LLM_MODEL": "claude-haiku-4-5"}).model == "claude-haiku-4-5"
 
@@ -117,6 +117,25 @@ def test_replay_needs_no_key() -> None:
 def test_unknown_provider_lists_the_choices() -> None:
     with pytest.raises(LLMError, match="anthropic, openai, gemini, replay"):
         pick("mistral", env={})
+
+
+def test_an_unknown_llm_provider_warns_and_the_keys_decide() -> None:
+    """The original's _detect_provider ignores an LLM_PROVIDER it does not know and auto-detects."""
+    choice = pick(env={"LLM_PROVIDER": "mistral", "OPENAI_API_KEY": "o", "GEMINI_API_KEY": "g"})
+    assert (choice.provider, choice.source) == ("openai", "auto-detect (OPENAI_API_KEY)")
+    (warning,) = choice.warnings
+    assert "LLM_PROVIDER='mistral' names no provider" in warning and "ignored" in warning
+    assert not pick(env={"LLM_PROVIDER": "Claude", "ANTHROPIC_API_KEY": "a"}).warnings  # an alias is known
+    with pytest.raises(LLMError, match="no LLM provider configured"):
+        pick(env={"LLM_PROVIDER": "mistral"})  # and with no key at all, the usual one line
+
+
+def test_cerit_api_base_alone_selects_cerit_which_then_needs_its_key() -> None:
+    """As the original: CERIT_API_BASE alone auto-detects CERIT, ahead of the other keys; its key check follows."""
+    with pytest.raises(LLMError, match=r"auto-detect \(CERIT_API_BASE\)=cerit needs CERIT_API_KEY"):
+        pick(env={"CERIT_API_BASE": "https://cerit.example/v1", "ANTHROPIC_API_KEY": "a"})
+    choice = pick(env={"CERIT_API_BASE": "https://cerit.example/v1", "CERIT_API_KEY": "c", "OPENAI_API_KEY": "o"})
+    assert (choice.provider, choice.key_var, choice.base_url) == ("cerit", "CERIT_API_KEY", "https://cerit.example/v1")
 
 
 # -- .env loading (the hostile cases: tests/security/test_dotenv.py) ----------------------------

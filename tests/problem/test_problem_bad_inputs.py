@@ -102,7 +102,7 @@ CASES: list[tuple[str, Callable[[Path], None], str, str, str]] = [
     ("top-level-number", _write("inputs.yaml", "42\n"), "inputs.yaml", "(top level)", "got a number"),
     ("empty-file", _write("inputs.yaml", ""), "inputs.yaml", "(top level)", "the file is empty"),
     ("not-utf8", _write("inputs.yaml", b"\xff\xfe\x00args"), "inputs.yaml", "", "not UTF-8 text"),
-    ("unknown-dtype", _arg(1, dtype="half"), "inputs.yaml", "args[1] (X).dtype", "unknown dtype 'half'"),
+    ("unknown-dtype", _arg(1, dtype="float8"), "inputs.yaml", "args[1] (X).dtype", "unknown dtype 'float8'"),
     ("unknown-name-size", _arg(1, size="COUNT * ROWS"), "inputs.yaml", "args[1] (X).size", "unknown name 'ROWS'"),
     ("unknown-name-grid", _problem(grid={"x": "COUNT / TILE"}), "problem.yaml", "grid.x", "unknown name 'TILE'"),
     ("unknown-function", _problem(grid={"x": "exp(COUNT)"}), "problem.yaml", "grid.x", "unknown function 'exp'"),
@@ -301,7 +301,7 @@ def test_bad_dir(
 def test_no_engine_is_called_for_a_bad_problem(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import cacao_tui.cli as cli
 
-    _arg(1, dtype="half")(tiny)
+    _arg(1, dtype="float8")(tiny)
     monkeypatch.setattr(cli, "load_engine", lambda: pytest.fail("the engine must not start"))
     assert main(["--dir", str(tiny), "--no-ui"]) == 2
 
@@ -309,7 +309,7 @@ def test_no_engine_is_called_for_a_bad_problem(tiny: Path, monkeypatch: pytest.M
 def test_error_paths_are_relative_to_the_working_directory(
     tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _arg(1, dtype="half")(tiny)
+    _arg(1, dtype="float8")(tiny)
     monkeypatch.chdir(tiny)
     assert main(["--dir", ".", "--check"]) == 2
     assert capsys.readouterr().err.startswith("inputs.yaml: args[1] (X).dtype: ")

@@ -50,9 +50,9 @@ TOKENS = [
 ENV = {"X": 7, "Y": -3, "Z": 0, "F": 0.5, "S": "text"}
 
 
-def check_expression(text: str, env: dict) -> None:
+def check_expression(text: str, env: dict, python: bool = False) -> None:
     try:
-        value = Expression(text).evaluate(env)
+        value = Expression(text, python=python).evaluate(env)
     except ExpressionError as exc:
         assert "\n" not in str(exc) and len(str(exc)) < 1000
         return
@@ -71,6 +71,18 @@ def check_expression(text: str, env: dict) -> None:
 def test_expressions_from_tokens(tokens: list[str], x: int, f: float) -> None:
     for part in cuts(tokens):
         check_expression(" ".join(part), {**ENV, "X": x, "F": f})
+
+
+@fuzz(3_000)
+@given(
+    st.lists(st.sampled_from([*TOKENS, "**", "**", "//", "//"]), max_size=25),
+    st.integers(INT64_MIN, INT64_MAX),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+def test_the_inline_forms_python_dialect_from_tokens(tokens: list[str], x: int, f: float) -> None:
+    """The older inline form's sizes and grid (// floor division, ** power): the same bounds."""
+    for part in cuts(tokens):
+        check_expression(" ".join(part), {**ENV, "X": x, "F": f}, python=True)
 
 
 @fuzz(5_000)

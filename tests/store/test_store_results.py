@@ -252,3 +252,36 @@ def test_best_shows_the_per_case_table(layout: RunLayout, capsys: pytest.Capture
     assert [c["name"] for c in data["best"]["cases"]] == ["big", "small"]
     assert data["best"]["cases"][1]["reference_source"] == "measured"
     assert data["best_branch"] == "a" and data["speedup"] == 8.94
+
+
+def test_a_case_with_no_baseline_shows_so_and_the_best_ranks_by_time(
+    layout: RunLayout, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A null in reference_time.json: the case has no speedup, the score is null (the original's rule),
+    and the kernel valid on every case is still the best (by time), shown as "no baseline" everywhere."""
+    write_context(layout, cases=["big", "small"])
+    write_master(layout)
+    layout.reference_time.write_text('{"reference_time_us": 10000, "cases": {"small": null}}')
+
+    def cases(ms: float) -> list[CaseOutcome]:
+        return [
+            CaseOutcome(name="big", status="ok", time_ms=ms, reference_ms=10.0, reference_source="seeded",
+                        speedup=10.0 / ms, evaluated=4, valid=4),
+            CaseOutcome(name="small", status="ok", time_ms=ms / 10, reference_source="no baseline",
+                        evaluated=4, valid=4),
+        ]  # fmt: skip
+
+    failed = [
+        CaseOutcome(name="big", status="ok", time_ms=0.1, speedup=100.0),
+        CaseOutcome(name="small", status="no_valid"),
+    ]
+    write_branch(layout, "a", [tuned(2.0, cases=cases(2.0)), tuned(0.5, cases=cases(0.5)), tuned(0.1, cases=failed)])
+    r = rebuild_final_results(layout)
+    assert r.best is not None and (r.best.iteration, r.best.score) == (2, None)  # 0.1 failed a case
+    text = render_results(load_results(layout), layout)
+    assert "no score (a case has no baseline)" in text
+    small = next(line for line in text.splitlines() if line.strip().startswith("small"))
+    assert small.split()[:5] == ["small", "ok", "0.05", "ms", "no"] and "baseline" in small
+    assert main(["--dir", str(layout.problem_dir), "--best", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["best"]["cases"][1]["reference_source"] == "no baseline" and data["best"]["score"] is None

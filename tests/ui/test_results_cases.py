@@ -51,3 +51,25 @@ async def test_no_case_table_without_cases(tmp_path: Path) -> None:
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot)
         assert not app.screen.query("#results-cases")
+
+
+async def test_a_case_with_no_baseline_says_so(tmp_path: Path) -> None:
+    """A null in reference_time.json: "no baseline" in the case's reference cell and in the score line."""
+    layout = RunLayout(tmp_path / "p")
+    outcomes = [
+        CaseOutcome(name="big", status="ok", time_ms=0.5, reference_ms=10.0, reference_source="seeded",
+                    speedup=20.0, evaluated=4, valid=4),
+        CaseOutcome(name="small", status="ok", time_ms=0.05, reference_source="no baseline", evaluated=4, valid=4),
+    ]  # fmt: skip
+    best = BestResult(branch="a", iteration=1, time_ms=0.5, speedup=20.0, kernel_path="k", cases=outcomes)
+    summary = BranchSummary(name="a", title="t", status="done", iterations=1, best_ms=0.5, best_iteration=1)
+    final = FinalResults(problem_name="p", cases=["big", "small"], best=best, branches=[summary])
+    write_model(layout.final_results, final)
+    app = ResultsApp(layout)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot)
+        table = _text(app.screen.query_one("#results-cases"))
+        header = _text(app.screen.query_one("#results-header"))
+    small = next(line.split() for line in table.splitlines() if line.strip().startswith("small"))
+    assert small[4:6] == ["no", "baseline"]
+    assert "no baseline for small (null in reference_time.json)" in " ".join(header.split())

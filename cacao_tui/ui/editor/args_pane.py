@@ -19,8 +19,10 @@ from textual.widgets import Button, Checkbox, DataTable, Input, Label, Select, S
 
 from cacao_tui.ui import keymap
 from cacao_tui.ui.editor.code import CodeEditor
+from ktt.half_types import DTYPE_ALIASES
+from ktt.problem.files import DTYPES
 
-DTYPE_CHOICES = (("int", "int"), ("float", "float"), ("double", "double"))
+DTYPE_CHOICES = tuple((d, d) for d in DTYPES)  # every inputs.yaml dtype: one left out would be saved as float
 KIND_CHOICES = (("scalar", "scalar"), ("buffer", "buffer"))
 ACCESS_CHOICES = (("read", "read"), ("write", "write"), ("readwrite", "readwrite"))
 INIT_CHOICES = (("random", "random"), ("zeros", "zeros"), ("custom", "custom"), ("file", "file"))
@@ -236,6 +238,7 @@ class ArgsPane(Vertical):
             self.query_one("#arg-kind", Select).value = kind
             self.query_one("#arg-name", Input).value = _text(arg.get("name"))
             dtype = str(arg.get("dtype") or ("int" if kind == "scalar" else "float"))
+            dtype = DTYPE_ALIASES.get(dtype, dtype)
             self.query_one("#arg-dtype", Select).value = dtype if dtype in dict(DTYPE_CHOICES) else "float"
             if kind == "scalar":
                 self.query_one("#arg-value", Input).value = _text(arg.get("value"))

@@ -10,7 +10,7 @@ Intensity = flops / bytes; achieved = flops / time. The roofs, in order of prefe
    ``dram__cycles_elapsed.avg.per_second``; the FFMA ``.peak_sustained`` with the SM clock and count);
 2. the tuner's figures for this iteration (tune summary ``floor``): the device-to-device copy
    bandwidth it measured and the FP32 peak from SM count × boost clock × FP32 lanes per SM
-   (ktt.timing.peak_gflops);
+   (ktt.peaks.peak_gflops; not when the problem's floor is against a tensor-core peak);
 3. estimates from NCU alone: the achieved DRAM bandwidth divided by the DRAM throughput fraction,
    the achieved FP32 rate divided by the FMA pipe's busy fraction (rough when either is small).
 Each roof says which it came from.
@@ -123,7 +123,7 @@ def roofline_of(kernel: KernelProfile, floor: FloorReport | None = None) -> Roof
     peak, peak_from = None, "unknown"
     if NCU_FFMA_PEAK in v and NCU_SM_CLOCK in v:
         peak, peak_from = 2 * v[NCU_FFMA_PEAK] * v[NCU_SM_CLOCK] / 1e9, "NCU peak"
-    elif floor is not None and floor.peak_gflops:
+    elif floor is not None and floor.peak_gflops and (floor.flops_dtype or "fp32") == "fp32":  # not a tensor-core peak
         peak, peak_from = floor.peak_gflops, "tuner: SMs × clock × FP32 lanes"
     elif flops and seconds and v.get(FMA_PIPE_PCT):
         peak, peak_from = flops / seconds / 1e9 / (v[FMA_PIPE_PCT] / 100), "NCU: achieved / FMA pipe %"

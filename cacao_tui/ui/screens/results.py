@@ -37,6 +37,7 @@ from cacao_tui.ui.plots.results_pictures import ResultsPictures
 from cacao_tui.ui.widgets.case_table import case_table, score_line
 from cacao_tui.ui.widgets.scroll_pane import ScrollPane
 from cacao_tui.ui.widgets.table_sync import KeyTable
+from ktt.reference_times import NO_BASELINE
 
 COLUMNS = (
     ("branch", "branch"),
@@ -82,7 +83,10 @@ def results_header(loaded: LoadedResults, layout: RunLayout) -> Text:
         text.append("no kernel has a valid result on every case, so none has a score", style="dim")
     else:
         text.append("no valid kernel was timed", style="dim")
-    ref = f"reference {fmt_ms(r.reference_ms)}" + (f" ({r.reference_source})" if r.reference_source else "")
+    if r.reference_ms is None and r.reference_source == NO_BASELINE:
+        ref = f"reference {NO_BASELINE}"
+    else:
+        ref = f"reference {fmt_ms(r.reference_ms)}" + (f" ({r.reference_source})" if r.reference_source else "")
     tokens = " ".join(f"{k} {fmt_count(v)}" for k, v in r.tokens.items()) or NONE
     text.append(f"\n{ref} · tokens {tokens} · cost {fmt_cost(r.cost_usd)}", style="dim")
     for note in loaded.notes[:3]:
@@ -181,7 +185,11 @@ class ResultsScreen(Screen[None]):
             header.update(Text(f"{name}: no timed kernel"))
             body.update("")
             return
-        path = self._layout.branch(name).iteration(b.best_iteration).kernel
+        path = (
+            self._layout.output / b.kernel_path
+            if b.kernel_path  # a run the original CACAO wrote (nested branches)
+            else self._layout.branch(name).iteration(b.best_iteration).kernel
+        )
         source = read_text_quietly(path)
         header.update(Text(f"best kernel of {name}: {safe_text(str(path))}"))
         body.update(

@@ -16,6 +16,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from cacao_tui.ui.formatting import NONE, fmt_config, fmt_ms, fmt_speedup, safe_text
+from ktt.reference_times import NO_BASELINE
 
 CASE_COLUMNS = ("case", "status", "best", "reference", "speedup", "budget", "valid", "config")
 
@@ -36,9 +37,9 @@ class CaseRow(Protocol):
 
 
 def reference_cell(c: CaseRow) -> str:
-    """The case's denominator and where it came from (measured, or seeded by hand)."""
+    """The case's denominator and where it came from (measured, or seeded by hand), or "no baseline"."""
     if c.reference_ms is None:
-        return NONE
+        return NO_BASELINE if c.reference_source == NO_BASELINE else NONE
     return fmt_ms(c.reference_ms) + (f" ({safe_text(c.reference_source)})" if c.reference_source else "")
 
 
@@ -67,8 +68,12 @@ def score_line(score: float | None, cases: Sequence[CaseRow]) -> Text:
         text.append(f": the geometric mean of the {len(cases)} cases' speedups", style="dim")
         return text
     text.append(NONE)
-    missing = [c.name for c in cases if c.speedup is None]
-    if missing:
+    unbased = [c.name for c in cases if c.reference_source == NO_BASELINE]
+    missing = [c.name for c in cases if c.speedup is None and c.name not in unbased]
+    if unbased and not missing:
+        names = ", ".join(safe_text(n) for n in unbased)
+        text.append(f": none, no baseline for {names} (null in reference_time.json)", style="yellow")
+    elif missing:
         names = ", ".join(safe_text(n) for n in missing)
         text.append(f": none, no valid result for {names} (the geometric mean needs every case)", style="yellow")
     else:
