@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.cluster.local_ray import start_local_cluster
+from tests.cluster.local_ray import LOCAL_ONLY, start_local_cluster
 from tests.pathenv import child_pythonpath
 
 NODES, GPUS_PER_NODE = 3, 2
@@ -21,7 +21,7 @@ def ray_cluster() -> Iterator[object]:
     pytest.importorskip("ray", reason="Ray is the optional [cluster] extra")
     import ray
 
-    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "RAY_ADDRESS")}
+    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "RAY_ADDRESS", *LOCAL_ONLY)}
     # Ray's node code installs its own SIGTERM/SIGINT handlers in this process (they call sys.exit):
     # put back pytest's afterwards, so no later test meets them.
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}

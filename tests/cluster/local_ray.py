@@ -1,6 +1,12 @@
-"""A local Ray cluster for tests, bound to loopback only: ``node_ip_address`` 127.0.0.1 on every
-node (without it Ray's GCS, raylets and object managers listen on every interface, so a test
-cluster on a shared machine was reachable from the network), no dashboard."""
+"""A local Ray cluster for tests, bound to loopback only, with no dashboard.
+
+Asking for 127.0.0.1 is not enough: Ray resolves a loopback address to the machine's own IP
+(``services.resolve_ip_for_localhost``), so its GCS, raylets and object managers listened on
+every interface of a shared machine, and a driver given 127.0.0.1 connects to the machine's IP.
+``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` (Ray's switch for single-machine use) makes Ray take
+127.0.0.1 as the node's address throughout; every node is also started with ``node_ip_address``
+127.0.0.1. Both are set for the cluster's processes (the environment) and for this one (Ray
+reads the switch when imported, so its constant is set too)."""
 
 from __future__ import annotations
 
@@ -11,10 +17,21 @@ from tests.proc_tree import descendants
 
 LOOPBACK = "127.0.0.1"
 STORE_BYTES = 80 * 2**20
+LOCAL_ONLY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
+
+def keep_ray_local() -> None:
+    """Ray in this process and in the processes it starts takes 127.0.0.1 as this node's address."""
+    os.environ.update(LOCAL_ONLY)
+    import ray._private.ray_constants as constants
+
+    constants.ENABLE_RAY_CLUSTER = False
 
 
 def start_local_cluster(nodes: int, gpus_per_node: int) -> object:
-    """A head without GPUs and ``nodes`` nodes with ``gpus_per_node`` logical GPUs each, on loopback."""
+    """A head without GPUs and ``nodes`` nodes with ``gpus_per_node`` logical GPUs each, on loopback
+    (``keep_ray_local``: the caller restores ``LOCAL_ONLY``'s variables when it is done)."""
+    keep_ray_local()
     from ray.cluster_utils import Cluster
 
     head = {"num_cpus": 1, "num_gpus": 0, "object_store_memory": STORE_BYTES, "include_dashboard": False,
