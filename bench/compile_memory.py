@@ -15,7 +15,6 @@ Prints one table.
 from __future__ import annotations
 
 import argparse
-import random
 import resource
 import sys
 import tempfile
@@ -24,18 +23,12 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
 
-from ktt.candidates import CompileContext, KernelSource  # noqa: E402
+from compile_throughput import requests  # noqa: E402  (bench/: the same seeded configurations)
+
 from ktt.compile_pool import CompilePool, _compile_job  # noqa: E402
-from ktt.problem import load_problem  # noqa: E402
-from ktt.space import SearchSpace  # noqa: E402
-from ktt.spec import load_spec  # noqa: E402
-from ktt.workdir import WorkDir  # noqa: E402
 
-EXAMPLES = {
-    "gemm": (HERE / "gemm_space" / "problem", HERE / "gemm_space" / "sgemm.cu", HERE / "gemm_space" / "tuning.yaml"),
-    "cub": (HERE / "cub_reduce", HERE / "cub_reduce" / "kernels.cu", HERE / "cub_reduce" / "tuning.yaml"),
-}
 ARCHES = ("sm_90", "sm_90a")
 
 
@@ -58,19 +51,6 @@ def measured_job(req: Any, cache_dir: str | None, pch_dir: str | None) -> tuple[
     return out, f"{peaks['VmPeak']} {peaks['VmHWM']} {soft}"
 
 
-def requests(name: str, work: Path, n: int, arch: str) -> list[Any]:
-    problem_dir, kernel, spec_path = EXAMPLES[name]
-    problem = load_problem(problem_dir)
-    spec = load_spec(spec_path, problem)
-    shape = problem.primary
-    space = SearchSpace(spec.tune_params, spec.restrictions, shape.scalars)
-    keys = space.enumerate(200_000) or []
-    ctx = CompileContext(problem, spec, KernelSource.read(kernel), WorkDir(work), arch)
-    ctx._inputs_hpp(shape)
-    picked = random.Random(0).sample(keys, min(n, len(keys)))
-    return [ctx.request(space.config(k), shape) for k in picked]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--configs", type=int, default=6)
@@ -80,7 +60,7 @@ def main() -> int:
     for name in args.examples.split(","):
         for arch in ARCHES:
             with tempfile.TemporaryDirectory(prefix="ktt-mem-") as tmp:
-                reqs = requests(name, Path(tmp) / "work", args.configs, arch)
+                reqs, _, _ = requests(name, Path(tmp) / "work", args.configs, 0, arch)
                 pool = CompilePool(1, str(Path(tmp) / "cache"), job=measured_job)
                 try:
                     results = [pool.submit(r).result() for r in reqs]

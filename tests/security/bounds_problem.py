@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.proc_tree import run_measured
 
-__all__ = ["ALIAS_BOMB", "TINY", "ktt_check_argv", "make_problem", "one_line", "run_measured"]
+__all__ = ["ALIAS_BOMB", "TINY", "ktt_check_argv", "make_problem", "one_line", "run_measured", "scale_spec"]
 
 TINY = Path(__file__).resolve().parents[1] / "ktt" / "data" / "tiny"
 
@@ -20,6 +20,19 @@ ALIAS_BOMB = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' +
     f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]\n"
     for prev, name in zip("abcdefgh", "bcdefghi", strict=True)
 )
+
+
+def scale_spec(*blocks: int) -> str:
+    """A tuning.yaml for the tiny problem's ``scale`` kernel over the given block sizes."""
+    return f"""tune_params:
+  BLOCK: [{", ".join(map(str, blocks))}]
+  UNROLL: [1]
+  BEHAVIOUR: [0]
+launches:
+  - kernel: scale
+    grid: {{x: (N + BLOCK - 1) / BLOCK}}
+    block: {{x: BLOCK}}
+"""
 
 
 def make_problem(tmp_path: Path) -> Path:

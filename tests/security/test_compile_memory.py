@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from bounds_problem import ktt_check_argv, make_problem, run_measured
+from bounds_problem import ktt_check_argv, make_problem, run_measured, scale_spec
 
 from ktt.compile_cache import CompileCache, compile_cached
 from ktt.compile_pool import COMPILE_MEMORY_MB, CompilePool, compile_memory_limit_mb
@@ -27,15 +27,7 @@ from tests.pathenv import child_pythonpath
 
 pytestmark = pytest.mark.timeout(240)
 
-SPEC = """tune_params:
-  BLOCK: [32, 64]
-  UNROLL: [1]
-  BEHAVIOUR: [0]
-launches:
-  - kernel: scale
-    grid: {x: (N + BLOCK - 1) / BLOCK}
-    block: {x: BLOCK}
-"""
+SPEC = scale_spec(32, 64)
 
 
 def memory_bomb(tens: int, times: int = 3) -> str:
