@@ -16,8 +16,18 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from cacao_tui.ktt_client import TuneRequest
-from ktt.protocol import CheckedConfig, CheckReport, ConfigResult, Diagnostic, ProfileReport, Progress, TuneSummary
+from cacao_tui.ktt_client import TuneRequest, TunerError, ValidateRequest
+from ktt.protocol import (
+    CheckedConfig,
+    CheckReport,
+    ConfigResult,
+    DeviceReport,
+    Diagnostic,
+    ProfileReport,
+    Progress,
+    TuneSummary,
+    ValidateReport,
+)
 
 _TIME = re.compile(r"//\s*FAKE_TIME_MS:\s*([0-9.]+)")
 
@@ -127,3 +137,11 @@ class FakeTuner:
             error_kind="failed",
         )
         return report
+
+    async def validate(self, request: ValidateRequest) -> ValidateReport:
+        self.calls.append("validate")
+        raise TunerError("the fake tuner does not validate on a GPU")
+
+    async def describe_device(self, *, device: int) -> DeviceReport:
+        self.calls.append("device")
+        raise TunerError("the fake tuner has no device to describe")

@@ -23,14 +23,17 @@ from ktt.procs import child_env
 from ktt.protocol import (
     EXIT_ENVIRONMENT,
     CheckReport,
+    DeviceReport,
     ErrorLine,
     ProfileReport,
     Progress,
     TuneSummary,
+    ValidateReport,
 )
 
 CHECK_TIMEOUT_S = 300.0
 MAX_SUMMARY_BYTES = 4 * MIB  # a tuner's summary.json, read back when its last line was lost
+DEVICE_TIMEOUT_S = 120.0
 
 
 class _GpuWait:
@@ -111,6 +114,24 @@ class Tuner(Protocol):
     async def profile(
         self, problem_dir: Path, kernel: Path, spec: Path, summary: Path, out_dir: Path, *, device: int
     ) -> ProfileReport: ...
+
+    async def validate(self, request: ValidateRequest) -> ValidateReport: ...
+
+    async def describe_device(self, *, device: int) -> DeviceReport: ...
+
+
+@dataclass(frozen=True)
+class ValidateRequest:
+    """One configuration, validation only (``ktt validate``); ``config`` None: the space's first."""
+
+    problem_dir: Path
+    kernel: Path
+    spec: Path
+    out_dir: Path
+    device: int
+    config: dict[str, int | float | str] | None = None
+    timeout_s: float = 120.0  # the whole run (compile, references, both input sets)
+    run_timeout_s: float = 10.0  # one evaluation without progress
 
 
 def _python_env() -> dict[str, str]:
@@ -226,3 +247,33 @@ class KttTuner:
         failure = _failure(result, "ktt profile")
         kind = "no_gpu" if failure.environment else "failed"
         return ProfileReport(ok=False, error=str(failure), error_kind=kind)  # type: ignore[arg-type]
+
+    async def validate(self, request: ValidateRequest) -> ValidateReport:
+        argv = self._argv(
+            "validate", request.problem_dir, request.kernel, request.spec,
+            "--output", str(request.out_dir), "--device", str(request.device),
+            "--timeout", f"{request.run_timeout_s:g}",
+            *(["--config", json.dumps(request.config)] if request.config is not None else []),
+        )  # fmt: skip
+        gpu = _GpuWait(self.on_log)
+        result = await run_streaming(
+            argv, env=_python_env(), timeout_s=request.timeout_s, on_stderr_line=gpu.stderr_line, paused=gpu.paused
+        )
+        data = _last_json(result.stdout_lines, "validate")
+        if data is None:
+            raise _failure(result, "ktt validate")
+        report = ValidateReport.model_validate(data)
+        if not report.ok and result.returncode == EXIT_ENVIRONMENT:
+            raise TunerError(report.message or "ktt validate: no GPU", exit_code=EXIT_ENVIRONMENT, environment=True)
+        return report
+
+    async def describe_device(self, *, device: int) -> DeviceReport:
+        argv = [self.python, "-m", "ktt", "device", "--device", str(device), "--json"]
+        gpu = _GpuWait(self.on_log)
+        result = await run_streaming(
+            argv, env=_python_env(), timeout_s=DEVICE_TIMEOUT_S, on_stderr_line=gpu.stderr_line, paused=gpu.paused
+        )
+        data = _last_json(result.stdout_lines, "device")
+        if data is None:
+            raise _failure(result, "ktt device")
+        return DeviceReport.model_validate(data)

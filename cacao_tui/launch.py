@@ -138,6 +138,10 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     choice = select_provider(request.provider, request.model, env=llm_env.values)
     for warning in choice.warnings:
         print(f"cacao: warning: {safe_text(warning)}", file=sys.stderr)
+    step_choices = {}  # models of single steps (--model-plan, --model-decide): chosen before anything is written
+    for node, wanted in (("plan", request.model_plan), ("decide", request.model_decide)):
+        if wanted is not None:
+            step_choices[node] = select_provider(wanted[0] or choice.provider, wanted[1], env=llm_env.values)
     cluster = parse_cluster(request.cluster)
     layout = RunLayout(problem.directory)
     on_placed = _placed(layout, lambda: bus)
@@ -175,7 +179,11 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         model=choice.model,
         single_shot=request.single_shot or DEFAULTS.single_shot,
         budget_usd=request.budget_usd,
+        budget_iters=request.budget_iters,
+        samples=request.samples or 1,
     )
+    for node, step_choice in step_choices.items():
+        settings = settings.model_copy(update={f"model_{node}": f"{step_choice.provider}:{step_choice.model}"})
     bus = EventBus()
 
     def on_call(record: CallRecord) -> None:
@@ -193,6 +201,18 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         timeout_s=llm_timeout_s(request.llm_timeout_s, llm_env.values),
         env=llm_env.values,
     )
+    step_llms = {}
+    for node, step_choice in step_choices.items():
+        step_llms[node] = create_llm(
+            step_choice,
+            record_root=layout.output,
+            budget_usd=settings.budget_usd,
+            replay_from=Path(replay_from) if replay_from and step_choice.provider == "replay" else None,
+            on_call=on_call,
+            timeout_s=llm_timeout_s(request.llm_timeout_s, llm_env.values),
+            env=llm_env.values,
+        )
+        step_llms[node].usage = llm.usage  # one run: one set of totals, one budget
     # Archive only now: a replay source inside output/ has been read into memory above.
     if request.resume:
         remove_crash_leftovers(layout.output)  # temp files of the writers the earlier run's kill stopped
@@ -222,6 +242,7 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         defaults=DEFAULTS,
         gpu=gpu,
         devices=devices,  # type: ignore[arg-type]
+        step_llms=step_llms,
     )
     return Engine(deps, bus, concurrency=DEFAULTS.concurrency, resumed=request.resume), bus
 

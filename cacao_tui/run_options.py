@@ -91,6 +91,23 @@ def _non_empty(text: str) -> str:
     return text.strip()
 
 
+def step_model(text: str) -> tuple[str | None, str]:
+    """'MODEL' or 'PROVIDER:MODEL' -> (provider or None for the run's own, model).
+
+    The part before the first ':' is a provider only when the registry knows it, so a model
+    name with a colon (an Ollama tag, 'llama3:8b') stays whole."""
+    text = text.strip()
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty (MODEL or PROVIDER:MODEL)")
+    head, sep, tail = text.partition(":")
+    provider = canonical_name(head) if sep else None
+    if provider is not None:
+        if not tail.strip():
+            raise argparse.ArgumentTypeError(f"{text!r} names no model after the provider (PROVIDER:MODEL)")
+        return provider, tail.strip()
+    return None, text
+
+
 EPILOG = """\
 modes (one at a time; without one, cacao runs the optimisation):
   (no --dir)         the working directory's problem when it has a problem.yaml (as --dir .);
@@ -167,6 +184,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="iterations per root-to-leaf path (default 0: off)",
     )
     run.add_argument(
+        "--budget-iters",
+        type=_whole("budget-iters", 1),
+        metavar="N",
+        help="the run's iteration pool, shared by every branch and spent where branches improve "
+        "(default: strategies x max-iter; with --resume: the earlier run's)",
+    )
+    run.add_argument(
+        "--samples",
+        type=_whole("samples", 1),
+        metavar="K",
+        help="authoring attempts per iteration, in parallel from the same prompt; the fastest valid one by "
+        "a short probe is tuned (default 1)",
+    )
+    run.add_argument(
         "--strategies",
         type=_whole("strategies", 1),
         metavar="N",
@@ -200,6 +231,18 @@ def build_parser() -> argparse.ArgumentParser:
     llm = p.add_argument_group("LLM")
     llm.add_argument("--provider", type=_provider, metavar="NAME", help=f"one of {names_for_help()}")
     llm.add_argument("--model", type=_non_empty, metavar="MODEL", help="model name (default: the provider's default)")
+    llm.add_argument(
+        "--model-plan",
+        type=step_model,
+        metavar="[PROVIDER:]MODEL",
+        help="the model of the plan step (default: --model), e.g. a cheaper one; any registry provider",
+    )
+    llm.add_argument(
+        "--model-decide",
+        type=step_model,
+        metavar="[PROVIDER:]MODEL",
+        help="the model of the decide step (default: --model)",
+    )
     llm.add_argument(
         "--budget-usd", type=_positive_number, metavar="X", help="stop new LLM calls once X dollars are spent"
     )
@@ -297,6 +340,10 @@ def run_request(args: argparse.Namespace, problem: Problem) -> RunRequest:
         cluster=args.cluster,
         provider=args.provider,
         model=args.model,
+        model_plan=args.model_plan,
+        model_decide=args.model_decide,
+        budget_iters=args.budget_iters,
+        samples=args.samples,
         budget_usd=args.budget_usd,
         replay_from=args.from_path,
         llm_timeout_s=args.llm_timeout,

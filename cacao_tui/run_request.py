@@ -33,12 +33,17 @@ class RunRequest:
     max_depth: int | None = None
     path_budget: int | None = None  # 0: off
     n_strategies: int | None = None
+    budget_iters: int | None = None  # the run's iteration pool (default: n_strategies x max_iter)
+    samples: int | None = None  # authoring attempts per iteration (default 1)
     timeout_s: float | None = None  # the tuner's budget per iteration (default: tuning.duration_s)
     gpus: tuple[int, ...] | None = None  # default: the problem's gpu.index
     cluster: str | None = None  # where GPU jobs run: local (default) or ray[://ADDRESS]
     # The model
     provider: str | None = None  # a canonical registry name; None: chosen from the environment
     model: str | None = None
+    # Models of single steps: (provider, model); a None provider is the run's own.
+    model_plan: tuple[str | None, str] | None = None
+    model_decide: tuple[str | None, str] | None = None
     budget_usd: float | None = None
     replay_from: Path | None = None  # a recorded session (--provider replay); default: session.jsonl
     llm_timeout_s: float | None = None

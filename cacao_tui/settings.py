@@ -25,6 +25,10 @@ class Defaults:
     tool_call_cap: int = 50  # tool calls per authoring step
     compile_retries: int = 3  # failed end_step attempts inside one authoring step
     check_sample: int = 4  # configurations compile-checked by check_compilation
+    validate_uses: int = 3  # validate tool runs per authoring step (0: the tool is not offered)
+    validate_timeout_s: float = 180.0  # one validate run: compile, references, both input sets
+    validate_wait_s: float = 300.0  # how long validate waits for a GPU another branch is using
+    probe_s: float = 10.0  # the short tuning of each valid sample with --samples K
     plateau_iterations: int = 3  # a gain below plateau_gain over this many iterations is a plateau
     plateau_gain: float = 0.05
     # --- What each step of a branch sees (prompt and tool-output sizes) ------------------
@@ -32,7 +36,8 @@ class Defaults:
     history_text_chars: int = 2000  # each plan, proposal, feedback or error text in that history
     iteration_log: int = 40  # one-line summaries of earlier iterations (the newest this many)
     source_chars: int = 60_000  # a kernels.cu or tuning.yaml quoted in a prompt
-    tuner_tail_lines: int = 50  # lines of the tuner output shown to propose
+    landscape_top: int = 8  # fastest configurations in the tuning landscape propose and decide see
+    analysis_chars: int = 6000  # the master's analysis, in plan, author, propose and decide
     branch_index_rows: int = 8  # other branches listed in a prompt, fastest first
     user_messages: int = 6  # the newest user messages to a branch shown in its prompts
     tool_output_chars: int = 12_000  # one answer of a query tool (tuning_landscape, branch_log, ...)

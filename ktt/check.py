@@ -19,6 +19,8 @@ removed at its end, and by the next check or tune when a kill left it.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import os
 import random
 import sys
@@ -39,7 +41,9 @@ from ktt.capped_read import MAX_KERNEL_BYTES, describe_read_error, read_text_cap
 from ktt.compile_cache import default_cache_dir, lookup
 from ktt.compile_pool import CompilePool, remove_stale_dirs
 from ktt.expressions import ExpressionError
-from ktt.nvrtc import CompileOutput, compile_timeout_s, kernel_definition_lines
+from ktt.launch_program import iter_launches
+from ktt.nvrtc import CompileOutput, CompileRequest, compile_timeout_s, kernel_definition_lines
+from ktt.occupancy import launch_occupancy, parse_ptxas_log
 from ktt.problem import ProblemError
 from ktt.problem.model import Problem, Shape, strip_c_comments
 from ktt.protocol import CheckedConfig, CheckReport
@@ -51,6 +55,14 @@ from ktt.workdir import WorkDir
 ENUMERATION_LIMIT = 200_000
 COMPILE_THREAD = "ktt-sandboxed-compile"  # the name ktt.sandbox gives a compile's thread
 MAX_CHECK_WORKERS = 4
+VERBOSE_PTXAS = "-Xptxas=-v"  # registers, spills and shared memory per kernel, in the program log
+
+
+def verbose(req: CompileRequest) -> CompileRequest:
+    """``req`` with ptxas's resource report (the code is the same; the cache key differs)."""
+    if any(o in (VERBOSE_PTXAS, "-Xptxas=--verbose") for o in req.options):
+        return req
+    return dataclasses.replace(req, options=(*req.options, VERBOSE_PTXAS))
 
 
 def oversize_kernel(source: str, name: str) -> str | None:
@@ -168,7 +180,7 @@ def check_kernel(
         jobs += [(space.config(chosen[0]), case) for case in problem.shapes[1:]]
         for shape in {s.name: s for _, s in jobs}.values():
             ctx._inputs_hpp(shape)
-        outcomes = _compile_jobs(ctx, tspec, jobs, str(cache_dir or default_cache_dir()))
+        outcomes = _compile_jobs(ctx, tspec, jobs, str(cache_dir or default_cache_dir()), arch_name)
     report.configs = [c for c, _, _ in outcomes]
     report.sampled = len(chosen)
     wanted = [launch.kernel for launch in tspec.kernel_launches()]
@@ -192,7 +204,7 @@ Outcome = tuple[CheckedConfig, CompileOutput | None, list[dict] | None]
 
 
 def _compile_jobs(
-    ctx: CompileContext, tspec: TuningSpec, jobs: list[tuple[Config, Shape]], cache: str
+    ctx: CompileContext, tspec: TuningSpec, jobs: list[tuple[Config, Shape]], cache: str, arch: str
 ) -> list[Outcome]:
     """Each job's outcome, in order: geometry first, then the cache, then the compile pool for the rest."""
     limit_s = compile_timeout_s()
@@ -206,16 +218,16 @@ def _compile_jobs(
             checked = CheckedConfig(config=config, ok=False, error=f"launch geometry: {exc}", shape=shape.name)
             outcomes[i] = (checked, None, None)
             continue
-        found = lookup(ctx.request(config, shape), cache)
+        found = lookup(verbose(ctx.request(config, shape)), cache)
         if found is not None:
-            outcomes[i] = _outcome(config, shape, found[0], plans[i])
+            outcomes[i] = _outcome(config, shape, found[0], plans[i], arch)
         else:
             todo.append(i)
     if todo:
         workers = min(MAX_CHECK_WORKERS, len(todo), os.cpu_count() or 1)
         with CompilePool(workers, cache, timeout_s=limit_s, pch=False) as pool:
             # At most one compile per worker is handed over, so none starts after a cut-off one.
-            futures = {i: pool.submit(ctx.request(*jobs[i])) for i in todo[:workers]}
+            futures = {i: pool.submit(verbose(ctx.request(*jobs[i]))) for i in todo[:workers]}
             cut_off = False  # a compile of this kernel did not finish in time: the same source would spin again
             for n, i in enumerate(todo):
                 config, shape = jobs[i]
@@ -227,13 +239,14 @@ def _compile_jobs(
                 cut_off = cut_off or out.timed_out
                 if not cut_off and n + workers < len(todo):
                     following = todo[n + workers]
-                    futures[following] = pool.submit(ctx.request(*jobs[following]))
-                outcomes[i] = _outcome(config, shape, out, plans[i])
+                    futures[following] = pool.submit(verbose(ctx.request(*jobs[following])))
+                outcomes[i] = _outcome(config, shape, out, plans[i], arch)
     return [o for o in outcomes if o is not None]
 
 
-def _outcome(config: Config, shape: Shape, out: CompileOutput, launches: list[dict]) -> Outcome:
+def _outcome(config: Config, shape: Shape, out: CompileOutput, launches: list[dict], arch: str) -> Outcome:
     problem_text = geometry_problems(launches)
+    resources = parse_ptxas_log(out.log) if out.ok else []
     checked = CheckedConfig(
         config=config,
         ok=out.ok and problem_text is None,
@@ -241,6 +254,9 @@ def _outcome(config: Config, shape: Shape, out: CompileOutput, launches: list[di
         diagnostics=protocol_diagnostics(out),
         shape=shape.name,
         error=out.first_error() or problem_text,
+        binary_sha256=hashlib.sha256(out.cubin).hexdigest() if out.ok and out.cubin else None,
+        resources=resources,
+        occupancy=launch_occupancy(iter_launches(launches), resources, arch),
     )
     return checked, out, launches
 

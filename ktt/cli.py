@@ -1,4 +1,4 @@
-"""``python -m ktt check | tune | profile``: the command line of the kernel tuning toolkit.
+"""``python -m ktt check | tune | profile | validate | device``: the command line of the kernel tuning toolkit.
 
 Exit codes (all commands): 0 success; 1 ran, but nothing valid (no valid configuration,
 a compile check failed, a profile failed); 2 bad input (problem, spec, kernel or flags);
@@ -24,11 +24,13 @@ from ktt.protocol import (
     EXIT_ENVIRONMENT,
     EXIT_INTERNAL,
     CheckReport,
+    DeviceReport,
     ErrorLine,
     LogLine,
     ProfileReport,
     Progress,
     TuneSummary,
+    ValidateReport,
 )
 from ktt.reference_times import NO_BASELINE
 
@@ -73,12 +75,37 @@ def _human(obj: BaseModel) -> str:
         if obj.message:
             lines.append(obj.message)
         return "\n".join(lines)
+    if isinstance(obj, ValidateReport):
+        head = "valid" if obj.ok else "NOT valid"
+        lines = [f"validate {json.dumps(obj.config)}: {head}" + (f" ({obj.seconds:.1f} s)" if obj.seconds else "")]
+        for r in obj.shapes:
+            v = r.validation
+            detail = r.error or ""
+            if v is not None and v.samples:
+                from ktt.mismatch import describe
+
+                detail += f" [{v.bad_count}/{v.checked} wrong; {describe(v.samples)}]"
+            lines.append(f"  [{r.shape}] {r.status}" + (f": {detail}" if detail else ""))
+        if obj.message:
+            lines.append(obj.message)
+        return "\n".join(lines)
+    if isinstance(obj, DeviceReport):
+        from ktt.device_table import device_lines
+
+        return "\n".join(device_lines(obj))
     if isinstance(obj, ProfileReport):
         if not obj.ok:
             return f"profile failed ({obj.error_kind}): {obj.error}"
         lines = [f"profile of {json.dumps(obj.config)} ({obj.ncu_version})"]
         for k in obj.kernels:
             lines.append(f"kernel {k.kernel} (launch {k.launch_index}): {k.roofline}, {k.duration_ms} ms")
+            if k.diagnosis is not None:
+                from ktt.diagnosis import diagnosis_lines
+
+                lines += [f"  {line}" for line in diagnosis_lines(k.diagnosis)]
+            lines += [f"  rule {f.rule}: {f.text}" + (f" (est. {f.speedup_pct:.0f}%)" if f.speedup_pct else "")
+                      for f in k.findings]  # fmt: skip
+            lines += [f"  hotspot {h.file}:{h.line} {h.share:.0%}: {h.source}" for h in k.hotspots]
             for m in k.metrics:
                 lines.append(f"  {m.section:15s} {m.label:36s} {m.value} {m.unit}")
         return "\n".join(lines)
@@ -217,6 +244,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--shape", default=None, help="problem shape (default: the primary one, the first case)")
     p.add_argument("--device", type=int, default=None)
 
+    v = sub.add_parser("validate", help="run one configuration for correctness only (both input sets, no timing)")
+    common(v)
+    v.add_argument("--output", required=True, type=Path, help="work directory")
+    v.add_argument("--config", type=str, default=None, help="the configuration as JSON (default: the first)")
+    v.add_argument("--device", type=int, default=None)
+    v.add_argument("--timeout", type=float, default=10.0, help="seconds one run may go without progress")
+
+    d = sub.add_parser("device", help="the device table: limits, measured copy bandwidth, peak rates")
+    d.add_argument("--device", type=int, default=0)
+    d.add_argument("--json", action="store_true")
+
     r = sub.add_parser("run-config")  # the program ncu profiles; not for people
     common(r)
     r.add_argument("--config", required=True)
@@ -225,6 +263,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--runs", type=int, default=1)
     r.add_argument("--work", type=Path, required=True)
     r.add_argument("--device", type=int, default=None)
+    r.add_argument("--lineinfo", action="store_true")
     return ap
 
 
@@ -295,6 +334,35 @@ def main(argv: list[str] | None = None) -> int:
             )
             emit(report)
             return code
+        if args.command == "validate":
+            from ktt.validate_one import ValidateOptions, parse_config, validate
+
+            try:
+                config = parse_config(args.config)
+            except ValueError as exc:
+                emit(ValidateReport(ok=False, message=f"--config: {exc}"))
+                return EXIT_BAD_INPUT
+            report, code = validate(
+                ValidateOptions(
+                    problem_dir=args.problem, kernel=args.kernel, spec=args.spec, output=args.output,
+                    config=config, device=args.device, cache_dir=args.cache_dir, timeout_s=args.timeout,
+                )
+            )  # fmt: skip
+            emit(report)
+            return code
+        if args.command == "device":
+            from ktt.device_table import describe
+            from ktt.gpu_lock import hold
+            from ktt.toolkit import query_device
+
+            info = query_device(args.device)
+            if info is None:
+                emit(ErrorLine(message=f"no CUDA device {args.device} (no driver, or no such GPU)",
+                               exit_code=EXIT_ENVIRONMENT))  # fmt: skip
+                return EXIT_ENVIRONMENT
+            with hold(args.device, "ktt device (the device table)", uuid=info.uuid):
+                emit(describe(args.device))
+            return 0
         if args.command == "run-config":
             from ktt.profile import run_config
 
@@ -309,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.work,
                 str(args.cache_dir) if args.cache_dir else None,
                 args.device,
+                lineinfo=args.lineinfo,
             )
     except KeyboardInterrupt:
         return 130

@@ -22,7 +22,7 @@ import re
 import shutil
 from dataclasses import dataclass
 
-from ktt.protocol import KernelProfile, Metric
+from ktt.protocol import KernelProfile, Metric, RuleFinding, SourceHotspot
 
 
 @dataclass(frozen=True)
@@ -315,9 +315,14 @@ def roofline_class(metrics: dict[str, Metric]) -> str:
 
 
 def profile_command(
-    ncu: str, app: list[str], kernels: list[str], skip: int, count: int, metrics: list[str], export: str
+    ncu: str, app: list[str], kernels: list[str], skip: int, count: int, metrics: list[str], export: str,
+    sections: tuple[str, ...] = (),
 ) -> list[str]:
+    """ncu's command line; with ``sections``, their rules run too (the findings, the source counters)."""
     names = "|".join(re.escape(k) for k in sorted(set(kernels)))
+    extra = [arg for name in sections for arg in ("--section", name)]
+    if sections:
+        extra += ["--import-source", "yes"]
     return [
         ncu,
         "--target-processes",
@@ -330,6 +335,7 @@ def profile_command(
         str(count),
         "--clock-control",
         "none",
+        *extra,
         "--metrics",
         ",".join(metrics),
         "--export",
@@ -341,3 +347,106 @@ def profile_command(
 
 def import_command(ncu: str, report: str) -> list[str]:
     return [ncu, "--import", report, "--csv", "--page", "raw", "--print-units", "base"]
+
+
+# -- the guided analysis and the source view ---------------------------------------------
+
+# Sections whose rules give the findings ("Estimated Speedup") and the source counters.
+RULE_SECTIONS = (
+    "SpeedOfLight", "Occupancy", "LaunchStats", "WarpStateStats", "SchedulerStats",
+    "MemoryWorkloadAnalysis", "ComputeWorkloadAnalysis", "SourceCounters",
+)  # fmt: skip
+MAX_FINDINGS = 8
+MAX_HOTSPOTS = 5
+FINDING_CHARS = 400
+
+
+def _csv_rows(text: str) -> list[list[str]]:
+    lines = [ln for ln in text.splitlines() if ln.startswith('"')]
+    return list(csv.reader(io.StringIO("\n".join(lines))))
+
+
+def parse_details_csv(text: str) -> list[list[RuleFinding]]:
+    """``ncu --import R --csv --page details``: each profiled launch's rule results, in launch order.
+
+    Rows carrying a ``Rule Name`` are rule results (the others are the sections' metrics); the
+    ``Estimated Speedup`` column, where the rule fills it, is a percentage of the kernel's time.
+    """
+    rows = _csv_rows(text)
+    if len(rows) < 2 or "Rule Name" not in rows[0]:
+        return []
+    col = {h: i for i, h in enumerate(rows[0])}
+
+    def cell(row: list[str], name: str) -> str:
+        i = col.get(name)
+        return row[i].strip() if i is not None and i < len(row) else ""
+
+    launches: dict[str, list[RuleFinding]] = {}
+    for row in rows[1:]:
+        launch = cell(row, "ID") or "0"
+        found = launches.setdefault(launch, [])
+        rule = cell(row, "Rule Name")
+        if not rule:
+            continue
+        speedup = _number(cell(row, "Estimated Speedup"))
+        text_ = " ".join((cell(row, "Rule Description") or cell(row, "Metric Value")).split())
+        finding = RuleFinding(
+            rule=rule,
+            section=cell(row, "Section Name"),
+            kind=cell(row, "Rule Type"),
+            text=text_[:FINDING_CHARS] + ("..." if len(text_) > FINDING_CHARS else ""),
+            speedup_pct=speedup if isinstance(speedup, float) else None,
+            speedup_type=cell(row, "Estimated Speedup Type") or None,
+        )
+        if all((f.rule, f.text) != (finding.rule, finding.text) for f in found):
+            found.append(finding)
+    ordered = [launches[k] for k in sorted(launches, key=lambda k: (len(k), k))]
+    return [sorted(f, key=lambda x: -(x.speedup_pct or 0.0))[:MAX_FINDINGS] for f in ordered]
+
+
+def _column(header: list[str], *needles: str) -> int | None:
+    for needle in needles:
+        for i, h in enumerate(header):
+            if needle.lower() in h.lower():
+                return i
+    return None
+
+
+def parse_source_csv(text: str, source: str, file_name: str = "kernels.cu") -> list[SourceHotspot]:
+    """``ncu --import R --csv --page source --print-source cuda``: the kernel's source lines with
+    the most warp stall samples (needs a -lineinfo build). Lines are kernels.cu's own numbers."""
+    rows = _csv_rows(text)
+    if len(rows) < 2:
+        return []
+    header = rows[0]
+    line_col = _column(header, "Line", "#")
+    samples_col = _column(header, "Warp Stall Sampling (All", "Sampling Data (All", "Warp Stall Sampling")
+    if line_col is None or samples_col is None:
+        return []
+    counts: dict[int, float] = {}
+    for row in rows[1:]:
+        if max(line_col, samples_col) >= len(row):
+            continue
+        line, value = _number(row[line_col]), _number(row[samples_col])
+        if isinstance(line, float) and isinstance(value, float) and value > 0:
+            counts[int(line)] = counts.get(int(line), 0.0) + value
+    total = sum(counts.values())
+    if total <= 0:
+        return []
+    lines = source.splitlines()
+    top = sorted(counts.items(), key=lambda kv: -kv[1])[:MAX_HOTSPOTS]
+    return [
+        SourceHotspot(
+            file=file_name, line=n, share=round(c / total, 4),
+            source=lines[n - 1].strip()[:200] if 0 < n <= len(lines) else "",
+        )
+        for n, c in top
+    ]  # fmt: skip
+
+
+def details_command(ncu: str, report: str) -> list[str]:
+    return [ncu, "--import", report, "--csv", "--page", "details", "--print-units", "base"]
+
+
+def source_command(ncu: str, report: str) -> list[str]:
+    return [ncu, "--import", report, "--csv", "--page", "source", "--print-source", "cuda"]

@@ -57,15 +57,24 @@ DATASHEET = (
         {"fp64": 66.9, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4, "fp8": 1978.9},
     ),
 )
-# Dense flops per SM per clock of each architecture's tensor cores (fp64: FP64 tensor cores).
+# Dense operations per SM per clock (an FMA is 2) of each architecture's tensor cores (fp64: FP64
+# tensor cores; int8 counts integer operations). The fastest part of each architecture: sm_86/sm_89
+# at the A40/L40S rates, which GeForce parts halve with fp32 accumulation; a floor against them is
+# never above what the device can do. The one table of these rates: the tuner's floor and the
+# agent's device table (ktt.device_table) both read it.
 FLOPS_PER_SM_CLOCK: dict[str, dict[str, int]] = {
     "sm_70": {"fp16": 1024},
-    "sm_75": {"fp16": 1024},
-    "sm_80": {"fp64": 128, "tf32": 1024, "bf16": 2048, "fp16": 2048},
-    "sm_86": {"tf32": 512, "bf16": 1024, "fp16": 1024},
-    "sm_89": {"tf32": 512, "bf16": 1024, "fp16": 1024, "fp8": 2048},
-    "sm_90": {"fp64": 256, "tf32": 2048, "bf16": 4096, "fp16": 4096, "fp8": 8192},
+    "sm_75": {"fp16": 1024, "int8": 2048},
+    "sm_80": {"fp64": 128, "tf32": 1024, "bf16": 2048, "fp16": 2048, "int8": 4096},
+    "sm_86": {"tf32": 512, "bf16": 1024, "fp16": 1024, "int8": 2048},
+    "sm_89": {"tf32": 512, "bf16": 1024, "fp16": 1024, "fp8": 2048, "int8": 2048},
+    "sm_90": {"fp64": 256, "tf32": 2048, "bf16": 4096, "fp16": 4096, "fp8": 8192, "int8": 8192},
+    "sm_100": {"fp64": 256, "tf32": 4096, "bf16": 8192, "fp16": 8192, "fp8": 16384, "int8": 16384},
 }
+# FP64 operations per SM per clock on the CUDA cores (an FMA is 2).
+FP64_CUDA_FLOPS_PER_SM_CLOCK = {
+    "sm_70": 64, "sm_75": 4, "sm_80": 64, "sm_86": 4, "sm_89": 4, "sm_90": 128, "sm_100": 128,
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -105,3 +114,16 @@ def flops_peak(dtype: str, device: str, arch: str, sm_count: int, clock_khz: int
 def datasheet_peaks(dtype: str) -> list[tuple[str, float]]:
     """(part, TFLOP/s) of the datasheet peaks known for ``dtype`` (fp32 has none: it is computed)."""
     return [(s.label, s.tflops[dtype]) for s in DATASHEET if dtype in s.tflops]
+
+
+def peak_rates(arch: str, sm_count: int, clock_mhz: float) -> list[tuple[str, str, float]]:
+    """(dtype, unit, TFLOP/s) of every dense peak known for an architecture, from its SMs and clock:
+    the CUDA cores' fp32 and fp64, then the tensor cores' (int8 in TOP/s)."""
+    family = arch.rstrip("af")
+    per_clock: list[tuple[str, str, int]] = []
+    if family in FP32_LANES_PER_SM:
+        per_clock.append(("fp32", "CUDA cores", 2 * FP32_LANES_PER_SM[family]))
+    if family in FP64_CUDA_FLOPS_PER_SM_CLOCK:
+        per_clock.append(("fp64", "CUDA cores", FP64_CUDA_FLOPS_PER_SM_CLOCK[family]))
+    per_clock += [(dtype, "tensor cores", ops) for dtype, ops in FLOPS_PER_SM_CLOCK.get(family, {}).items()]
+    return [(dtype, unit, round(ops * sm_count * clock_mhz * 1e6 / 1e12, 2)) for dtype, unit, ops in per_clock]

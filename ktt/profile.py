@@ -4,11 +4,17 @@ The runner (``python -m ktt run-config``) sets up the problem's inputs exactly a
 does and runs the launch sequence ``warmup`` times, then ``runs`` times; ncu is told to
 skip the warm-up launches (``--launch-skip``) and to profile only the pipeline's kernels
 (``--kernel-name``), with ``--clock-control none`` so clocks are left as the tuner saw
-them. The report is imported as raw CSV and parsed by ``ktt.ncu``.
+them. The profiled configuration is compiled with ``-lineinfo`` (the code is the same; the
+source view can name kernels.cu's lines). The report is imported three times: the raw page
+(the metrics), the details page (the rules' findings with their estimated speedups) and the
+source page (the lines with the most warp stall samples); ``ktt.diagnosis`` condenses them.
+A profile whose sections ncu refuses is taken again with the metrics alone.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import sys
 from dataclasses import dataclass
@@ -18,20 +24,34 @@ from typing import Any
 from ktt import gpu_lock, procs
 from ktt.candidates import CompileContext, KernelSource, geometry_problems, launch_plan, target_arch
 from ktt.compile_cache import compile_cached, default_cache_dir
+from ktt.diagnosis import diagnose
 from ktt.expressions import ExpressionError
 from ktt.launch_program import has_until, launches_per_run, program_kernels
 from ktt.ncu import (
     CATALOGUE,
     DURATION,
+    RULE_SECTIONS,
+    details_command,
     find_ncu,
     import_command,
+    parse_details_csv,
     parse_raw_csv,
+    parse_source_csv,
     permission_error,
     profile_command,
+    source_command,
     unknown_metrics,
 )
 from ktt.problem import ProblemError, load_problem
-from ktt.protocol import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, EXIT_NOTHING_VALID, EXIT_OK, ProfileReport, TuneSummary
+from ktt.protocol import (
+    EXIT_BAD_INPUT,
+    EXIT_ENVIRONMENT,
+    EXIT_NOTHING_VALID,
+    EXIT_OK,
+    KernelProfile,
+    ProfileReport,
+    TuneSummary,
+)
 from ktt.results import write_json_atomic
 from ktt.spec import Config, load_spec
 from ktt.toolkit import query_device
@@ -65,6 +85,13 @@ def _config_from(opts: ProfileOptions) -> Config:
     return dict(summary.best.config)
 
 
+@dataclass
+class NcuOutput:
+    raw: str  # the raw page: every metric
+    details: str = ""  # the details page: sections and rule results ("" when not imported)
+    source: str = ""  # the source page (CUDA lines; "" when not imported)
+
+
 def runner_command(opts: ProfileOptions, config: Config, shape: str, warmup: int, runs: int, work: Path) -> list[str]:
     cmd = [
         sys.executable,
@@ -89,6 +116,7 @@ def runner_command(opts: ProfileOptions, config: Config, shape: str, warmup: int
         str(work),
         "--cache-dir",
         str(opts.cache_dir or default_cache_dir()),
+        "--lineinfo",
     ]
     if opts.device is not None:
         cmd += ["--device", str(opts.device)]
@@ -104,22 +132,24 @@ def run_ncu(
     runs: int,
     launches_per_run: int,
     export: Path,
-) -> tuple[str, ProfileReport | None, list[str]]:
-    """Run ncu (dropping metrics it does not know, up to twice); returns (csv, failure report, command)."""
+    sections: tuple[str, ...] = (),
+) -> tuple[NcuOutput, ProfileReport | None, list[str]]:
+    """Run ncu (dropping metrics it does not know, up to twice; without ``sections`` when it
+    refuses them); returns (its output, failure report, command)."""
     ncu = find_ncu()
     assert ncu is not None
     shape = opts.shape or "default"
     app = runner_command(opts, config, shape, warmup, runs, opts.output / "work")
     metrics = list(metrics)
-    for _attempt in range(3):
+    for _attempt in range(4):
         cmd = profile_command(
-            ncu, app, kernels, warmup * launches_per_run, runs * launches_per_run, metrics, str(export)
+            ncu, app, kernels, warmup * launches_per_run, runs * launches_per_run, metrics, str(export), sections
         )
         res = procs.run(cmd, timeout_s=NCU_TIMEOUT_S)
         text = res.stdout + "\n" + res.stderr
         if permission_error(text):
             return (
-                "",
+                NcuOutput(""),
                 ProfileReport(
                     ok=False,
                     config=config,
@@ -134,11 +164,14 @@ def run_ncu(
         if bad:
             metrics = [m for m in metrics if m not in bad]
             continue
+        if res.returncode != 0 and not res.timed_out and sections:
+            sections = ()  # a section this ncu does not know: the metrics alone
+            continue
         if res.timed_out or res.returncode != 0:
             kind = "no_gpu" if ("no CUDA device" in text or "CUDA_ERROR_NO_DEVICE" in text) else "failed"
             tail = "\n".join(text.strip().splitlines()[-15:])
             return (
-                "",
+                NcuOutput(""),
                 ProfileReport(
                     ok=False,
                     config=config,
@@ -152,7 +185,7 @@ def run_ncu(
         imp = procs.run(import_command(ncu, report), timeout_s=300.0)
         if imp.returncode != 0:
             return (
-                "",
+                NcuOutput(""),
                 ProfileReport(
                     ok=False,
                     config=config,
@@ -162,8 +195,15 @@ def run_ncu(
                 ),
                 cmd,
             )
-        return imp.stdout, None, cmd
-    return "", ProfileReport(ok=False, config=config, error_kind="failed", error="ncu rejected the metric list"), []
+        out = NcuOutput(imp.stdout)
+        if sections:  # the findings and the source view; a failed import leaves them out
+            details = procs.run(details_command(ncu, report), timeout_s=300.0)
+            out.details = details.stdout if details.returncode == 0 else ""
+            source = procs.run(source_command(ncu, report), timeout_s=300.0)
+            out.source = source.stdout if source.returncode == 0 else ""
+        return out, None, cmd
+    failure = ProfileReport(ok=False, config=config, error_kind="failed", error="ncu rejected the metric list")
+    return NcuOutput(""), failure, []
 
 
 def ncu_version() -> str | None:
@@ -208,11 +248,12 @@ def profile(opts: ProfileOptions) -> tuple[ProfileReport, int]:
     info = query_device(ordinal)
     # One GPU job per device across processes (ktt.gpu_lock): a tuning elsewhere would skew the counters.
     with gpu_lock.hold(ordinal, f"ktt profile of problem {problem.name}", uuid=info.uuid if info else None):
-        text, failure, cmd = run_ncu(
+        output, failure, cmd = run_ncu(
             opts, config, kernels, metrics, warmup=0 if has_until(launches) else 1, runs=1,
             launches_per_run=launches_per_run(launches),
-            export=opts.output / "profile",
+            export=opts.output / "profile", sections=RULE_SECTIONS,
         )  # fmt: skip
+    text = output.raw
     if failure is not None:
         failure.ncu_version = ncu_version()
         write_json_atomic(opts.output / "profile.json", failure)
@@ -222,6 +263,7 @@ def profile(opts: ProfileOptions) -> tuple[ProfileReport, int]:
         return failure, code
     (opts.output / "profile_raw.csv").write_text(text, encoding="utf-8")
     profiles = parse_raw_csv(text)
+    add_diagnosis(profiles, output, opts.kernel)
     if not profiles:
         report = ProfileReport(
             ok=False,
@@ -237,11 +279,27 @@ def profile(opts: ProfileOptions) -> tuple[ProfileReport, int]:
     return report, EXIT_OK
 
 
+def add_diagnosis(profiles: list[KernelProfile], output: NcuOutput, kernel: Path) -> None:
+    """Each launch's rule findings, source hotspots (the first launch's) and diagnosis."""
+    findings = parse_details_csv(output.details) if output.details else []
+    try:
+        source = kernel.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        source = ""
+    hotspots = parse_source_csv(output.source, source, kernel.name) if output.source else []
+    for i, p in enumerate(profiles):
+        if i < len(findings):
+            p.findings = findings[i]
+        if i == 0:
+            p.hotspots = hotspots
+        p.diagnosis = diagnose(p)
+
+
 def ncu_durations(opts: ProfileOptions, config: Config, runs: int = 5, warmup: int = 2) -> list[float]:
     """ncu's gpu__time_duration of the whole launch sequence, one value (ms) per run."""
     launches = _setup(ProfileOptions(**{**opts.__dict__, "config": config}))[4]
     n = launches_per_run(launches)
-    text, failure, _ = run_ncu(
+    output, failure, _ = run_ncu(
         opts,
         config,
         program_kernels(launches),
@@ -253,7 +311,7 @@ def ncu_durations(opts: ProfileOptions, config: Config, runs: int = 5, warmup: i
     )
     if failure is not None:
         raise RuntimeError(failure.error)
-    profiles = parse_raw_csv(text)
+    profiles = parse_raw_csv(output.raw)
     per_run = [sum(p.duration_ms or 0.0 for p in profiles[i * n : (i + 1) * n]) for i in range(len(profiles) // n)]
     return per_run
 
@@ -272,8 +330,12 @@ def run_config(
     work_dir: Path,
     cache_dir: str | None,
     device: int | None,
+    lineinfo: bool = False,
 ) -> int:
-    """Set up the shape's inputs and run the launch sequence warmup + runs times. Exit code as the CLI."""
+    """Set up the shape's inputs and run the launch sequence warmup + runs times. Exit code as the CLI.
+
+    ``lineinfo``: compile with -lineinfo (the source view of the profile), and leave the source
+    where the line information says it is, so ncu can import it."""
     problem = load_problem(problem_dir)
     spec = load_spec(spec_path, problem)
     kernel = KernelSource.read(kernel_path)
@@ -299,7 +361,12 @@ def run_config(
     if problem_text:
         print(problem_text, file=sys.stderr)
         return EXIT_NOTHING_VALID
-    out, _ = compile_cached(ctx.request(config, shape), cache_dir)
+    request = ctx.request(config, shape)
+    if lineinfo:
+        request = dataclasses.replace(request, options=(*request.options, "-lineinfo"))
+        with contextlib.suppress(OSError):
+            Path(request.program_path).write_text(kernel.text, encoding="utf-8")
+    out, _ = compile_cached(request, cache_dir)
     if not out.ok or out.cubin is None:
         print(out.first_error() or out.log, file=sys.stderr)
         return EXIT_NOTHING_VALID

@@ -52,6 +52,14 @@ class Diagnostic(_Model):
     message: str
 
 
+class Mismatch(_Model):
+    """One validated element that differs from the reference."""
+
+    index: int
+    expected: float | int | None  # None: NaN or Inf written as JSON null
+    got: float | int | None
+
+
 class ValidationReport(_Model):
     buffer: str | None = None
     max_abs_error: float | None = None
@@ -59,6 +67,8 @@ class ValidationReport(_Model):
     bad_count: int = 0
     checked: int = 0
     reason: str | None = None  # e.g. "NaN in output", "race: results differ between runs", "input A mutated"
+    samples: list[Mismatch] = Field(default_factory=list)  # up to 8 bad elements, from the first bad index
+    input_set: int | None = None  # which input set failed (0: the first, 1: the fresh one)
 
 
 class ConfigResult(_Model):
@@ -194,6 +204,30 @@ class TuneSummary(_Model):
     warnings: list[str] = Field(default_factory=list)  # e.g. a GPU reference timed by wall clock
 
 
+class KernelResources(_Model):
+    """What ptxas reports for one compiled kernel (``-Xptxas=-v``)."""
+
+    kernel: str
+    registers: int | None = None  # per thread
+    spill_stores: int = 0  # bytes
+    spill_loads: int = 0
+    stack_bytes: int = 0  # local memory (stack frame) per thread
+    smem_static: int | None = None  # bytes of static shared memory per block
+
+
+class LaunchOccupancy(_Model):
+    """The occupancy one launch's resources allow (the CUDA occupancy calculation)."""
+
+    kernel: str
+    threads: int  # per block
+    registers: int
+    smem_bytes: int  # static + dynamic per block
+    blocks_per_sm: int
+    warps_per_sm: int
+    occupancy: float  # resident warps / the SM's maximum (0..1)
+    limiter: str  # registers | shared memory | warps | blocks
+
+
 class CheckedConfig(_Model):
     config: dict[str, ParamValue]
     ok: bool
@@ -201,6 +235,9 @@ class CheckedConfig(_Model):
     compile_s: float | None = None
     diagnostics: list[Diagnostic] = Field(default_factory=list)
     error: str | None = None
+    binary_sha256: str | None = None  # of the compiled code: equal code, equal kernel (de-duplication)
+    resources: list[KernelResources] = Field(default_factory=list)
+    occupancy: list[LaunchOccupancy] = Field(default_factory=list)
 
 
 class CheckReport(_Model):
@@ -226,12 +263,61 @@ class Metric(_Model):
     unit: str = ""
 
 
+class RuleFinding(_Model):
+    """One of Nsight Compute's rule results (its guided analysis), with its estimated speedup."""
+
+    rule: str  # e.g. "UncoalescedGlobalAccess"
+    section: str = ""
+    kind: str = ""  # OPT | WRN | INF | ...
+    text: str  # the rule's description of the problem (cut)
+    speedup_pct: float | None = None  # ncu's "Estimated Speedup", percent of the kernel's time
+    speedup_type: str | None = None  # local | global
+
+
+class SourceHotspot(_Model):
+    """A kernels.cu line where warps stall most (ncu's source counters; needs -lineinfo)."""
+
+    file: str
+    line: int
+    share: float  # of the kernel's warp stall samples (0..1)
+    source: str = ""
+    top_stall: str | None = None  # the reason sampled most on this line, when ncu gives it
+
+
+class StallShare(_Model):
+    reason: str  # e.g. long_scoreboard
+    share: float  # of the stall cycles per issued instruction (0..1)
+    cycles: float  # cycles per issued instruction
+
+
+class Bottleneck(_Model):
+    name: str
+    evidence: str
+    estimated_speedup_pct: float | None = None  # Nsight Compute's own estimate (its rules), when it gives one
+    weight: float = 0.0  # how it ranks: the estimate, else a share of the time the symptom takes
+    source: str = "metrics"  # metrics | ncu rule
+
+
+class Diagnosis(_Model):
+    """The profile condensed (ktt.diagnosis): the two leading bottlenecks and what shows them."""
+
+    bottlenecks: list[Bottleneck] = Field(default_factory=list)
+    stalls: list[StallShare] = Field(default_factory=list)
+    occupancy_limiter: str | None = None
+    achieved_occupancy_pct: float | None = None
+    theoretical_occupancy_pct: float | None = None
+    findings: int = 0  # ncu rule findings considered
+
+
 class KernelProfile(_Model):
     kernel: str
     launch_index: int
     metrics: list[Metric] = Field(default_factory=list)
     roofline: Literal["memory-bound", "compute-bound", "latency-bound", "unknown"] = "unknown"
     duration_ms: float | None = None
+    findings: list[RuleFinding] = Field(default_factory=list)  # largest estimated speedup first
+    hotspots: list[SourceHotspot] = Field(default_factory=list)  # largest share first
+    diagnosis: Diagnosis | None = None
 
 
 class ProfileReport(_Model):
@@ -243,3 +329,65 @@ class ProfileReport(_Model):
     command: list[str] = Field(default_factory=list)
     error: str | None = None
     error_kind: Literal["ncu_missing", "no_permission", "no_gpu", "failed"] | None = None
+
+
+class SetValidation(_Model):
+    """One input set of a validation-only run."""
+
+    input_set: int
+    ok: bool
+    validation: ValidationReport | None = None
+    error: str | None = None
+
+
+class ValidateReport(_Model):
+    """``ktt validate``: one configuration, validation only (no timing), on both input sets."""
+
+    type: Literal["validate"] = "validate"
+    ok: bool  # every shape passed on both input sets
+    config: dict[str, ParamValue] = Field(default_factory=dict)
+    shapes: list[ConfigResult] = Field(default_factory=list)  # one per scored shape, validation detail in each
+    message: str | None = None
+    seconds: float | None = None
+
+
+class PeakRate(_Model):
+    """A peak arithmetic rate of the device, per data type and unit."""
+
+    dtype: str  # fp64 | fp32 | fp16 | bf16 | tf32 | fp8 | int8
+    unit: str  # "CUDA cores" | "tensor cores"
+    tflops: float  # dense, TFLOP/s (TOP/s for int8)
+    source: str = "derived"  # derived: SMs x clock x the architecture's rate per SM and cycle
+
+
+class DeviceReport(_Model):
+    """``ktt device``: the device table every prompt of a run shows (measured once per run)."""
+
+    type: Literal["device"] = "device"
+    name: str
+    arch: str
+    ordinal: int = 0
+    sm_count: int
+    clock_mhz: float  # SM clock the peaks are computed at (the driver's maximum)
+    memory_clock_mhz: float | None = None
+    memory_bus_bits: int | None = None
+    total_memory_bytes: int | None = None
+    l2_bytes: int
+    smem_per_block: int  # default limit
+    smem_per_block_optin: int  # with cudaFuncAttributeMaxDynamicSharedMemorySize
+    smem_per_sm: int
+    regs_per_block: int
+    regs_per_sm: int
+    max_threads_per_block: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int | None = None
+    warp_size: int = 32
+    copy_bandwidth_gbs: float | None = None  # measured: device-to-device copy, read + write bytes
+    theoretical_bandwidth_gbs: float | None = None  # from the memory clock and bus width
+    peaks: list[PeakRate] = Field(default_factory=list)
+    measured_at: float | None = None  # unix time
+    note: str | None = None  # e.g. "not measured: dry run"
+
+    def peak(self, dtype: str, unit: str = "CUDA cores") -> float | None:
+        """TFLOP/s for a data type and unit (None when unknown)."""
+        return next((p.tflops for p in self.peaks if p.dtype == dtype and p.unit == unit), None)

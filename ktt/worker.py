@@ -32,6 +32,7 @@ from ktt.compile_cache import compile_cached
 from ktt.device import CudaError, Gpu, KernelParams
 from ktt.gpu_checks import SOURCE as CHECKS_SOURCE
 from ktt.gpu_checks import GpuChecks
+from ktt.mismatch import WINDOW, first_mismatches
 from ktt.nvrtc import CompileRequest, define_pairs
 from ktt.peaks import flops_peak, peak_gflops
 from ktt.problem import load_problem
@@ -268,7 +269,10 @@ class Session:
                     "first_bad_index": r.first,
                     "bad_count": r.bad,
                     "checked": sizes[label],
+                    "input_set": set_index,
                 }
+                if r.bad:
+                    rep["samples"] = self._mismatches(set_index, label, r.first)
                 if report is None or (r.bad and not report.get("bad_count")):
                     report = rep
             if not r.bad:
@@ -287,6 +291,23 @@ class Session:
 
     def _buffer(self, name: str) -> Buffer:
         return next(b for b in self.problem.buffers if b.name == name)
+
+    def _mismatches(self, set_index: int, name: str, first: int | None) -> list[dict]:
+        """The first few bad elements, read back from a bounded window at the first bad index."""
+        assert self.bufs is not None
+        b = self._buffer(name)
+        expected = self.bufs.ref_host.get((set_index, name))
+        n = self.bufs.shape.sizes[name]
+        start = min(max(0, first or 0), max(0, n - 1))
+        count = min(WINDOW, n - start)
+        if expected is None or count <= 0:
+            return []
+        got = np.empty(count, b.numpy_dtype)
+        self.gpu.sync()
+        self.gpu.d2h(got, self.bufs.argument(name) + start * got.itemsize)
+        self.gpu.sync()
+        found = first_mismatches(expected[start : start + count], got, start, self.problem.tolerance)
+        return [m.model_dump(mode="json") for m in found]
 
     def _run_once(self, seq: Sequence, set_index: int) -> None:
         assert self.bufs is not None

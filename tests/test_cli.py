@@ -23,7 +23,7 @@ ORIGINAL_FLAGS = [
 ]  # fmt: skip
 OUR_FLAGS = [
     "--no-ui", "--dry-run", "--check", "--strategies", "--gpus", "--budget-usd", "--from", "--json", "--single-shot",
-    "--verbose", "-v",
+    "--verbose", "-v", "--budget-iters", "--samples", "--model-plan", "--model-decide",
 ]  # fmt: skip
 
 
@@ -57,6 +57,14 @@ def test_values_are_parsed() -> None:
     assert (args.timeout, args.gpus, args.provider, args.budget_usd) == (12.5, [0, 1], "anthropic", 0.5)
 
 
+def test_the_search_flags_are_parsed() -> None:
+    args = parse_args(["--dir", str(MMUL), "--budget-iters", "30", "--samples", "3",
+                       "--model-plan", "anthropic:claude-haiku-4-5", "--model-decide", "llama3:8b"])  # fmt: skip
+    assert (args.budget_iters, args.samples) == (30, 3)
+    assert args.model_plan == ("anthropic", "claude-haiku-4-5")
+    assert args.model_decide == (None, "llama3:8b")  # no provider called llama3: a model name with a colon
+
+
 @pytest.mark.parametrize(
     ("argv", "words"),
     [
@@ -82,6 +90,10 @@ def test_values_are_parsed() -> None:
         (["--clone", "a", "--prune-archives"], "not allowed with argument"),
         (["--export", "r.md"], "--export writes the results of --best"),  # a run with an ignored flag: refused
         (["--check", "--export", "r.md"], "--export writes the results of --best"),
+        (["--budget-iters", "0"], "argument --budget-iters: must be at least 1"),
+        (["--samples", "0"], "argument --samples: must be at least 1"),
+        (["--model-plan", " "], "argument --model-plan: must not be empty"),
+        (["--model-decide", "openai:"], "names no model after the provider"),
         (["--bogus"], "unrecognized arguments: --bogus"),
         (["--max-i", "3"], "unrecognized arguments"),  # no abbreviations: a typo is an error
     ],

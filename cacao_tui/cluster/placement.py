@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cacao_tui.ktt_client import Tuner, TuneRequest
-from ktt.protocol import CheckReport, ProfileReport, Progress, TuneSummary
+from cacao_tui.ktt_client import Tuner, TuneRequest, ValidateRequest
+from ktt.protocol import CheckReport, DeviceReport, ProfileReport, Progress, TuneSummary, ValidateReport
 
 _ITER = re.compile(r"iter(\d+)$")
 
@@ -72,3 +72,10 @@ class PlacedTuner:
     ) -> ProfileReport:
         self.on_placed(Placement("profile", kernel, self.host, "local", str(device)))
         return await self.inner.profile(problem_dir, kernel, spec, summary, out_dir, device=device)
+
+    async def validate(self, request: ValidateRequest) -> ValidateReport:
+        self.on_placed(Placement("validate", request.kernel, self.host, "local", str(request.device)))
+        return await self.inner.validate(request)
+
+    async def describe_device(self, *, device: int) -> DeviceReport:
+        return await self.inner.describe_device(device=device)

@@ -30,10 +30,18 @@ from cacao_tui.cluster.native_stderr import native_stderr_captured
 from cacao_tui.cluster.placement import OnPlaced, Placement
 from cacao_tui.cluster.remote import Job, Message, run_job
 from cacao_tui.cluster.spec import ClusterChoice, ClusterError, require_ray
-from cacao_tui.ktt_client import PROFILE_TIMEOUT_S, KttTuner, Tuner, TuneRequest, TunerError
+from cacao_tui.ktt_client import (
+    DEVICE_TIMEOUT_S,
+    PROFILE_TIMEOUT_S,
+    KttTuner,
+    Tuner,
+    TuneRequest,
+    TunerError,
+    ValidateRequest,
+)
 from cacao_tui.store.atomic import write_text_atomic
 from cacao_tui.store.state import GpuInfo
-from ktt.protocol import CheckReport, ProfileReport, Progress, TuneSummary
+from ktt.protocol import CheckReport, DeviceReport, ProfileReport, Progress, TuneSummary, ValidateReport
 
 MAX_ATTEMPTS = 3  # a job whose node or worker is lost runs again elsewhere, this many times in all
 PLACEMENT_TIMEOUT_S = 900.0  # waiting for a GPU of the cluster to come free
@@ -399,6 +407,25 @@ class RayTuner:
             return ProfileReport(ok=False, error=str(exc), error_kind=kind)  # type: ignore[arg-type]
         receiver.write_files(message.get("files") or {}, set())
         return self._result(message, ProfileReport, receiver)
+
+    async def validate(self, request: ValidateRequest) -> ValidateReport:
+        files = self._files(**{"kernels.cu": request.kernel, "tuning.yaml": request.spec})
+        args = {"config": request.config, "timeout_s": request.timeout_s, "run_timeout_s": request.run_timeout_s}
+        heads = {"kernel": str(request.kernel), "spec": str(request.spec), "problem": str(request.problem_dir)}
+        message, receiver = await self._submit(
+            Job("validate", files, args), request.kernel, gpu=True, out_dir=None, head_paths=heads,
+            bound_s=request.timeout_s + AFTER_WATCHDOG_S,
+        )  # fmt: skip
+        return self._result(message, ValidateReport, receiver)
+
+    async def describe_device(self, *, device: int) -> DeviceReport:
+        """The table of a GPU the cluster hands out (the run uses GPUs of one architecture)."""
+        anchor = self.problem_dir / "problem.yaml"
+        bound = DEVICE_TIMEOUT_S + AFTER_WATCHDOG_S
+        message, receiver = await self._submit(
+            Job("device", {}), anchor, gpu=True, out_dir=None, head_paths={}, bound_s=bound
+        )
+        return self._result(message, DeviceReport, receiver)
 
     # ---- helpers -----------------------------------------------------------------
     @staticmethod

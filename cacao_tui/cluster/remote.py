@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from cacao_tui.cluster.bundle import collect, unpack
-from cacao_tui.ktt_client import Tuner, TuneRequest, TunerError
+from cacao_tui.ktt_client import Tuner, TuneRequest, TunerError, ValidateRequest
 
 POLL_S = 0.2
 HEARTBEAT_S = 5.0
@@ -40,7 +40,7 @@ Message = dict[str, Any]
 class Job:
     """One unit of GPU (or compile) work: its kind, its own files and its arguments."""
 
-    kind: str  # "tune" | "profile" | "check"
+    kind: str  # "tune" | "profile" | "check" | "validate" | "device"
     files: dict[str, bytes]  # kernels.cu, tuning.yaml, and reference_time.json / summary.json
     args: dict[str, Any] = field(default_factory=dict)
 
@@ -174,6 +174,18 @@ def _run(paths: Paths, job: Job, tuner_factory: Callable[[], Tuner]) -> Iterator
 
         def factory() -> Any:
             return tuner.check(paths.problem, kernel, spec, sample=int(a["sample"]), arch=str(a["arch"]))
+    elif job.kind == "validate":
+        validate = ValidateRequest(
+            problem_dir=paths.problem, kernel=kernel, spec=spec, out_dir=paths.out, device=0,
+            config=a.get("config"), timeout_s=float(a["timeout_s"]), run_timeout_s=float(a["run_timeout_s"]),
+        )  # fmt: skip
+
+        def factory() -> Any:
+            return tuner.validate(validate)
+    elif job.kind == "device":
+
+        def factory() -> Any:
+            return tuner.describe_device(device=0)
     else:
         yield {"kind": "error", "message": f"unknown job kind {job.kind!r}"}
         return

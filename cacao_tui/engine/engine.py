@@ -25,14 +25,18 @@ from cacao_tui.engine.control import (
 )
 from cacao_tui.engine.events import BranchAdded, EventBus, RunFinished, RunStarted
 from cacao_tui.engine.master import Master
+from cacao_tui.engine.pool import IterationPool, RunBudget
 from cacao_tui.engine.runlog import RunLog
 from cacao_tui.engine.steering import Steering
 from cacao_tui.engine.totals import restore_totals
 from cacao_tui.engine.worker import BranchWorker, child_name
+from cacao_tui.ktt_client import TunerError
 from cacao_tui.llm import BudgetExceeded, LLMError
 from cacao_tui.nodes.context import RunDeps
+from cacao_tui.nodes.fingerprint import Tuned, source_fingerprint
 from cacao_tui.nodes.merge import write_final_results
-from cacao_tui.store.atomic import write_model
+from cacao_tui.nodes.workspace import read_model_file
+from cacao_tui.store.atomic import StateFileError, read_model_or_none, write_model
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import (
     TERMINAL_BRANCH,
@@ -43,8 +47,19 @@ from cacao_tui.store.state import (
     Context,
     Strategy,
 )
+from ktt.protocol import DeviceReport
 
 CANCEL_REPEAT_S = 0.5  # a stop cancels the workers again after this long if one is still running
+POLISH_STRATEGY = Strategy(
+    name="polish",
+    title="Polish the run's best kernel",
+    description="One last iteration on the fastest kernel of the run, while the iteration pool has some left: "
+    "its tuning space around the best configuration and the small changes its profile points to.",
+)
+POLISH_PLAN = (
+    "Polish the run's best kernel: keep its algorithm; refine the tuning space around the best configuration "
+    "and make the small changes the profile diagnosis points to."
+)
 
 
 class Engine:
@@ -66,6 +81,19 @@ class Engine:
         self.files = RunFiles(self.layout)  # every branch.json of the run, as this process wrote it
         deps.branches = self.files
         self.steering = Steering(self)
+        # The run's iteration pool; a resume keeps its own unless --budget-iters is given again.
+        had_pool = self.layout.pool.exists()
+        self.pool = IterationPool(
+            deps.settings.pool_total,
+            self.layout.pool,
+            resume_total=deps.settings.budget_iters if resumed else None,
+            on_event=lambda line: self.bus.log(f"iteration pool: {line}"),
+        )
+        if resumed and not had_pool:  # a run of an earlier version: what its branches ran is spent
+            for name in self.layout.branch_names():
+                cfg = read_branch_config(self.layout.branch(name), deps.settings.max_iter)
+                self.pool.adopt(name, cfg.max_iter, self.files.branch(name).indices())
+        self.budget = RunBudget(self.pool, self.files.names, self.files.manifest, self._times)
 
     # -- the run -----------------------------------------------------------------------------
     async def run(self) -> RunFinished:
@@ -125,11 +153,14 @@ class Engine:
                 master.finish(False, str(exc))
                 return self.finish("budget" if isinstance(exc, BudgetExceeded) else "failed", f"master: {exc}")
             await self.steering.apply_deletes()  # queued between runs: before any branch starts
+            self.index_tuned()
             for name in self.layout.branch_names():
                 self.spawn(name)
             watcher = asyncio.ensure_future(self.steering.watch())
             try:
                 await self.wait_branches()
+                if self.start_polish():
+                    await self.wait_branches()
             finally:
                 watcher.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -208,6 +239,21 @@ class Engine:
         self.bus.log(f"branch crashed: {exc!r}", level="error", branch=name)
 
     # -- branches ----------------------------------------------------------------------------
+    def _times(self, name: str) -> list[float | None]:
+        """Each tuned iteration's time on the branch's line, the one being finished included
+        (what the pool's rule reads; None: nothing valid)."""
+        files = self.files.branch(name)
+        try:
+            m = files.manifest()
+        except Exception:
+            return []
+        out: list[float | None] = []
+        for i in files.indices():
+            st = files.state(i)
+            if st is not None and m.live(i) and (st.run is not None or st.decision is not None):
+                out.append(st.run.best_ms if st.run is not None else None)
+        return out
+
     def manifest(self, name: str) -> BranchManifest:
         return self.files.branch(name).manifest()
 
@@ -233,6 +279,7 @@ class Engine:
         max_iter: int | None = None,
         path_total: int | None = None,
         path_before: int = 0,
+        polish: bool = False,
     ) -> str | None:
         """Create a branch's directory once; calling it again for the same name does nothing.
 
@@ -250,6 +297,7 @@ class Engine:
         # branch_config.json first: the manifest's existence marks the branch as created.
         if not b.config.exists():
             write_model(b.config, BranchConfig(max_iter=max(1, max_iter or self.deps.settings.max_iter)))
+        self.pool.register(name, read_branch_config(b, self.deps.settings.max_iter).max_iter)
         m = BranchManifest(
             name=name,
             title=strategy.title,
@@ -259,6 +307,8 @@ class Engine:
             depth=0 if parent is None else parent.depth + 1,
             path_before=path_before,
             path_budget_total=path_total,
+            polish=polish,
+            plan=POLISH_PLAN if polish else None,
         )
         self.files.created(name, m)
         self.announce(name)
@@ -290,6 +340,9 @@ class Engine:
             return False, f": the depth limit of {levels} level(s) is reached"
         if self.child_budget(m, upcoming) is None:
             return False, ": the path budget is used up"
+        own = self.pool.branch(m.name)
+        if self.pool.left() + (1 if own is not None and own.reserved else 0) <= 0:  # its reservation goes back
+            return False, f": the run's iteration pool ({self.pool.total}) is used up"
         return True, ""
 
     def create_children(self, parent: BranchManifest, iteration: int, subs: list[Strategy]) -> list[str]:
@@ -311,6 +364,64 @@ class Engine:
             if name is not None:
                 names.append(name)
         return names
+
+    async def device_table(self) -> DeviceReport | None:
+        """The GPU's table (output/device.json), measured once per run: a resume reads it back.
+        None in a dry run (nothing runs on a GPU) or when it cannot be measured (logged)."""
+        path = self.layout.device
+        try:
+            kept = read_model_or_none(path, DeviceReport)
+        except StateFileError as exc:
+            self.bus.log(f"{exc}; measuring the device again", level="warning")
+            kept = None
+        if kept is not None or self.deps.settings.dry_run:
+            return kept
+        try:
+            async with self.deps.devices.acquire() as device:
+                report = await self.deps.tuner.describe_device(device=device)
+        except TunerError as exc:
+            self.bus.log(f"the device table could not be measured: {exc}", level="warning")
+            return None
+        write_model(path, report)
+        bandwidth = f", {report.copy_bandwidth_gbs:,.0f} GB/s copy bandwidth" if report.copy_bandwidth_gbs else ""
+        self.bus.log(f"device table: {report.name} ({report.arch}), {report.sm_count} SMs{bandwidth}")
+        return report
+
+    def index_tuned(self) -> None:
+        """What earlier steps of this run tuned, by fingerprint (a resume goes on de-duplicating)."""
+        for name in self.files.names():
+            files = self.files.branch(name)
+            for i in files.indices():
+                st = files.state(i)
+                if st is None or st.run is None or not st.run.ran or st.duplicate_of is not None:
+                    continue
+                it = self.layout.branch(name).iteration(i)
+                fps: list[str | None] = [st.fingerprint, st.binary_fingerprint]
+                if st.fingerprint is None:  # a run of an earlier version: from its files
+                    with contextlib.suppress(OSError):
+                        fps = [source_fingerprint(read_model_file(it.kernel), read_model_file(it.spec))]
+                self.deps.tuned.add(fps, Tuned(f"{name} iteration {i}", st.run, it.root, st.profile))
+
+    def start_polish(self) -> bool:
+        """Every branch has finished: one polish iteration on the run's best kernel, as a branch
+        of its own below the best one, when the pool has an iteration left (once per run)."""
+        settings = self.deps.settings
+        if self._stopping or self.budget_reached or settings.dry_run or self.pool.state.polish is not None:
+            return False
+        best = self.best
+        if best is None or self.pool.left() < 1 or not self.layout.branch(best.branch).manifest.exists():
+            return False
+        parent = self.manifest(best.branch)
+        name = self.create_branch(
+            f"{best.branch}.polish", POLISH_STRATEGY, parent=parent, parent_iteration=best.iteration,
+            max_iter=1, polish=True,
+        )  # fmt: skip
+        if name is None:
+            return False
+        self.pool.set_polish(name)
+        self.bus.log(f"{self.pool.left()} iteration(s) left in the pool: polishing the run's best kernel in {name}")
+        self.spawn(name)
+        return True
 
     def recompute_best(self) -> None:
         """The run's best from the branches there are (after a delete)."""

@@ -35,6 +35,8 @@ class Master:
     async def prepare(self) -> list[str]:
         """Run the master's phases that are not done yet; return the root branch names."""
         deps = self.engine.deps
+        if deps.device is None:
+            deps.device = await self.engine.device_table()  # in every prompt: before the first one
         ms = read_model_or_none(self.path, MasterState) or MasterState()
         if ms.analysis is None:
             self._save(ms, "analyzing")

@@ -110,6 +110,7 @@ class Steering:
                 k += 1
             os.replace(source, target)  # one rename: the branch is either here or there
             engine.files.forget(n)
+            engine.pool.forget(n)
             moved.append(n)
             engine.bus.emit(BranchRemoved(branch=n, trash=str(target)))
         engine.recompute_best()

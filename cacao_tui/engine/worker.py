@@ -37,15 +37,18 @@ from cacao_tui.engine.events import (
     TuningFinished,
     TuningProgress,
 )
+from cacao_tui.engine.policy import start_iteration
 from cacao_tui.llm import BudgetExceeded, LLMError
 from cacao_tui.nodes.author import AuthorFailed, author
 from cacao_tui.nodes.branch_queries import outcome_line
 from cacao_tui.nodes.context import BranchView, RunDeps, SourceFiles
 from cacao_tui.nodes.decide import decide
+from cacao_tui.nodes.fingerprint import Tuned, copy_bounded, source_fingerprint
 from cacao_tui.nodes.plan import plan
 from cacao_tui.nodes.profile import profile_best
 from cacao_tui.nodes.propose import propose
 from cacao_tui.nodes.run import EnvironmentFailure, run_tuning
+from cacao_tui.nodes.samples import author_samples
 from cacao_tui.nodes.single_shot import implement_and_configure
 from cacao_tui.nodes.workspace import read_model_file
 from cacao_tui.store.inbox import inbox_dir, pending_commands
@@ -62,6 +65,7 @@ from cacao_tui.store.state import (
     IterMode,
     IterState,
     Strategy,
+    TuneOutcome,
     UserMessage,
 )
 from ktt.protocol import Progress
@@ -105,6 +109,16 @@ class BranchReporter:
         )
 
 
+class IterationBudget(Protocol):
+    """How many iterations a branch may run (engine/pool.py: the run's pool, or none)."""
+
+    def begin_iteration(self, m: BranchManifest, index: int, cfg: BranchConfig) -> str | None: ...
+    def has_next_iteration(self, m: BranchManifest, cfg: BranchConfig) -> bool: ...
+    def allowance(self, m: BranchManifest, cfg: BranchConfig) -> int: ...
+    def branch_ended(self, name: str) -> None: ...
+    def branch_reopened(self, name: str) -> None: ...
+
+
 @runtime_checkable
 class WorkerHost(Protocol):
     """What a branch worker needs from the engine that runs it, and no more."""
@@ -113,6 +127,7 @@ class WorkerHost(Protocol):
     bus: EventBus
     slots: asyncio.Semaphore  # how many branches may work at once
     stopping: bool  # the run is stopping: a worker takes no further step
+    budget: IterationBudget  # the run's iteration pool
 
     def branch_files(self, name: str) -> BranchFiles: ...
     def can_branch(self, m: BranchManifest, upcoming: int = 1) -> tuple[bool, str]: ...
@@ -155,10 +170,15 @@ class BranchWorker:
     def set_status(self, m: BranchManifest, status: str, reason: str | None = None) -> None:
         if m.status == status and reason is None:
             return
+        was_finished = m.status in TERMINAL_BRANCH
         m.status = status  # type: ignore[assignment]
         if reason is not None and status in TERMINAL_BRANCH:
             m.stop_reason = reason
         self.save(m)
+        if status in TERMINAL_BRANCH:
+            self.host.budget.branch_ended(self.name)  # its reservation and unused share go back
+        elif was_finished:
+            self.host.budget.branch_reopened(self.name)
         cfg = self.config()
         self.host.bus.emit(
             BranchStatusChanged(
@@ -166,7 +186,7 @@ class BranchWorker:
                 status=status,
                 iteration=m.current_iteration,
                 iterations_done=m.iterations_done,
-                max_iter=cfg.max_iter,
+                max_iter=self.host.budget.allowance(m, cfg),
                 reason=reason,
             )
         )
@@ -274,7 +294,7 @@ class BranchWorker:
                 status=m.status,
                 iteration=m.current_iteration,
                 iterations_done=m.iterations_done,
-                max_iter=self.config().max_iter,
+                max_iter=self.host.budget.allowance(m, self.config()),
             )
         )
 
@@ -398,10 +418,17 @@ class BranchWorker:
                 st = self.state(idx)
                 if st is None or st.decision is None:
                     # With a path budget, branch_config.json starts at what the budget leaves for
-                    # this branch (Engine.create_branch); the user may change it.
-                    if st is None and m.iterations_done >= cfg.max_iter:
-                        self.set_status(m, "done", f"iteration budget reached ({m.iterations_done}/{cfg.max_iter})")
-                        return
+                    # this branch (Engine.create_branch); the user may change it. The run's
+                    # iteration pool may grant more (engine/pool.py), or have none left.
+                    if st is None:
+                        allowance = self.host.budget.allowance(m, cfg)
+                        if m.iterations_done >= allowance:
+                            self.set_status(m, "done", f"iteration budget reached ({m.iterations_done}/{allowance})")
+                            return
+                        refused = self.host.budget.begin_iteration(m, idx, cfg)
+                        if refused is not None:
+                            self.set_status(m, "done", refused)
+                            return
                     m.current_iteration = idx
                     self.save(m)
                     st = await self.run_iteration(m, idx, st, cfg)
@@ -442,19 +469,24 @@ class BranchWorker:
         )
 
     def start_files(self, m: BranchManifest, idx: int) -> SourceFiles | None:
-        """The latest files of this branch's line (a revert's target first), else the parent's."""
-        candidates: list[int] = []
+        """What iteration ``idx`` starts from: a revert's target; else the branch's best or its
+        latest files, as the last decision implies (engine/policy.py); else the parent's."""
         if m.base_iteration is not None and m.base_iteration < idx:
-            candidates.append(m.base_iteration)
-        else:
-            candidates += [i for i in reversed(self.files.indices()) if i < idx and m.live(i)]
-        for i in candidates:
+            kernel, spec = self._files(self.layout.iteration(m.base_iteration).root)
+            if kernel is not None:
+                label = f"iteration {m.base_iteration} of this branch (the iteration the user reverted to)"
+                return SourceFiles(kernel=kernel, spec=spec, label=label, iteration=m.base_iteration)
+        with_files = self._with_files(m, idx)
+        latest = with_files[0] if with_files else None
+        best = m.best.iteration if m.best is not None and m.best.branch == self.name else None
+        if best is not None and (best not in with_files):
+            best = None  # superseded by a revert, or its files are gone: not a start
+        previous = self.last_decided(m, before=idx)
+        chosen = start_iteration(latest, best, previous.decision if previous else None)
+        for i in [chosen, *with_files] if chosen is not None else with_files:
             kernel, spec = self._files(self.layout.iteration(i).root)
             if kernel is not None:
-                label = f"iteration {i} of this branch"
-                if i == m.base_iteration:
-                    label += " (the iteration the user reverted to)"
-                return SourceFiles(kernel=kernel, spec=spec, label=label, iteration=i)
+                return SourceFiles(kernel=kernel, spec=spec, label=self._start_label(m, i, latest), iteration=i)
         if m.parent is not None and m.parent_iteration is not None:
             root = self.host.deps.layout.branch(m.parent).iteration(m.parent_iteration).root
             kernel, spec = self._files(root)
@@ -464,7 +496,26 @@ class BranchWorker:
                 )
         return None
 
+    def _with_files(self, m: BranchManifest, idx: int) -> list[int]:
+        """This line's iterations before ``idx`` that have a kernel, newest first."""
+        indices = reversed(self.files.indices())
+        return [i for i in indices if i < idx and m.live(i) and self.layout.iteration(i).kernel.is_file()]
+
+    def _start_label(self, m: BranchManifest, i: int, latest: int | None) -> str:
+        label = f"iteration {i} of this branch"
+        if latest is None or i == latest or m.best is None or m.best.iteration != i:
+            return label
+        last = self.state(latest)
+        run = last.run if last is not None else None
+        failed = last is not None and (last.error is not None or (run is not None and run.ran))
+        how = f"{run.best_ms:.4g} ms" if run is not None and run.best_ms is not None else (
+            "no valid result" if failed else "not timed"
+        )
+        return f"{label}, the branch's best so far ({m.best.time_ms:.4g} ms; the latest, iteration {latest}: {how})"
+
     def mode_for(self, m: BranchManifest, previous: IterState | None, start: SourceFiles | None) -> IterMode:
+        if m.polish and start is not None:
+            return "polish"
         if previous is None or previous.decision is None or start is None:
             return "first"
         if m.base_iteration is not None:
@@ -503,7 +554,7 @@ class BranchWorker:
             reporter=self.reporter,
             iteration=idx,
             iterations_done=m.iterations_done,
-            max_iter=cfg.max_iter,
+            max_iter=self.host.budget.allowance(m, cfg),
             best=m.best,
             run=self.host.deps.layout,
             mode=st.mode,
@@ -518,6 +569,7 @@ class BranchWorker:
             path_note=path_note,
             forced_action=m.pending_decision.action if m.pending_decision else None,
             reverted_to=base if reverted else None,
+            parent_iteration=m.parent_iteration,
             earlier_cache=[s for i in self.files.indices() if i < idx and (s := self.state(i)) is not None],
         )
 
@@ -526,9 +578,11 @@ class BranchWorker:
         kernel, spec = self._files(self.layout.iteration(base).root)
         if kernel is None:
             return self.start_files(m, base + 1)
-        label = f"iteration {base} of this branch"
         if any(base < i < idx for i in m.superseded):
-            label += " (the iteration the user reverted to)"
+            label = f"iteration {base} of this branch (the iteration the user reverted to)"
+        else:
+            earlier = self._with_files(m, idx)
+            label = self._start_label(m, base, earlier[0] if earlier else None)
         return SourceFiles(kernel=kernel, spec=spec, label=label, iteration=base)
 
     # -- one iteration -------------------------------------------------------------------------
@@ -544,7 +598,8 @@ class BranchWorker:
             return
         folder = self.layout.iteration(idx).llm
         try:
-            old = [p for p in folder.iterdir() if p.is_file() and p.name.split("_")[0] in nodes]
+            # "author-s2_000.json": a sample of the authoring step is the authoring step's
+            old = [p for p in folder.iterdir() if p.is_file() and p.name.split("_")[0].split("-s")[0] in nodes]
         except (FileNotFoundError, NotADirectoryError):
             return
         if not old:
@@ -591,7 +646,13 @@ class BranchWorker:
             self.set_aside_records(idx, ("author", "implement", "configure"))
             view = self.refresh(view, cfg)
             try:
-                write = implement_and_configure if deps.settings.single_shot else author
+                samples = deps.settings.samples
+                if deps.settings.single_shot:
+                    write = implement_and_configure
+                elif samples > 1 and st.mode != "polish":
+                    write = lambda d, v, p: author_samples(d, v, p, samples)  # noqa: E731
+                else:
+                    write = author
                 st.author = await self.guarded(lambda: write(deps, view, view.plan or ""))
             except AuthorFailed as exc:
                 st.author = exc.outcome
@@ -609,7 +670,7 @@ class BranchWorker:
         if st.run is None:
             await self.honour_control(self.manifest())
             self.set_iter_status(st, "running")
-            st.run = await self.guarded(lambda: run_tuning(deps, view))
+            st.run = await self.tune_once(st, view)
             self.save_state(st)  # before the events: a crash after them must not lose the tuning
             self.host.bus.emit(TuningFinished(branch=self.name, iteration=idx, outcome=st.run))
             self.note_best(self.manifest(), st)
@@ -620,6 +681,9 @@ class BranchWorker:
             run = st.run
             st.profile = await self.guarded(lambda: profile_best(deps, view, run))
             p = st.profile
+            tuned = deps.tuned.find(self.fingerprints(st, view))
+            if tuned is not None and tuned.root == view.it.root:
+                tuned.profile = p  # a duplicate of this iteration reuses it
             if not p.ran and p.message:
                 self.reporter.log(p.message, "info" if deps.settings.dry_run else "warning")
             self.host.bus.emit(ProfileMetrics(branch=self.name, iteration=idx, outcome=p))
@@ -627,7 +691,7 @@ class BranchWorker:
         if st.proposal is None:
             cfg = await self.honour_control(self.manifest())
             view = self.refresh(view, cfg)
-            if self.budget_used(view):
+            if self.budget_used(view, cfg):
                 st.proposal = NOT_ASKED
                 self.save_state(st)
             else:
@@ -636,20 +700,81 @@ class BranchWorker:
                 st.proposal = await self.guarded(lambda: propose(deps, view, st))
         return await self.decide_step(st, view)
 
+    # -- de-duplication (nodes/fingerprint.py) --------------------------------------------------
+    def fingerprints(self, st: IterState, view: BranchView) -> list[str | None]:
+        if st.fingerprint is None:
+            try:
+                st.fingerprint = source_fingerprint(read_model_file(view.it.kernel), read_model_file(view.it.spec))
+            except OSError:
+                return []
+            st.binary_fingerprint = st.author.binary_fingerprint if st.author is not None else None
+        return [st.fingerprint, st.binary_fingerprint]
+
+    async def tune_once(self, st: IterState, view: BranchView) -> TuneOutcome:
+        """Tune the iteration, unless the run tuned (or is tuning) the same files: then its result."""
+        deps = self.host.deps
+        fps = self.fingerprints(st, view)
+        busy = deps.tuned.in_flight(fps) if not deps.settings.dry_run else None
+        if busy is not None:
+            self.reporter.log("the same kernel and tuning space is being tuned in another branch: waiting for it")
+            await self.guarded(lambda: asyncio.shield(busy))
+        reused = self.reuse_tuning(st, view)
+        if reused is not None:
+            return reused
+        deps.tuned.starting(fps)
+        try:
+            outcome = await self.guarded(lambda: run_tuning(deps, view))
+        finally:
+            deps.tuned.finished(fps)
+        if outcome.ran:
+            deps.tuned.add(fps, Tuned(f"{self.name} iteration {st.index}", outcome, view.it.root))
+        return outcome
+
+    def reuse_tuning(self, st: IterState, view: BranchView) -> TuneOutcome | None:
+        """The result of an identical kernel and tuning space tuned earlier in the run, copied
+        here instead of tuning it again (None: not tuned before, or a dry run)."""
+        deps = self.host.deps
+        found = deps.tuned.find(self.fingerprints(st, view))
+        if deps.settings.dry_run or found is None or found.root == view.it.root:
+            return None
+        it = view.it
+        it.tune_dir.mkdir(parents=True, exist_ok=True)
+        for name in ("summary.json", "results.jsonl"):
+            copy_bounded(found.root / "tune" / name, it.tune_dir / name)
+        if found.profile is not None and copy_bounded(found.root / "profile.json", it.profile):
+            path = str(it.profile.relative_to(deps.layout.output)) if found.profile.path else None
+            st.profile = found.profile.model_copy(update={"path": path})
+        st.duplicate_of = found.where
+        note = f"not tuned again: the same kernel and tuning space as {found.where} (comments and layout aside)"
+        self.reporter.log(note, "warning")
+        summary = it.tune_summary.relative_to(deps.layout.output) if it.tune_summary.is_file() else None
+        return found.outcome.model_copy(
+            update={"message": note, "summary_path": str(summary) if summary else found.outcome.summary_path}
+        )
+
     def refresh(self, view: BranchView, cfg: BranchConfig) -> BranchView:
         """The view again, with what the user changed since it was made (messages, a forced
         action, ``cfg``'s max_iter) and the branch's latest best."""
         m = self.manifest()
         view.messages = list(m.messages)
         view.forced_action = m.pending_decision.action if m.pending_decision else None
-        view.max_iter = cfg.max_iter
+        view.max_iter = self.host.budget.allowance(m, cfg)
         view.best = m.best
         view.iterations_done = m.iterations_done
         return view
 
-    def budget_used(self, view: BranchView) -> bool:
-        """This iteration is the last the budget allows and the user asked for nothing else."""
-        return view.iterations_done + 1 >= view.max_iter and view.forced_action in (None, "stop")
+    def budget_used(self, view: BranchView, cfg: BranchConfig) -> bool:
+        """This iteration is the last the budget allows and the user asked for nothing else.
+
+        Asking reserves the next iteration in the run's pool when there is one (so the model is
+        never asked for a decision the pool cannot fund); a branch that ends returns it.
+        """
+        if view.forced_action not in (None, "stop"):
+            return False
+        m = self.manifest()
+        has_next = self.host.budget.has_next_iteration(m, cfg)
+        view.max_iter = self.host.budget.allowance(m, cfg)
+        return not has_next
 
     async def decide_step(self, st: IterState, view: BranchView) -> IterState:
         deps = self.host.deps
@@ -669,10 +794,11 @@ class BranchWorker:
                 automatic=True,
                 override_id=pending.id,
             )
-        elif self.budget_used(view):
+        elif self.budget_used(view, cfg):
             decision = Decision(
                 action="stop",
-                reason=f"iteration budget reached ({view.iterations_done + 1}/{view.max_iter})",
+                reason=f"iteration budget reached ({view.iterations_done + 1}/{view.max_iter})"
+                + ("" if view.iterations_done + 1 >= view.max_iter else "; the run's iteration pool is used up"),
                 iteration_summary=self.summary_of(st),
                 automatic=True,
             )
@@ -691,7 +817,10 @@ class BranchWorker:
         return st
 
     def summary_of(self, st: IterState) -> str:
-        what = {"first": "first kernel", "continue": "change", "retry": "fix", "configure": "new tuning space"}
+        what = {
+            "first": "first kernel", "continue": "change", "retry": "fix", "configure": "new tuning space",
+            "polish": "polish of the run's best",
+        }  # fmt: skip
         result = f"failed: {' '.join(st.error.split())[:200]}" if st.error else outcome_line(st.run)
         return f"{what.get(st.mode, st.mode)} -> {result}"
 

@@ -75,6 +75,18 @@ class DemoSession:
             tools(branch, iteration, "author", [("end_step", {"summary": summary})]),
         ]
 
+    def polish(self, branches: list[str]) -> list[dict]:
+        """The polish iteration's answer for each branch that may hold the run's best (only the
+        best one's is used, and only in a run that tunes): the demo leaves the kernel as it is."""
+        return [
+            dict(
+                tools(f"{b}.polish", 1, "author", [("end_step", {"summary": "Nothing to polish in this demo: "
+                      "the kernel and its tuning space stay as they are."})]),
+                comment="used only when this branch holds the run's best and the iteration pool has some left",
+            )
+            for b in branches
+        ]  # fmt: skip
+
     def render(self, lines: list[dict]) -> str:
         header = {"format": SESSION_FORMAT, "version": SESSION_VERSION, "problem": self.problem, "note": self.note}
         body = [json.dumps({k: v for k, v in line.items() if v is not None}, ensure_ascii=False) for line in lines]

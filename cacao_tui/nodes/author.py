@@ -15,11 +15,13 @@ from cacao_tui.llm import CallContext, Message
 from cacao_tui.nodes.author_tools import ToolOutcome, run_file_tool, tool_specs
 from cacao_tui.nodes.branch_queries import BranchQueries, DiskBranches
 from cacao_tui.nodes.briefing import (
+    analysis_section,
     best_section,
     branches_section,
     iteration_log,
     last_decision_section,
     messages_section,
+    parent_section,
     previous_result_section,
     problem_brief,
     revert_note,
@@ -27,11 +29,14 @@ from cacao_tui.nodes.briefing import (
 )
 from cacao_tui.nodes.compile_check import check_compilation
 from cacao_tui.nodes.context import BranchView, RunDeps
+from cacao_tui.nodes.validate import ValidateRefused, config_argument, default_config, validate_files
 from cacao_tui.nodes.workspace import Workspace, read_model_file, seed_workspace
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import AuthorOutcome
+from ktt.protocol import CheckReport
 
 MAX_NUDGES = 3
+LAST_CHECK_CHARS = 4000  # the last failed check kept for the decision after a failed step
 UNCHANGED = (
     "end_step rejected: the files are the ones this iteration started from. An iteration exists to make "
     "a change: edit kernels.cu or tuning.yaml (in a configuration-only iteration, tuning.yaml) first."
@@ -53,6 +58,11 @@ def _files_digest(branch: BranchView) -> str:
             h.update(str(exc).encode())
         h.update(b"\0")
     return h.hexdigest()
+
+
+def author_node(branch: BranchView) -> str:
+    """The record/replay node of the step: ``author``, or ``author-sK`` for the K-th of several samples."""
+    return "author" if branch.sample in (None, 1) else f"author-s{branch.sample}"
 
 
 def author_task(branch: BranchView) -> str:
@@ -88,7 +98,8 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
         branches=deps.branches,
     )
     has_history = any(i < branch.iteration for i in branch.layout.iteration_indices())
-    tools = tool_specs(has_history, has_other_results(deps, branch))
+    can_validate = not deps.settings.dry_run and deps.defaults.validate_uses > 0
+    tools = tool_specs(has_history, has_other_results(deps, branch), can_validate)
     names = {t.name for t in tools}
     notes = []
     if has_history:
@@ -101,6 +112,8 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
     text = prompts.render(
         "author",
         problem=problem_brief(deps),
+        analysis=analysis_section(deps),
+        parent=parent_section(deps, branch) if branch.mode in ("first", "polish") else "",
         strategy_title=branch.strategy.title,
         plan=plan,
         task=author_task(branch),
@@ -120,12 +133,15 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
         readable=", ".join(ws.readable()),
         query_tools=("\nYou can also ask about " + "; and ".join(notes) + ".") if notes else "",
         tool_cap=deps.defaults.tool_call_cap,
+        validate_rule=validate_rule(deps, names),
         tuning_spec=prompts.load("tuning_spec"),
     )
     messages: list[Message] = [Message(role="user", content=text)]
-    ctx = CallContext(branch=branch.name, iteration=branch.iteration, node="author")
+    ctx = CallContext(branch=branch.name, iteration=branch.iteration, node=author_node(branch))
     outcome = AuthorOutcome()
+    last_report = None  # the last passing check's report (validate's default configuration)
     passed_digest: str | None = None
+    passed_binary: str | None = None  # the binary fingerprint of the files that passed
     nudges = 0
     rejected_ends = 0
     if seeded:
@@ -133,6 +149,10 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
 
     while outcome.tool_calls < deps.defaults.tool_call_cap:
         resp = await deps.llm.chat(messages, tools, ctx=ctx, system=prompts.load("system"))
+        outcome.llm_calls += 1
+        outcome.input_tokens += resp.usage.input_tokens
+        outcome.output_tokens += resp.usage.output_tokens
+        outcome.cost_usd += resp.usage.cost_usd
         messages.append(resp.to_message())
         if not resp.tool_calls:
             nudges += 1
@@ -154,15 +174,21 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
                 outcome.compile_checks += 1
                 check = await check_compilation(deps, branch)
                 if check.ok:
-                    passed_digest = _files_digest(branch)
+                    passed_digest, passed_binary = _files_digest(branch), check.fingerprints[1]
+                    outcome.last_check = None
+                    last_report = check.report
                 else:
                     outcome.compile_failures += 1
+                    outcome.last_check = check.text[:LAST_CHECK_CHARS]
                 result = ToolOutcome(check.text, is_error=not check.ok)
+            elif call.name == "validate" and "validate" in names:
+                result = await _validate(deps, branch, outcome, call.arguments.get("config"), last_report)
             elif call.name == "end_step":
-                if seed_digest is not None and _files_digest(branch) == seed_digest:
+                if seed_digest is not None and _files_digest(branch) == seed_digest and branch.mode != "polish":
                     result = ToolOutcome(UNCHANGED, is_error=True)
                 else:
-                    result = await _end_step(deps, branch, outcome, passed_digest)
+                    result, binary = await _end_step(deps, branch, outcome, passed_digest, passed_binary)
+                    outcome.binary_fingerprint = binary
                 if result.ended:
                     outcome.ok = True
                     outcome.message = str(call.arguments.get("summary") or "")[:2000] or None
@@ -189,21 +215,57 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
     outcome.compile_checks += 1
     if final.ok:
         outcome.ok = True
+        outcome.binary_fingerprint = final.fingerprints[1]
         outcome.message = f"tool-call cap ({deps.defaults.tool_call_cap}) reached; the files passed a final check"
         branch.reporter.kernel_written(branch.it.kernel, branch.it.spec)
         return outcome
+    outcome.last_check = final.text[:LAST_CHECK_CHARS]
     raise AuthorFailed(f"tool-call cap ({deps.defaults.tool_call_cap}) reached without a passing check", outcome)
 
 
-async def _end_step(deps: RunDeps, branch: BranchView, outcome: AuthorOutcome, passed: str | None) -> ToolOutcome:
+async def _end_step(
+    deps: RunDeps, branch: BranchView, outcome: AuthorOutcome, passed: str | None, binary: str | None
+) -> tuple[ToolOutcome, str | None]:
+    """(the answer, the binary fingerprint of the files it accepted)."""
     if passed is not None and passed == _files_digest(branch):
-        return ToolOutcome("accepted", ended=True)
+        return ToolOutcome("accepted", ended=True), binary
     check = await check_compilation(deps, branch)
     outcome.compile_checks += 1
     if check.ok:
-        return ToolOutcome("accepted (checked now)", ended=True)
+        outcome.last_check = None
+        return ToolOutcome("accepted (checked now)", ended=True), check.fingerprints[1]
     outcome.compile_failures += 1
-    return ToolOutcome("end_step rejected: the current files do not pass the check.\n" + check.text, is_error=True)
+    outcome.last_check = check.text[:LAST_CHECK_CHARS]
+    text = "end_step rejected: the current files do not pass the check.\n" + check.text
+    return ToolOutcome(text, is_error=True), None
+
+
+def validate_rule(deps: RunDeps, names: set[str]) -> str:
+    """The authoring prompt's line about the validate tool, when it is offered."""
+    if "validate" not in names:
+        return ""
+    return (
+        f"\n   validate(config) runs one configuration on the GPU for correctness (both input sets, no\n"
+        f"   timing): use it before end_step, at most {deps.defaults.validate_uses} times in this step. A wrong\n"
+        "   kernel found here costs a tool call; found by the tuner, it costs the iteration."
+    )
+
+
+async def _validate(
+    deps: RunDeps, branch: BranchView, outcome: AuthorOutcome, config: object, report: CheckReport | None
+) -> ToolOutcome:
+    cap = deps.defaults.validate_uses
+    if outcome.validations >= cap:
+        return ToolOutcome(f"validate: used {cap} times in this step (the limit); end_step or fix without it",
+                           is_error=True)  # fmt: skip
+    try:
+        chosen = config_argument(config) or default_config(report)
+        ran, text = await validate_files(deps, branch, chosen)
+    except ValidateRefused as exc:
+        return ToolOutcome(str(exc), is_error=True)
+    if ran:
+        outcome.validations += 1
+    return ToolOutcome(text, is_error=not text.startswith("validate: VALID"))
 
 
 def _tool_message(call_id: str, name: str, result: ToolOutcome) -> Message:

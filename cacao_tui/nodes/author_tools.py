@@ -57,6 +57,23 @@ AUTHOR_TOOLS = [
     ),
 ]
 
+VALIDATE_TOOL = _spec(
+    "validate",
+    "Run ONE configuration of the current files on the GPU for correctness only (no timing): both "
+    "input sets and every scored shape, with the tuner's checks (out-of-bounds writes, races, input "
+    "mutation). Returns valid or how many elements are wrong and a few (index, expected, got). Use it "
+    "after check_compilation passes and before end_step; it may be used a few times per step.",
+    {
+        "config": {
+            "type": "object",
+            "description": "tune parameter values, e.g. {\"BX\": 16}; default: the first configuration the "
+            "last check compiled",
+            "additionalProperties": {"type": ["integer", "number", "string"]},
+        }
+    },
+    [],
+)
+
 HISTORY_TOOLS = [
     _spec(
         "tuning_landscape",
@@ -112,10 +129,11 @@ BRANCH_TOOLS = [
 ]
 
 
-def tool_specs(has_history: bool, has_others: bool) -> list[ToolSpec]:
-    """Only tools that can answer: history tools once there is an earlier iteration, branch
-    tools once another branch exists."""
-    return AUTHOR_TOOLS + (HISTORY_TOOLS if has_history else []) + (BRANCH_TOOLS if has_others else [])
+def tool_specs(has_history: bool, has_others: bool, can_validate: bool = False) -> list[ToolSpec]:
+    """Only tools that can answer: validate when a GPU is used, history tools once there is an
+    earlier iteration, branch tools once another branch exists."""
+    tools = AUTHOR_TOOLS[:4] + ([VALIDATE_TOOL] if can_validate else []) + AUTHOR_TOOLS[4:]
+    return tools + (HISTORY_TOOLS if has_history else []) + (BRANCH_TOOLS if has_others else [])
 
 
 @dataclass

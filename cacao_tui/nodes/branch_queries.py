@@ -213,12 +213,12 @@ class BranchQueries:
             by_value.setdefault(r.config.get(param), []).append(r)
         held = config_text(others) or "(no other parameters)"
         out = [f"{param} swept with the others at the best ({held}):"]
-        for value in sorted(by_value, key=_value_key)[: self.limits.landscape_rows]:
+        for value in sorted(by_value, key=value_key)[: self.limits.landscape_rows]:
             group = by_value[value]
             good = [r.time_ms for r in group if r.status == "ok" and r.time_ms is not None]
             status = ", ".join(f"{k} {v}" for k, v in Counter(r.status for r in group).items())
             out.append(f"  {param}={value}: {fmt_ms(min(good)) if good else 'no valid time'} ({status})")
-        evaluated_values = sorted({r.config.get(param) for r in rows}, key=_value_key)
+        evaluated_values = sorted({r.config.get(param) for r in rows}, key=value_key)
         missing = [v for v in evaluated_values if v not in by_value]
         if missing:
             out.append(f"  not evaluated with the others at the best: {', '.join(map(str, missing[:20]))}")
@@ -227,14 +227,14 @@ class BranchQueries:
         groups: dict[object, list[ConfigResult]] = {}
         for r in rows:
             groups.setdefault(r.config.get(param), []).append(r)
-        for value in sorted(groups, key=_value_key)[: self.limits.landscape_rows]:
+        for value in sorted(groups, key=value_key)[: self.limits.landscape_rows]:
             times = [r.time_ms for r in groups[value] if r.status == "ok" and r.time_ms is not None]
             med = statistics.median(times) if times else None
             out.append(
                 f"  {param}={value}: {fmt_ms(min(times)) if times else '-'} / {fmt_ms(med)}"
                 f" ({len(times)}/{len(groups[value])})"
             )
-        ranked = [v for v in sorted(groups, key=_value_key) if any(r.status == "ok" for r in groups[v])]
+        ranked = [v for v in sorted(groups, key=value_key) if any(r.status == "ok" for r in groups[v])]
         if len(ranked) >= 2 and best.config.get(param) in (ranked[0], ranked[-1]):
             out.append(
                 f"The best value {param}={best.config.get(param)} is at the edge of the values tried: "
@@ -259,7 +259,7 @@ class BranchQueries:
             groups: dict[object, list[ConfigResult]] = {}
             for r in rows:
                 groups.setdefault(r.config.get(name), []).append(r)
-            for value, group in sorted(groups.items(), key=lambda kv: _value_key(kv[0])):
+            for value, group in sorted(groups.items(), key=lambda kv: value_key(kv[0])):
                 if not any(r.status == "ok" for r in group):
                     dead.append(f"{name}={value} ({len(group)} configurations)")
         if dead:
@@ -360,7 +360,8 @@ class BranchQueries:
         return cap(f"branch {name}:\n" + _errors_of(other, None, with_tuning=False), self.limits.tool_output_chars)
 
 
-def _value_key(value: object) -> tuple[int, float, str]:
+def value_key(value: object) -> tuple[int, float, str]:
+    """Sort key of tune parameter values: numbers in order, then the rest as text."""
     if isinstance(value, bool):
         return (1, 0.0, str(value))
     if isinstance(value, int | float):

@@ -3,30 +3,82 @@
 from __future__ import annotations
 
 from cacao_tui import prompts
-from cacao_tui.nodes.branch_queries import branch_index_lines, summary_line
+from cacao_tui.nodes.branch_queries import DiskBranches, branch_index_lines, summary_line
 from cacao_tui.nodes.context import BranchView, RunDeps, SourceFiles
 from cacao_tui.store.atomic import StateFileError, read_model_or_none
 from cacao_tui.store.state import IterState, TuneOutcome
 from ktt.capped_read import MAX_SOURCE_BYTES, describe_read_error, read_text_capped
-from ktt.peaks import datasheet_peaks
+from ktt.device_table import device_lines
+from ktt.occupancy import limits_for
+from ktt.peaks import NAMES, datasheet_peaks, flops_peak
 from ktt.problem import Buffer, Problem
+from ktt.protocol import DeviceReport
 
 MAX_REFERENCE_CHARS = 12_000
+EXISTING_CHARS = 200  # one branch's strategy in the tree decide sees
+KERNEL_HEAD_LINES = 40  # of a failed step's kernels.cu, for decide
 
 
-def _floor_text(problem: Problem, arch_peak_note: str = "") -> str:
+def floor_text(problem: Problem, device: DeviceReport | None) -> str:
+    """The problem's bytes and flops, and the time each takes on the device measured for this run."""
     nbytes, flops = problem.floor()
     parts = []
+    bandwidth = device.copy_bandwidth_gbs or device.theoretical_bandwidth_gbs if device is not None else None
     if nbytes:
-        parts.append(f"{nbytes / 1e6:,.1f} MB moved (~{nbytes / 4.3e12 * 1e3:.3f} ms at 4.3 TB/s)")
-    sheets = datasheet_peaks(problem.floor_flops_dtype)  # a tensor-core peak (physical_floor.flops_dtype)
-    if flops and sheets:
-        part, tflops = sheets[0]
-        at = f"{tflops:g} TFLOP/s {problem.floor_flops_dtype} tensor cores on {part}"
-        parts.append(f"{flops / 1e9:,.2f} GFLOP (~{flops / (tflops * 1e12) * 1e3:.3f} ms at {at})")
-    elif flops:
-        parts.append(f"{flops / 1e9:,.2f} GFLOP (~{flops / 67e12 * 1e3:.3f} ms at 67 TFLOP/s fp32)")
-    return "; ".join(parts) + arch_peak_note if parts else "not declared"
+        text = f"{nbytes / 1e6:,.1f} MB moved"
+        if bandwidth:
+            how = "measured" if device is not None and device.copy_bandwidth_gbs else "theoretical"
+            text += f" (~{nbytes / (bandwidth * 1e9) * 1e3:.4g} ms at this GPU's {how} {bandwidth:,.0f} GB/s)"
+        parts.append(text)
+    if flops:
+        parts.append(_flops_text(flops, problem.floor_flops_dtype, device))
+    if not parts:
+        return "not declared"
+    floor = "; ".join(parts)
+    return floor if device is not None else floor + " (no device was measured for this run: no time floor)"
+
+
+def _flops_text(flops: float, dtype: str, device: DeviceReport | None) -> str:
+    """The flops against the peak the tuner's floor uses (physical_floor.flops_dtype, ktt.peaks)."""
+    text = f"{flops / 1e9:,.2f} GFLOP"
+    if device is None:
+        sheets = datasheet_peaks(dtype)
+        if sheets:
+            part, tflops = sheets[0]
+            text += f" (~{flops / (tflops * 1e12) * 1e3:.3f} ms at {tflops:g} TFLOP/s {dtype} on {part})"
+        return text
+    peak = flops_peak(dtype, device.name, device.arch, device.sm_count, round(device.clock_mhz * 1000))
+    if peak.gflops:
+        text += f" (~{flops / (peak.gflops * 1e9) * 1e3:.4g} ms at this GPU's {NAMES[dtype]} peak"
+        text += f" {peak.gflops / 1e3:,.1f} TFLOP/s: {peak.source})"
+    else:
+        text += f" ({peak.source})"
+    return text
+
+
+def device_section(deps: RunDeps) -> str:
+    """The device table measured at the start of the run (or what is known without one)."""
+    if deps.device is not None:
+        table = "\n".join(f"- {line}" for line in device_lines(deps.device))
+        return "Target GPU (measured at the start of this run):\n" + table
+    limits = limits_for(deps.gpu.arch)
+    text = f"Target GPU: {deps.gpu.name or 'unknown GPU'} ({deps.gpu.arch}); no device table was measured"
+    text += " (a dry run)" if deps.settings.dry_run else ""
+    if limits is not None:
+        text += (
+            f". {deps.gpu.arch} limits: {limits.max_warps_per_sm} warps and {limits.max_blocks_per_sm} blocks per SM, "
+            f"{limits.regs_per_sm:,} registers per SM, {limits.smem_per_sm // 1024} KiB shared memory per SM "
+            f"({limits.smem_per_block_optin // 1024} KiB per block with the opt-in attribute)"
+        )
+    return text + "."
+
+
+def analysis_section(deps: RunDeps) -> str:
+    """The master's analysis of the problem, written at the start of the run."""
+    if not deps.analysis:
+        return ""
+    text = clip(deps.analysis, deps.defaults.analysis_chars)
+    return f"Analysis of the problem (written at the start of this run):\n{text}\n"
 
 
 def _buffers_text(problem: Problem) -> str:
@@ -79,11 +131,10 @@ def problem_brief(deps: RunDeps) -> str:
         reference_source=source.rstrip(),
         tolerance=p.tolerance,
         validated=", ".join(b.name for b in p.buffers if isinstance(b, Buffer) and b.validate),
-        floor=_floor_text(p),
+        floor=floor_text(p, deps.device),
         shapes=shapes,
         rules="\n".join(rules) or "- none beyond the evaluation rules",
-        gpu_name=deps.gpu.name or "unknown GPU",
-        arch=deps.gpu.arch,
+        device=device_section(deps),
         budget_s=f"{budget:g}",
     )
     return deps._brief
@@ -275,6 +326,8 @@ def previous_result_section(deps: RunDeps, branch: BranchView) -> str:
     limit = deps.defaults.history_text_chars
     result = outcome_text(prev.run) if prev.error is None else "failed: " + clip(prev.error, limit)
     text = f"Iteration {prev.index} result: {result}\n"
+    if prev.profile is not None and prev.profile.diagnosis:
+        text += f"Iteration {prev.index} profile diagnosis:\n{prev.profile.diagnosis}\n"
     if prev.proposal:
         text += f"Iteration {prev.index} proposal: {clip(prev.proposal, limit)}\n"
     return text
@@ -312,3 +365,63 @@ def revert_note(branch: BranchView) -> str:
     later = sorted(i for i in branch.superseded if i > branch.reverted_to)
     gone = f"; iterations {', '.join(map(str, later))} are superseded (kept on disk, off this line)" if later else ""
     return f"The user reverted this branch to iteration {branch.reverted_to}{gone}.\n"
+
+
+def parent_section(deps: RunDeps, branch: BranchView) -> str:
+    """What a child branch (or the polish) inherits: the parent iteration it starts from —
+    its proposal, its profile diagnosis, and why the parent's decision opened this branch."""
+    if branch.run is None or branch.parent is None or branch.parent_iteration is None:
+        return ""
+    path = branch.run.branch(branch.parent).iteration(branch.parent_iteration).state
+    try:
+        st = read_model_or_none(path, IterState)
+    except StateFileError:
+        return ""
+    if st is None:
+        return ""
+    limit = deps.defaults.history_text_chars
+    lines = [f"The parent branch {branch.parent}, iteration {branch.parent_iteration} (where this branch starts):"]
+    lines.append(f"- result: {outcome_text(st.run) if st.error is None else 'failed: ' + clip(st.error, limit)}")
+    if st.profile is not None and st.profile.diagnosis:
+        lines.append("- profile diagnosis:\n" + "\n".join(f"  {x}" for x in st.profile.diagnosis.splitlines()))
+    elif st.profile is not None and st.profile.roofline:
+        lines.append(f"- profile: {st.profile.roofline}")
+    if st.proposal:
+        lines.append(f"- proposal: {clip(st.proposal, limit)}")
+    if st.decision is not None:
+        lines.append(f"- decision: {st.decision.action}: {clip(st.decision.reason, limit)}")
+        if st.decision.feedback.strip():
+            lines.append(f"- its feedback: {clip(st.decision.feedback, limit)}")
+    return "\n".join(lines) + "\n\n"
+
+
+def existing_branches_section(deps: RunDeps, branch: BranchView) -> str:
+    """Every branch of the run as a tree (strategy, status, best), for decide: a sub-strategy
+    must not repeat one of them."""
+    if branch.run is None:
+        return ""
+    directory = deps.branches if deps.branches is not None else DiskBranches(branch.run)
+    manifests = [m for n in directory.names() if (m := directory.manifest(n)) is not None]
+    if len(manifests) <= 1:
+        return ""
+    limit = max(1, deps.defaults.branch_index_rows) * 4
+    children: dict[str | None, list] = {}
+    for m in manifests:
+        children.setdefault(m.parent, []).append(m)
+    lines: list[str] = []
+
+    def walk(parent: str | None, depth: int) -> None:
+        for m in children.get(parent, []):
+            if len(lines) >= limit:
+                return
+            best = f"best {m.best.time_ms:.4g} ms" if m.best else "no result yet"
+            mark = " (this branch)" if m.name == branch.name else ""
+            what = " ".join(f"{m.strategy.title}: {m.strategy.description}".split())[:EXISTING_CHARS]
+            lines.append(f"{'  ' * depth}- {m.name}{mark} [{m.status}, {best}] {what}")
+            walk(m.name, depth + 1)
+
+    walk(None, 0)
+    more = len(manifests) - len(lines)
+    tail = f"\n- ... and {more} more" if more > 0 else ""
+    head = "Existing branches of this run (do not open a sub-branch that repeats one):\n"
+    return head + "\n".join(lines) + tail + "\n"

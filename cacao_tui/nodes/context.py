@@ -16,6 +16,7 @@ from typing import Protocol
 
 from cacao_tui.ktt_client import Tuner
 from cacao_tui.llm import TrackedLLM
+from cacao_tui.nodes.fingerprint import TunedKernels
 from cacao_tui.settings import Defaults
 from cacao_tui.store.layout import BranchLayout, IterLayout, RunLayout
 from cacao_tui.store.state import (
@@ -30,7 +31,7 @@ from cacao_tui.store.state import (
     UserMessage,
 )
 from ktt.problem import Problem
-from ktt.protocol import Progress
+from ktt.protocol import DeviceReport, Progress
 
 
 class Reporter(Protocol):
@@ -77,7 +78,17 @@ class RunDeps:
     devices: DeviceLease
     branches: BranchDirectory | None = None  # None: read the run directory
     analysis: str | None = None
+    tuned: TunedKernels = field(default_factory=TunedKernels)  # what the run tuned, by fingerprint
+    # The model of single steps (--model-plan, --model-decide); the others use ``llm``. They
+    # share ``llm``'s usage totals, so the run's cost and budget count every call.
+    step_llms: dict[str, TrackedLLM] = field(default_factory=dict)
+    device: DeviceReport | None = None  # the device table (measured once per run; None: not known)
     _brief: str | None = field(default=None, repr=False)
+
+
+def llm_for(deps: RunDeps, node: str) -> TrackedLLM:
+    """The model a step uses: its own (--model-plan, --model-decide), else the run's."""
+    return deps.step_llms.get(node, deps.llm)
 
 
 @dataclass(frozen=True)
@@ -118,12 +129,15 @@ class BranchView:
     path_note: str = ""
     forced_action: Action | None = None  # the user's choice for this iteration's decision
     reverted_to: int | None = None  # set when this iteration continues a revert to that iteration
+    parent_iteration: int | None = None  # the parent's iteration this branch started from
+    sample: int | None = None  # one of K authoring attempts (--samples): its own directory
     # The states of the earlier iterations, read once per view (they do not change under it).
     earlier_cache: list[IterState] | None = field(default=None, repr=False)
 
     @property
     def it(self) -> IterLayout:
-        return self.layout.iteration(self.iteration)
+        it = self.layout.iteration(self.iteration)
+        return it if self.sample is None else IterLayout(it.root / "samples" / f"s{self.sample}")
 
     @property
     def base_kernel(self) -> str | None:

@@ -14,16 +14,29 @@ from pydantic import BaseModel, ConfigDict, Field
 from cacao_tui import prompts
 from cacao_tui.llm import CallContext, Message
 from cacao_tui.nodes.briefing import (
-    branches_section,
+    KERNEL_HEAD_LINES,
+    analysis_section,
     clip,
+    device_section,
     earlier_states,
+    existing_branches_section,
     iteration_log,
     messages_section,
     outcome_text,
 )
-from cacao_tui.nodes.context import BranchView, RunDeps
+from cacao_tui.nodes.context import BranchView, RunDeps, llm_for
+from cacao_tui.nodes.landscape import landscape_summary
 from cacao_tui.nodes.strategize import slug
-from cacao_tui.store.state import MAX_SUB_STRATEGIES, Action, Decision, ErrorAnalysis, IterState, Strategy
+from cacao_tui.nodes.workspace import read_model_file
+from cacao_tui.store.state import (
+    MAX_SUB_STRATEGIES,
+    Action,
+    Decision,
+    ErrorAnalysis,
+    IterState,
+    StartFrom,
+    Strategy,
+)
 
 
 class DecisionReply(BaseModel):
@@ -44,6 +57,11 @@ class DecisionReply(BaseModel):
     )
     iteration_summary: str = Field(
         default="", description="one line: <what was tried> -> <measured result> (<diagnosis>)"
+    )
+    start_from: StartFrom = Field(
+        default="best",
+        description="the files the next iteration starts from: best (the branch's fastest so far) or latest "
+        "(this iteration's); retry and skip_implement always use latest",
     )
 
 
@@ -70,6 +88,38 @@ def this_result(state: IterState) -> str:
     return outcome_text(state.run)
 
 
+def failed_step_text(branch: BranchView, state: IterState) -> str:
+    """After a failed authoring step: its last compile errors and the head of the kernel it left."""
+    if state.error is None or state.author is None:
+        return ""
+    parts = []
+    if state.author.last_check:
+        parts.append(f"The last compile check of the failed step:\n{state.author.last_check.strip()}")
+    try:
+        kernel = read_model_file(branch.it.kernel) if branch.it.kernel.is_file() else None
+    except OSError:
+        kernel = None
+    if kernel:
+        lines = kernel.splitlines()
+        head = "\n".join(f"{n:4d}  {line}" for n, line in enumerate(lines[:KERNEL_HEAD_LINES], 1))
+        more = f"\n... ({len(lines) - KERNEL_HEAD_LINES} more lines)" if len(lines) > KERNEL_HEAD_LINES else ""
+        first = f"kernels.cu as the step left it (the first {KERNEL_HEAD_LINES} lines)"
+        parts.append(f"{first}:\n```cuda\n{head}{more}\n```")
+    else:
+        parts.append("The step left no kernels.cu.")
+    steps = state.author
+    checks = f"{steps.compile_checks} compile checks, {steps.compile_failures} failed"
+    parts.append(f"({steps.tool_calls} tool calls, {checks})")
+    return "\n".join(parts) + "\n"
+
+
+def _spec(branch: BranchView) -> str | None:
+    try:
+        return read_model_file(branch.it.spec) if branch.it.spec.is_file() else None
+    except OSError:
+        return None
+
+
 async def decide(deps: RunDeps, branch: BranchView, state: IterState, path_note: str = "") -> Decision:
     limit = deps.defaults.history_text_chars
     best = "Best time so far in this branch: " + (
@@ -83,6 +133,11 @@ async def decide(deps: RunDeps, branch: BranchView, state: IterState, path_note:
     forced = branch.forced_action
     text = prompts.render(
         "decide",
+        device=device_section(deps),
+        analysis=analysis_section(deps),
+        failed_step=failed_step_text(branch, state),
+        landscape=landscape_summary(branch.it, _spec(branch), deps.defaults.landscape_top),
+        existing=existing_branches_section(deps, branch),
         branch=branch.name,
         strategy_title=branch.strategy.title,
         level=branch.depth + 1,
@@ -97,7 +152,6 @@ async def decide(deps: RunDeps, branch: BranchView, state: IterState, path_note:
         asked=asked,
         proposal=clip(state.proposal, limit) if state.proposal else "(none: the iteration did not get that far)",
         iteration_log=iteration_log(deps, branch),
-        branches=branches_section(deps, branch),
         messages=messages_section(deps, branch),
         plateau=(
             f"PLATEAU: less than {deps.defaults.plateau_gain:.0%} gain over the last "
@@ -115,7 +169,7 @@ async def decide(deps: RunDeps, branch: BranchView, state: IterState, path_note:
         max_subs=MAX_SUB_STRATEGIES,
         branch_note="" if branch.can_branch else f" (NOT available here{branch.branch_note})",
     )
-    reply = await deps.llm.structured(
+    reply = await llm_for(deps, "decide").structured(
         [Message(role="user", content=text)],
         DecisionReply,
         ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="decide"),
@@ -142,6 +196,7 @@ async def decide(deps: RunDeps, branch: BranchView, state: IterState, path_note:
         sub_strategies=subs,
         skip_implement=reply.skip_implement,
         iteration_summary=" ".join(reply.iteration_summary.split())[:500],
+        start_from=reply.start_from,
     )
     if forced is not None and forced != decision.action:
         decision = decision.model_copy(update={"action": forced, "overridden_from": decision.action})

@@ -11,16 +11,18 @@ from __future__ import annotations
 from cacao_tui import prompts
 from cacao_tui.llm import CallContext, Message
 from cacao_tui.nodes.briefing import (
+    analysis_section,
     branches_section,
     history_section,
     iteration_log,
     last_decision_section,
     messages_section,
+    parent_section,
     problem_brief,
     revert_note,
     start_section,
 )
-from cacao_tui.nodes.context import BranchView, RunDeps
+from cacao_tui.nodes.context import BranchView, RunDeps, llm_for
 from cacao_tui.nodes.replies import require_text
 
 
@@ -34,6 +36,8 @@ async def plan(deps: RunDeps, branch: BranchView) -> str:
     text = prompts.render(
         "plan",
         problem=problem_brief(deps),
+        analysis=analysis_section(deps),
+        parent=parent_section(deps, branch),
         branch=branch.name,
         level=branch.depth + 1,
         levels=deps.settings.max_depth,
@@ -48,7 +52,7 @@ async def plan(deps: RunDeps, branch: BranchView) -> str:
         branches=branches_section(deps, branch),
         task=task,
     )
-    resp = await deps.llm.chat(
+    resp = await llm_for(deps, "plan").chat(
         [Message(role="user", content=text)],
         ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="plan"),
         system=prompts.load("system"),

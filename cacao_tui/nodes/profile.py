@@ -9,10 +9,13 @@ from pydantic import ValidationError
 from cacao_tui.nodes.context import BranchView, RunDeps
 from cacao_tui.store.state import ProfileOutcome, TuneOutcome
 from ktt.capped_read import read_bytes_capped
+from ktt.diagnosis import diagnosis_lines
 from ktt.protocol import KernelProfile, ProfileReport
 
 HEADLINE_SECTIONS = ("speed_of_light", "occupancy")
 MAX_HEADLINE = 8
+MAX_DIAGNOSED = 4  # kernels of a pipeline diagnosed in a prompt
+MAX_FINDINGS_SHOWN = 3
 MAX_PROFILE_BYTES = 8 * 1024 * 1024
 
 
@@ -52,7 +55,25 @@ async def profile_best(deps: RunDeps, branch: BranchView, run: TuneOutcome) -> P
         path=str(it.profile.relative_to(deps.layout.output)),
         roofline=roofline,
         headline=_headline(report.kernels),
+        diagnosis=diagnosis_text(report.kernels) or None,
     )
+
+
+def diagnosis_text(kernels: list[KernelProfile]) -> str:
+    """The diagnosis of every profiled kernel (the two leading bottlenecks, stalls, occupancy),
+    its top rule findings and source hotspots."""
+    several = len(kernels) > 1
+    lines: list[str] = []
+    for k in kernels[:MAX_DIAGNOSED]:
+        if k.diagnosis is not None:
+            lines += diagnosis_lines(k.diagnosis, k.kernel if several else None)
+        for f in k.findings[:MAX_FINDINGS_SHOWN]:
+            est = f" (est. {f.speedup_pct:.0f}% faster)" if f.speedup_pct else ""
+            lines.append(f"{k.kernel + ': ' if several else ''}Nsight Compute {f.rule}{est}: {f.text}")
+        if k.hotspots:
+            spots = "; ".join(f"line {h.line} {h.share:.0%} `{h.source}`" for h in k.hotspots[:3])
+            lines.append(f"{k.kernel + ': ' if several else ''}stall hotspots (kernels.cu): {spots}")
+    return "\n".join(lines)
 
 
 def _read_report(path: Path) -> ProfileReport | None:
@@ -80,8 +101,10 @@ def profile_text(
     if outcome is None or not outcome.ran:
         return outcome.message if outcome and outcome.message else "no profile"
     report = _read_report(branch.it.profile)
+    diagnosis = f"Diagnosis:\n{outcome.diagnosis}\n" if outcome.diagnosis else ""
     if report is None:
-        return f"roofline: {outcome.roofline}; " + ", ".join(f"{k} {v}" for k, v in outcome.headline.items())
+        headline = ", ".join(f"{k} {v}" for k, v in outcome.headline.items())
+        return diagnosis + f"roofline: {outcome.roofline}; {headline}"
     before = _read_report(earlier[1]) if earlier else None
     old: dict[tuple[str, str], float | str | None] = {}
     old_class: dict[str, str] = {}
@@ -90,7 +113,10 @@ def profile_text(
             old_class[k.kernel] = k.roofline
             for m in k.metrics:
                 old[(k.kernel, m.name)] = m.value
-    lines = [f"(changes against iteration {earlier[0]})" if before is not None and earlier else "(no earlier profile)"]
+    against = " (no earlier profile):"
+    if before is not None and earlier:
+        against = f" (changes against iteration {earlier[0]}):"
+    lines = [diagnosis + "Metrics" + against]
     for k in report.kernels:
         was = old_class.get(k.kernel)
         change = f" (was {was})" if was is not None and was != k.roofline else ""

@@ -1,7 +1,9 @@
 """Propose: read what this iteration measured and propose the next change.
 
-It sees the iteration's own kernel and tuning space, the tuning result and the tail of the
-tuner output, the Nsight Compute metrics with their change since the last profiled
+It sees the problem with the device table, the analysis, the iteration's own kernel and
+tuning space, the tuning result and its landscape (the fastest configurations, each
+parameter's best value and whether it sits at the edge of its range, the failures), the
+profile's diagnosis and Nsight Compute metrics with their change since the last profiled
 iteration, the branch's best so far, its history and log, and the other branches.
 """
 
@@ -12,6 +14,7 @@ from pathlib import Path
 from cacao_tui import prompts
 from cacao_tui.llm import CallContext, Message
 from cacao_tui.nodes.briefing import (
+    analysis_section,
     best_section,
     branches_section,
     clip,
@@ -24,9 +27,9 @@ from cacao_tui.nodes.briefing import (
     source_block,
 )
 from cacao_tui.nodes.context import BranchView, RunDeps, SourceFiles
+from cacao_tui.nodes.landscape import landscape_summary
 from cacao_tui.nodes.profile import profile_text
 from cacao_tui.nodes.replies import require_text
-from cacao_tui.nodes.tuner_output import tuner_tail
 from cacao_tui.nodes.workspace import read_model_file
 from cacao_tui.store.state import MAX_SUB_STRATEGIES, IterState
 
@@ -35,6 +38,7 @@ MODE_TEXT = {
     "continue": "a change to the previous kernel",
     "retry": "a fix of the previous iteration's failure",
     "configure": "configuration only: the previous kernel, a new tuning space",
+    "polish": "the polish of the run's best kernel",
 }
 
 
@@ -80,9 +84,9 @@ async def propose(deps: RunDeps, branch: BranchView, state: IterState) -> str:
         mode=MODE_TEXT.get(branch.mode, branch.mode),
         plan=clip(branch.plan, deps.defaults.history_text_chars),
         source=source or "(no files)",
+        analysis=analysis_section(deps),
         tuning=tuning,
-        tail_lines=deps.defaults.tuner_tail_lines,
-        tuner_tail=tuner_tail(it, deps.defaults.tuner_tail_lines),
+        landscape=landscape_summary(it, _read(it.spec), deps.defaults.landscape_top),
         profile=profile_text(deps, branch, state.profile, last_profiled(branch)),
         best=best_section(deps, branch),
         iteration_log=iteration_log(deps, branch),

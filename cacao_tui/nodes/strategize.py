@@ -1,4 +1,9 @@
-"""Strategize: the master proposes N distinct strategies; each becomes a root branch."""
+"""Strategize: the master proposes 1 to N distinct strategies; each becomes a root branch.
+
+The prompt asks for directions that differ in algorithm or hardware use (never a tuning
+parameter), at least one that does less work when the analysis says the work can shrink, and
+no more than are worth a branch (the run's iteration pool is shared by all of them).
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from cacao_tui.store.state import Strategy
 
 
 class StrategyList(BaseModel):
-    strategies: list[Strategy] = Field(description="distinct strategies, most promising first")
+    strategies: list[Strategy] = Field(description="1 to N distinct strategies, most promising first")
 
 
 def slug(name: str, fallback: str) -> str:

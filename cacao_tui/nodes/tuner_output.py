@@ -1,9 +1,10 @@
 """An iteration's tuner output, as text: one line per evaluated configuration, then the result.
 
 ktt writes ``tune/results.jsonl`` (one ConfigResult per configuration, as each finishes) and
-``tune/summary.json``. This renders them as the log a person would read, and it is what the
-propose step sees the tail of and what ``grep_tuner_output`` searches. Reading is bounded:
-a results file of any size costs at most MAX_RESULT_BYTES and MAX_RESULT_LINES.
+``tune/summary.json``. This renders them as the log a person would read: what the
+``grep_tuner_output`` tool searches, and the failure examples of the landscape summary
+(nodes/landscape.py). Reading is bounded: a results file of any size costs at most
+MAX_RESULT_BYTES and MAX_RESULT_LINES.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from pydantic import ValidationError
 
 from cacao_tui.store.layout import IterLayout
 from ktt.capped_read import iter_lines_capped, read_bytes_capped
-from ktt.protocol import ConfigResult, TuneSummary
+from ktt.mismatch import describe as describe_mismatches
+from ktt.protocol import ConfigResult, TuneSummary, ValidationReport
 
 MAX_RESULT_BYTES = 32 * 1024 * 1024
 MAX_RESULT_LINES = 200_000
@@ -73,17 +75,26 @@ def result_line(r: ConfigResult) -> str:
         where = f"{d.file}:{d.line}: " if d.line is not None else f"{d.file}: "
         detail = where + d.message
     elif r.validation is not None and (r.validation.reason or r.validation.max_abs_error is not None):
-        v = r.validation
-        detail = v.reason or ""
-        if v.max_abs_error is not None:
-            detail += f" max abs error {v.max_abs_error:.3g}"
-        if v.buffer:
-            detail += f" in {v.buffer}"
-        if v.first_bad_index is not None:
-            detail += f" first bad index {v.first_bad_index}"
+        detail = validation_text(r.validation)
     elif r.error:
         detail = r.error
     return _short(f"{head}: {detail}" if detail else head)
+
+
+def validation_text(v: ValidationReport) -> str:
+    """What went wrong in a validation, with how many elements and a few of them."""
+    parts = [v.reason] if v.reason else []
+    if v.bad_count and v.checked and not (v.reason and f"{v.bad_count} of {v.checked}" in v.reason):
+        parts.append(f"{v.bad_count:,}/{v.checked:,} elements wrong")
+    if v.max_abs_error is not None:
+        parts.append(f"max abs error {v.max_abs_error:.3g}" + (f" in {v.buffer}" if v.buffer else ""))
+    if v.first_bad_index is not None:
+        parts.append(f"first bad index {v.first_bad_index}")
+    if v.input_set:
+        parts.append("on the fresh input set")
+    if v.samples:
+        parts.append("e.g. " + describe_mismatches(v.samples))
+    return "; ".join(parts)
 
 
 def summary_lines(s: TuneSummary) -> list[str]:
@@ -119,11 +130,3 @@ def tuner_output(it: IterLayout) -> list[str]:
         lines += summary_lines(summary)
     return lines
 
-
-def tuner_tail(it: IterLayout, n: int) -> str:
-    lines = tuner_output(it)
-    if not lines:
-        return "(no tuner output: the kernel was not tuned in this iteration)"
-    shown = lines[-n:] if n > 0 else []
-    skipped = len(lines) - len(shown)
-    return (f"... ({skipped} earlier lines)\n" if skipped else "") + "\n".join(shown)

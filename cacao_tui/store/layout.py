@@ -35,6 +35,14 @@ class RunLayout:
         return self.output / "master.json"
 
     @property
+    def pool(self) -> Path:
+        return self.output / "pool.json"
+
+    @property
+    def device(self) -> Path:
+        return self.output / "device.json"
+
+    @property
     def final_results(self) -> Path:
         return self.output / "final_results.json"
 

@@ -4,6 +4,8 @@
 |---|---|---|
 | output/context.json | Context | master, once |
 | output/master.json | MasterState | master |
+| output/device.json | ktt.protocol.DeviceReport (the device table, measured once) | master, once |
+| output/pool.json | PoolState (the run's iteration pool and its allocation) | the engine |
 | output/branches/<b>/branch.json | BranchManifest | that branch's worker |
 | output/branches/<b>/branch_config.json | BranchConfig | the UI / CLI (the worker only reads it) |
 | output/branches/<b>/inbox/<id>.json | ControlCommand | the UI / CLI, once per file (the worker reads) |
@@ -39,7 +41,10 @@ Action = Literal["continue", "retry", "branch", "stop"]
 ACTIONS: tuple[str, ...] = ("continue", "retry", "branch", "stop")
 # first: the branch's first kernel; continue: apply the last decision's feedback; retry: the
 # smallest fix of what failed; configure: same kernel, a new tuning space (skip_implement).
-IterMode = Literal["first", "continue", "retry", "configure"]
+# polish: the run's final iteration on its best kernel (a branch of its own, one iteration).
+IterMode = Literal["first", "continue", "retry", "configure", "polish"]
+# Which files the next iteration starts from: the branch's best so far, or this iteration's.
+StartFrom = Literal["best", "latest"]
 ParamValue = int | float | str
 
 
@@ -87,6 +92,17 @@ class RunSettings(BaseModel):
     model: str
     single_shot: bool = False
     budget_usd: float | None = None
+    budget_iters: int | None = None  # the run's iteration pool (None: n_strategies x max_iter)
+    samples: int = 1  # authoring attempts per iteration (best-of-k)
+    model_plan: str | None = None  # "provider:model" of the plan step (None: the run's model)
+    model_decide: str | None = None  # "provider:model" of the decide step
+
+    @property
+    def pool_total(self) -> int:
+        """--budget-iters, else every strategy's share: n_strategies x (path budget or max_iter)."""
+        if self.budget_iters is not None:
+            return self.budget_iters
+        return self.n_strategies * (self.path_budget or self.max_iter)
 
 
 class Context(_State):
@@ -195,6 +211,7 @@ class BranchManifest(_State):
     pending_decision: DecisionOverride | None = None
     superseded: list[int] = Field(default_factory=list)  # iterations left behind by a revert (kept on disk)
     base_iteration: int | None = None  # after a revert: the next iteration starts from this one's files
+    polish: bool = False  # the run's polish branch: one iteration on the run's best kernel
     created_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)
 
@@ -238,6 +255,9 @@ class ProfileOutcome(BaseModel):
     roofline: str | None = None
     headline: dict[str, str] = Field(default_factory=dict)  # a few metrics as display strings
     message: str | None = None
+    # The two leading bottlenecks with their evidence, the stall ranking and the occupancy
+    # limiter (ktt.diagnosis), as the prompts show them: propose, the next author, a child.
+    diagnosis: str | None = None
 
 
 MAX_SUB_STRATEGIES = 4  # sub-strategies one branch decision may open (the original's MAX_STRATEGIES)
@@ -265,6 +285,9 @@ class Decision(BaseModel):
     sub_strategies: list[Strategy] = Field(default_factory=list)
     skip_implement: bool = False  # the next iteration keeps the kernel and changes only tuning.yaml
     iteration_summary: str = ""  # one line: what was tried -> what happened
+    # The next iteration starts from the branch's best unless this says latest (a retry and a
+    # configuration-only iteration always start from this iteration's files).
+    start_from: StartFrom = "best"
     automatic: bool = False  # decided by the engine without a model call (budget, failed step)
     overridden_from: Action | None = None  # the model's action, when the user changed it
     override_id: str | None = None  # the control command that changed it
@@ -316,12 +339,37 @@ class ControlCommand(BaseModel):
         return self
 
 
+class SampleOutcome(BaseModel):
+    """One of the K authoring attempts of an iteration (``--samples K``)."""
+
+    index: int  # 1..K
+    ok: bool = False
+    message: str | None = None  # the end_step summary, or why the attempt failed
+    tool_calls: int = 0
+    llm_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    valid: bool | None = None  # validated on the GPU (None: not validated, e.g. a dry run)
+    probe_ms: float | None = None  # the short probe's best time (None: not probed or nothing valid)
+    chosen: bool = False
+    fingerprint: str | None = None
+
+
 class AuthorOutcome(BaseModel):
     tool_calls: int = 0
     compile_checks: int = 0
     compile_failures: int = 0
+    validations: int = 0  # validate tool runs
+    llm_calls: int = 0  # this step's model calls, their tokens and cost
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
     ok: bool = False
     message: str | None = None
+    last_check: str | None = None  # the last failed check's text (what decide sees after a failed step)
+    binary_fingerprint: str | None = None  # of the files the step ended with (nodes/fingerprint.py)
+    samples: list[SampleOutcome] = Field(default_factory=list)  # with --samples K > 1
 
 
 class IterState(_State):
@@ -346,6 +394,29 @@ class IterState(_State):
     mode: IterMode = "first"
     base_iteration: int | None = None  # the iteration whose files it started from
     plan_seq: int | None = None  # steer_seq when this iteration wrote the branch plan
+    # De-duplication: the normalised source + tuning space, and the compiled sampled configurations.
+    fingerprint: str | None = None
+    binary_fingerprint: str | None = None
+    duplicate_of: str | None = None  # "branch/iterN" whose identical files were tuned already
+
+
+class PoolBranch(BaseModel):
+    """One branch's part of the iteration pool."""
+
+    share: int  # its max_iter when it was created: iterations the user grants above it are outside the pool
+    drawn: list[int] = Field(default_factory=list)  # iteration numbers begun (each counted once)
+    reserved: bool = False  # its next iteration is already drawn (promised when its last was decided)
+    grants: int = 0  # iterations the pool granted above its share
+    finished: bool = False  # stopped or done: its unused share went back to the pool
+
+
+class PoolState(_State):
+    """The run's iteration pool (``--budget-iters``): written only by the engine."""
+
+    total: int
+    branches: dict[str, PoolBranch] = Field(default_factory=dict)
+    polish: str | None = None  # the polish branch, once created
+    events: list[str] = Field(default_factory=list)  # the allocation's story, newest last (bounded)
 
 
 class IterationPoint(BaseModel):

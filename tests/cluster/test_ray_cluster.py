@@ -159,8 +159,12 @@ async def test_an_engine_run_on_the_cluster_and_resumed_on_another(ray_cluster: 
     bus.subscribe(stop_after_first_tuning)
     first = await engine.run()
     assert first.status == "interrupted"
-    jobs = [e for e in events if isinstance(e, JobPlaced)]
-    assert jobs and all(e.job in ("tune", "profile") and e.node_id not in ("", "local") and e.gpu for e in jobs)
+    placements = [e for e in events if isinstance(e, JobPlaced)]
+    assert all(e.node_id not in ("", "local") and e.gpu for e in placements)
+    # The device table is measured once, as a GPU job on the cluster, before any branch's job.
+    assert placements and placements[0].job == "device" and [e.job for e in placements].count("device") == 1
+    jobs = [e for e in placements if e.job != "device"]
+    assert jobs and all(e.job in ("tune", "profile") for e in jobs)
     where = [(e.branch, e.iteration, e.job, e.attempt) for e in jobs], logs
     # Each job names its branch and iteration. The stop is asked for at the first TuningFinished, when
     # no branch is past its first tuning; every branch then ends before its next step (a tuning whose
@@ -252,3 +256,22 @@ async def test_a_job_that_falls_silent_is_given_up_and_run_again(ray_cluster: ob
     summary = await asyncio.wait_for(tuner.tune(request, lambda p: None), 90)
     assert summary.ok and [p.attempt for p in placed] == [1, 2]
     assert any("fell silent for 4 s" in line and "attempt 2 of 3" in line for line in logs)
+
+
+async def test_validate_and_the_device_table_run_as_gpu_jobs_on_the_cluster(ray_cluster: object, problem: Path) -> None:
+    from cacao_tui.ktt_client import ValidateRequest
+    from tests.engine.fakes import FAKE_DEVICE, FakeGpuTuner
+
+    placed: list[Placement] = []
+    tuner = RayTuner(problem, on_placed=placed.append, tuner_factory=FakeGpuTuner)
+    job = _job(problem, "b1", 1, 1.0)
+    (job.kernel).write_text(kernel_source(1.0, "// FAKE_WRONG_AT: 3\n"))
+    request = ValidateRequest(problem_dir=problem, kernel=job.kernel, spec=job.spec, out_dir=job.kernel.parent / "v",
+                              device=0, config={"P": 2}, timeout_s=60)  # fmt: skip
+    report = await tuner.validate(request)
+    assert not report.ok and report.config == {"P": 2}
+    v = report.shapes[0].validation
+    assert v is not None and v.first_bad_index == 3 and v.samples[0].index == 3
+    device = await tuner.describe_device(device=0)
+    assert device.name == FAKE_DEVICE.name and device.sm_count == 132
+    assert {p.job for p in placed} == {"validate", "device"} and all(p.gpu for p in placed)

@@ -18,9 +18,12 @@ Policy = Callable[[str, int], Decision]
 
 
 def kernel_source(time_ms: float, extra: str = "") -> str:
+    """A kernel the FAKE tuner times at ``time_ms``; kernels of different times differ in code too
+    (the run tunes a kernel once: comments alone do not make a new one, nodes/fingerprint.py)."""
     return (
         f"// FAKE_TIME_MS: {time_ms}\n{extra}"
-        'extern "C" __global__ void k(const float* A, const float* B, float* C) { C[0] = A[0] * B[0]; }\n'
+        'extern "C" __global__ void k(const float* A, const float* B, float* C) '
+        f"{{ C[0] = A[0] * B[0] * {time_ms!r}f; }}\n"
     )
 
 
@@ -62,12 +65,14 @@ class Scenario:
                     return custom
             if key.index == 0:
                 t = self.time_ms(key.branch or "", key.iteration or 0)
+                # Each branch writes its own code: branches are different strategies.
+                source = kernel_source(t, f'#define FAKE_BRANCH "{key.branch}"\n')
                 return {
                     "tool_calls": [
                         {
                             "id": "w1",
                             "name": "write_file",
-                            "arguments": {"path": "kernels.cu", "content": kernel_source(t)},
+                            "arguments": {"path": "kernels.cu", "content": source},
                         },
                         {"id": "w2", "name": "write_file", "arguments": {"path": "tuning.yaml", "content": SPEC}},
                         {"id": "c1", "name": "check_compilation", "arguments": {}},

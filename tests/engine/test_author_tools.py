@@ -101,7 +101,7 @@ def test_landscape_top_sweep_and_failures(queries: BranchQueries) -> None:
     assert "TILE swept with the others at the best (PAD=0)" in sweep
     assert "TILE=8: 1.5 ms" in sweep and "TILE=16: 1 ms" in sweep and "TILE=32: 2 ms (ok 1)" in sweep
     failures = queries.tuning_landscape(1, "failures")
-    assert "validation_failed 1" in failures and "wrong values max abs error 3.5 in C" in failures
+    assert "validation_failed 1" in failures and "wrong values; max abs error 3.5 in C" in failures
 
 
 def test_landscape_refuses_bad_arguments(queries: BranchQueries) -> None:

@@ -20,6 +20,7 @@ import pytest
 
 from cacao_tui.engine.branch_files import BranchFiles, RunFiles
 from cacao_tui.engine.events import DecisionMade, EventBus, NewBest, RunFinished
+from cacao_tui.engine.pool import NoPool
 from cacao_tui.engine.worker import BranchWorker, WorkerHost
 from cacao_tui.nodes.context import RunDeps
 from cacao_tui.store.atomic import read_model, write_model
@@ -42,6 +43,7 @@ class TestHost:
     spawned: list[str] = field(default_factory=list)
     budget_reached: bool = False
     stopping: bool = False
+    budget: NoPool = field(default_factory=NoPool)  # no run-level iteration pool: each branch its max_iter
 
     def __post_init__(self) -> None:
         self.files = RunFiles(self.deps.layout)

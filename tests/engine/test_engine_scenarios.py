@@ -72,7 +72,9 @@ def test_branch_spawns_children_up_to_max_depth(mmul_dir: Path) -> None:
         return {"action": "branch", "reason": "two ways", "sub_strategies": subs}
 
     scenario = Scenario(strategies=["alpha"], decide=decide)
-    finished = run(make_engine(mmul_dir, scenario.provider(), max_iter=3, max_depth=2, n_strategies=1))
+    # A pool that funds the children's full budgets (1 + 3 + 3): the depth is what is tested here.
+    engine = make_engine(mmul_dir, scenario.provider(), max_iter=3, max_depth=2, n_strategies=1, budget_iters=7)
+    finished = run(engine)
     assert finished.status == "ok"
     ms = manifests(mmul_dir)
     assert set(ms) == {"b1-alpha", "b1-alpha.1-left", "b1-alpha.2-right"}
@@ -105,7 +107,7 @@ def test_up_to_four_sub_strategies(mmul_dir: Path) -> None:
         return {"action": "branch", "reason": "many ways", "sub_strategies": subs}
 
     scenario = Scenario(strategies=["alpha"], decide=decide)
-    run(make_engine(mmul_dir, scenario.provider(), max_iter=2, max_depth=2, n_strategies=1))
+    run(make_engine(mmul_dir, scenario.provider(), max_iter=2, max_depth=2, n_strategies=1, budget_iters=6))
     assert manifests(mmul_dir)["b1-alpha"].children == [f"b1-alpha.{k}-s{k}" for k in range(1, 5)]
 
 
@@ -308,8 +310,9 @@ def test_kill_pause_and_max_iter_through_the_control_surface(mmul_dir: Path) -> 
     scenario = Scenario(strategies=["alpha", "beta", "gamma"])
     bus = EventBus()
     engine = make_engine(
-        mmul_dir, scenario.provider(), bus=bus, max_iter=4, n_strategies=3, tuner=FakeTuner(delay_s=0.05)
-    )
+        mmul_dir, scenario.provider(), bus=bus, max_iter=4, n_strategies=3, tuner=FakeTuner(delay_s=0.05),
+        budget_iters=6,  # what beta (2) and gamma (4) run: no iteration is left for the pool to move
+    )  # fmt: skip
     layout = RunLayout(mmul_dir)
     done: list[str] = []
 
@@ -506,7 +509,9 @@ def _branch_once(branch: str, iteration: int) -> dict:
 def test_children_inherit_the_parents_raised_max_iter(mmul_dir: Path) -> None:
     scenario = Scenario(strategies=["alpha"], decide=_branch_once)
     bus = EventBus()
-    engine = make_engine(mmul_dir, scenario.provider(), bus=bus, max_iter=3, max_depth=2, n_strategies=1)
+    engine = make_engine(
+        mmul_dir, scenario.provider(), bus=bus, max_iter=3, max_depth=2, n_strategies=1, budget_iters=8
+    )
     raised: list[int] = []
     bus.subscribe(
         lambda e: raised.append(engine.change_max_iter("b1-alpha", 4))

@@ -141,7 +141,7 @@ def test_propose_sees_the_kernel_tuner_output_best_and_tree(
     layout, _ = replayed
     propose = prompt(layout, "b1-tiling", 2, "propose")
     assert "This iteration's kernel and tuning space:" in propose and "mmul_tiled" in propose
-    assert "Tuner output (the last 50 lines):" in propose and "#0 ok" in propose and "result: ok;" in propose
+    assert "Tuning landscape:" in propose and "Fastest 4:" in propose and "tuner: result: ok;" in propose
     assert "Best of this branch so far:" in propose
     assert "Other branches of this run" in propose
 

@@ -20,7 +20,7 @@ H200 = ("NVIDIA H200", "sm_90", 132, 1_980_000)
 H100_SXM = ("NVIDIA H100 80GB HBM3", "sm_90", 132, 1_980_000)
 H100_PCIE = ("NVIDIA H100 PCIe", "sm_90", 114, 1_755_000)
 A100 = ("NVIDIA A100-SXM4-80GB", "sm_80", 108, 1_410_000)
-B200 = ("NVIDIA B200", "sm_100", 148, 1_965_000)
+RTX5090 = ("NVIDIA GeForce RTX 5090", "sm_120", 170, 2_407_000)
 
 
 @pytest.mark.parametrize("device", [H200, H100_SXM])
@@ -37,9 +37,9 @@ def test_other_parts_use_the_architecture_rate_or_none() -> None:
     assert pcie.gflops == pytest.approx(4096 * 114 * 1.755e9 / 1e9) and "sm_90" in pcie.source
     assert flops_peak("bf16", *A100).gflops == pytest.approx(311.9e3, rel=1e-3)  # A100's 312 TFLOP/s
     assert flops_peak("fp8", *A100).gflops is None  # no fp8 tensor cores before sm_89
-    none = flops_peak("bf16", *B200)
-    assert none.gflops is None and "no BF16 dense tensor-core peak known for sm_100" in none.source
-    assert flops_peak("fp64", *B200).gflops == flops_peak("fp32", *B200).gflops  # fp64 <= fp32: an upper bound
+    none = flops_peak("bf16", *RTX5090)
+    assert none.gflops is None and "no BF16 dense tensor-core peak known for sm_120" in none.source
+    assert flops_peak("fp64", *RTX5090).gflops == flops_peak("fp32", *RTX5090).gflops  # fp64 <= fp32: an upper bound
     assert flops_peak("bf16", "NVIDIA H100", "sm_90a", 132, 1_980_000).gflops == pytest.approx(989.4e3)
 
 
@@ -93,7 +93,7 @@ def test_a_bf16_gemm_floor_is_the_tensor_core_time_not_the_fp32_one(tmp_path: Pa
 
 
 def test_without_a_known_peak_the_floor_keeps_only_the_bytes(tmp_path: Path) -> None:
-    got = floor_of(make_problem(tmp_path, "  flops_dtype: fp8\n"), B200)
+    got = floor_of(make_problem(tmp_path, "  flops_dtype: fp8\n"), RTX5090)
     assert got["peak_gflops"] is None and got["floor_ms"] == pytest.approx(3 * 4 * 4096**2 / 4000e9 * 1e3)
     assert "no FP8 dense tensor-core peak known" in got["peak_from"]
 

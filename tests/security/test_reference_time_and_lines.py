@@ -117,3 +117,11 @@ def test_a_fifo_given_to_from_says_what_it_is(tmp_path: Path) -> None:
     assert result.returncode == 2, result.stderr
     (line,) = result.stderr.strip().splitlines()
     assert "FIFO" in line and "not found" not in line
+
+
+def test_a_validate_config_nested_too_deeply_is_a_tool_error() -> None:
+    """The model's ``validate`` tool argument: 2,000 characters of ``[`` parsed to a RecursionError."""
+    from cacao_tui.nodes.validate import ValidateRefused, config_argument
+
+    with pytest.raises(ValidateRefused, match="config must be an object"):
+        config_argument("[" * 1999)

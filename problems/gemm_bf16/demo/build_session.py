@@ -125,6 +125,7 @@ warpgroups working on different tiles in turn. Each is a new kernel rather than 
 """),
         decision(b2, 3, "stop", "The space of this kernel is covered; further gains need a different kernel design.",
                  "same kernel over clusters (multicast), swizzles and raster -> best structure chosen by the tuner"),
+        *DEMO.polish([b1, b2]),
     ]
 
 

@@ -312,6 +312,7 @@ subsumes it.
 Revised after the user's message: fix the failing store first (the retry), then keep the 2x2 layout
 and take the user's request into the tuning space.
 """))
+    lines += DEMO.polish([b1, c1, c2, b2, b3])
     return lines
 
 

@@ -92,6 +92,7 @@ in the two-pass branch, but that branch already measures that change.
 """),
         decision(b2, 1, "stop", "The single-pass idea is complete; wider loads are measured by the two-pass branch.",
                  "one pass with integer atomics, then a copy -> one pass over X"),
+        *DEMO.polish([b1, b2]),
     ]
 
 

@@ -92,6 +92,7 @@ the same two-sweep traffic as the block-row branch's second kernel, so it cannot
 """),
         decision(b2, 1, "stop", "Same traffic as the block-row branch's online kernel; nothing new to try here.",
                  "one warp per row, online max/sum over float4 -> two sweeps, no barriers"),
+        *DEMO.polish([b1, b2]),
     ]
 
 

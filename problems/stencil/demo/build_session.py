@@ -93,6 +93,7 @@ moderate RY that suits all three cases; the branch's idea is complete in this ke
 """),
         decision(b2, 1, "stop", "The idea is complete in one kernel; its knobs are in the tuning space.",
                  "column walks with a register window -> three loads per cell, no barrier"),
+        *DEMO.polish([b1, b2]),
     ]
 
 

@@ -93,6 +93,7 @@ through L2. The shared-tile branch covers full coalescing; this branch is done.
 """),
         decision(b2, 1, "stop", "16-byte accesses on both sides, no shared memory; full coalescing is the sibling's.",
                  "4 x 4 register transposes with float4 -> 16-byte stores, partially coalesced"),
+        *DEMO.polish([b1, b2]),
     ]
 
 
