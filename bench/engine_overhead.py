@@ -33,13 +33,13 @@ sys.path.insert(0, str(ROOT))
 from cacao_tui.engine.engine import Engine  # noqa: E402
 from cacao_tui.engine.events import EventBus  # noqa: E402
 from cacao_tui.engine.scheduler import GpuScheduler  # noqa: E402
-from cacao_tui.fake_tuner import FakeTuner  # noqa: E402
 from cacao_tui.llm import ChatRequest, ScriptedProvider, TrackedLLM  # noqa: E402
 from cacao_tui.nodes.context import RunDeps  # noqa: E402
 from cacao_tui.settings import DEFAULTS  # noqa: E402
 from cacao_tui.store.layout import RunLayout  # noqa: E402
 from cacao_tui.store.state import GpuInfo, RunSettings  # noqa: E402
 from ktt.problem import load_problem  # noqa: E402
+from tests.fake_tuner import FakeTuner  # noqa: E402
 
 SPEC = "tune_params:\n  P: [1, 2]\nlaunches:\n  - kernel: k\n    grid: {x: 1}\n    block: {x: P}\n"
 

@@ -10,6 +10,7 @@ for flags), maybe a hint line, exit status 2, no traceback, and nothing written.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import os
 import sys
@@ -89,7 +90,7 @@ def _best(args: argparse.Namespace) -> int:
             runs = f"{len(archived)} earlier run{'s are' if len(archived) != 1 else ' is'}"
             more = f"; {runs} archived (latest: archive/{latest.name})"
         print(f"{args.dir.name} has not been run yet: no results in output/{more}")
-        return EXIT_OK
+        return EXIT_FAILED  # nothing to show is not a success: a script's `cacao --best && ...` stops here
     if args.export is not None:
         from cacao_tui.store.results_export import ExportError, export_results
 
@@ -173,7 +174,13 @@ def _run(args: argparse.Namespace) -> int:
             "--check, --best, --clone and --prune-archives work without it",
         )
         return EXIT_USAGE
-    return run_main(run_request(args, problem))
+    request = run_request(args, problem)
+    if request.front_end == "app" and not (sys.stdout.isatty() and sys.stdin.isatty()):
+        # A pipe, a file or a script: the full-screen app would write escape codes into it and
+        # wait for keys that never come. The progress lines instead, as --no-ui prints them.
+        print("cacao: no terminal (stdin or stdout is not one): running headless, as --no-ui", file=sys.stderr)
+        request = dataclasses.replace(request, front_end="lines")
+    return run_main(request)
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {

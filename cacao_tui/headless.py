@@ -8,6 +8,7 @@ shown escaped; see ``cacao_tui.ui.formatting.safe_text``).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -45,6 +46,20 @@ def _x(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
 
+def _silence(out: IO[str]) -> None:
+    """Point the closed stream's descriptor at /dev/null, so nothing written later (the exit's own
+    flush included) meets the broken pipe again."""
+    try:
+        fd = out.fileno()
+    except (OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
 class HeadlessRenderer:
     def __init__(self, out: IO[str] | None = None, *, json_lines: bool = False, verbose: bool = False) -> None:
         self.out = out or sys.stdout
@@ -52,11 +67,22 @@ class HeadlessRenderer:
         self.verbose = verbose
         self._progress_at: dict[tuple[str, int], float] = {}
         self.finished: RunFinished | None = None
+        self.reader_gone = False
 
     def print_line(self, text: str) -> None:
-        """Write one line (or a block of lines); any control character left in it is escaped."""
-        self.out.write(safe_text(text, keep_newlines=True) + "\n")
-        self.out.flush()
+        """Write one line (or a block of lines); any control character left in it is escaped.
+
+        When the reader has gone (``| head``), the lines stop and the run goes on: a stop asked
+        for then (SIGTERM, Ctrl-C) must not die on the closed pipe before it reaches the engine.
+        """
+        if self.reader_gone:
+            return
+        try:
+            self.out.write(safe_text(text, keep_newlines=True) + "\n")
+            self.out.flush()
+        except BrokenPipeError:
+            self.reader_gone = True
+            _silence(self.out)
 
     def __call__(self, event: _Event) -> None:
         if self.json_lines:

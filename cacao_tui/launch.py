@@ -21,21 +21,28 @@ from cacao_tui.cluster.placement import PlacedTuner, Placement, branch_of
 from cacao_tui.cluster.spec import ClusterError, parse_cluster
 from cacao_tui.engine.engine import Engine
 from cacao_tui.engine.events import EventBus, JobPlaced, LLMCallEvent, RunFinished
-from cacao_tui.engine.gpu import arch_of, detect_gpus
+from cacao_tui.engine.gpu import arch_of, detect_gpus, gpu_problem
 from cacao_tui.engine.scheduler import GpuScheduler
 from cacao_tui.headless import HeadlessRenderer
-from cacao_tui.ktt_client import KttTuner
 from cacao_tui.llm import LLMError, create_llm, llm_environment, llm_timeout_s, select_provider
 from cacao_tui.llm.recording import CallRecord
 from cacao_tui.nodes.context import NoDevices, RunDeps
 from cacao_tui.run_request import RunRequest
 from cacao_tui.settings import DEFAULTS
 from cacao_tui.store.archive import ArchiveError, prepare_output
-from cacao_tui.store.atomic import DiskFull, disk_full, on_disk_full, remove_crash_leftovers
+from cacao_tui.store.atomic import (
+    DiskFull,
+    StateFileError,
+    disk_full,
+    on_disk_full,
+    read_model_or_none,
+    remove_crash_leftovers,
+)
 from cacao_tui.store.layout import RunLayout, UnsafeLayout, check_contained
 from cacao_tui.store.original_run import is_original_output, refusal
 from cacao_tui.store.run_lock import RunLocked, acquire_run_lock, held_here
-from cacao_tui.store.state import GpuInfo, RunSettings
+from cacao_tui.store.state import Context, GpuInfo, RunSettings
+from cacao_tui.tuners import UnknownTuner, tuner_factory
 from ktt.problem import Problem, ProblemError
 from ktt.problem.inputs_hpp import write_inputs_hpp
 from ktt.reference_times import ReferenceTimeError, read_reference_times
@@ -73,22 +80,12 @@ def _gpu_info(request: RunRequest, problem: Problem) -> GpuInfo:
         if first is not None:
             return GpuInfo(name=first.name, arch=first.arch, indices=wanted, detected=True)
         return GpuInfo(name=None, arch=arch_of(problem.compute_capability), indices=wanted, detected=False)
-    if not detected:
-        raise LaunchError(
-            "no NVIDIA GPU found (nvidia-smi lists none); use --dry-run to check a problem, "
-            "a provider and a session without a GPU"
-        )
-    by_index = {g.index: g for g in detected}
-    missing = [i for i in wanted if i not in by_index]
-    if missing:
-        have = ", ".join(str(i) for i in sorted(by_index))
-        raise LaunchError(f"GPU {missing[0]} does not exist on this machine (GPUs: {have}); set --gpus or gpu.index")
-    first = by_index[wanted[0]]
-    arches = {by_index[i].arch for i in wanted}
-    if len(arches) > 1:
-        raise LaunchError(
-            f"GPUs {wanted} have different architectures ({', '.join(sorted(arches))}); use GPUs of one kind"
-        )
+    trouble = gpu_problem(wanted, detected)
+    if trouble is not None:
+        hint = {"none": "; use --dry-run to check a problem, a provider and a session without a GPU",
+                "missing": "; set --gpus or gpu.index"}.get(trouble.kind, "")  # fmt: skip
+        raise LaunchError(trouble.line + hint)
+    first = next(g for g in detected if g.index == wanted[0])
     return GpuInfo(name=first.name, arch=first.arch, indices=wanted, detected=True)
 
 
@@ -122,6 +119,20 @@ def _placed(layout: RunLayout, bus: Callable[[], EventBus]) -> Callable[[Placeme
     return emit
 
 
+def _provider_asked(request: RunRequest) -> tuple[str | None, str | None]:
+    """(provider, model): ``--resume`` without ``--provider`` goes on with the run's own (its
+    context.json), so a replay run resumes as a replay instead of asking for an API key."""
+    if not request.resume or request.provider is not None:
+        return request.provider, request.model
+    try:
+        context = read_model_or_none(RunLayout(request.directory).context, Context)
+    except StateFileError:
+        context = None
+    if context is None:
+        return request.provider, request.model
+    return context.settings.provider, request.model or context.settings.model
+
+
 def _refuse_original_run(request: RunRequest, layout: RunLayout) -> None:
     """--resume (or --no-clean) on a run the original CACAO wrote: one line, before anything is written."""
     if (request.resume or request.no_clean) and is_original_output(layout.output):
@@ -135,7 +146,7 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     llm_env = llm_environment(problem.directory)  # keys and choices of .env files; os.environ untouched
     for note in llm_env.notes:
         print(f"cacao: warning: {safe_text(note)}", file=sys.stderr)
-    choice = select_provider(request.provider, request.model, env=llm_env.values)
+    choice = select_provider(*_provider_asked(request), env=llm_env.values)
     for warning in choice.warnings:
         print(f"cacao: warning: {safe_text(warning)}", file=sys.stderr)
     step_choices = {}  # models of single steps (--model-plan, --model-decide): chosen before anything is written
@@ -143,6 +154,7 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         if wanted is not None:
             step_choices[node] = select_provider(wanted[0] or choice.provider, wanted[1], env=llm_env.values)
     cluster = parse_cluster(request.cluster)
+    make_tuner = tuner_factory()  # ktt, unless CACAO_TUNER names another (cacao_tui/tuners.py)
     layout = RunLayout(problem.directory)
     on_placed = _placed(layout, lambda: bus)
     backend = None
@@ -232,7 +244,7 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         tuner: object = backend.tuner
     else:
         devices = NoDevices() if settings.dry_run else GpuScheduler(gpu.indices)
-        tuner = PlacedTuner(KttTuner(on_log=lambda message: bus.log(message, level="warning")), on_placed)
+        tuner = PlacedTuner(make_tuner(on_log=lambda message: bus.log(message, level="warning")), on_placed)
     deps = RunDeps(
         problem=problem,
         layout=layout,
@@ -308,10 +320,19 @@ async def _drive(
     return exit_code(engine.finished)
 
 
+def _release_lock(directory: Path) -> None:
+    """The run has ended: the directory is free for another run while the app still shows this
+    one (a view of a finished run holds no lock, as the home screen's does not)."""
+    lock = held_here(directory)
+    if lock is not None:
+        lock.release()
+
+
 async def run_with_ui(engine: Engine, bus: EventBus, request: RunRequest) -> int:
     from cacao_tui.ui.app import CacaoApp  # textual is imported only when the app is used
 
     task = asyncio.ensure_future(engine.run())
+    task.add_done_callback(lambda _: _release_lock(request.directory))  # the app may stay open on the finished run
     app = CacaoApp(engine=engine, bus=bus, stop_on_sigterm=True)  # S in another app: a clean stop
     _stop_on_disk_full(asyncio.get_running_loop(), task, app.exit)
     result = await app.run_async()
@@ -333,7 +354,7 @@ def main(request: RunRequest) -> int:
     """Run ``request`` to its end; the exit status (0 ok, 1 no result or a failure, 2 a bad request, 130)."""
     try:
         engine, bus = build_engine(request)
-    except (ProblemError, LaunchError, LLMError, ClusterError) as exc:
+    except (ProblemError, LaunchError, LLMError, ClusterError, UnknownTuner) as exc:
         lock = held_here(request.problem.directory)
         if lock is not None:
             lock.abandon()  # refused before the run began: a lock file it made goes too

@@ -2,17 +2,23 @@
 
 Steering from the command line, while a run is live (in another terminal) or between runs.
 It only writes one command file into the branch's inbox (and, for a revert or a changed
-decision that needs room, raises the branch's max_iter in branch_config.json); it never
-takes the run's lock and never touches a worker's files. A live run applies the command at
-the branch's next step; otherwise the next ``--resume`` does.
+decision that needs room, raises the branch's max_iter in branch_config.json) and never
+touches a worker's files. A live run applies the command at the branch's next step;
+otherwise the next ``--resume`` does. The exception is ``--delete`` on a run that is not
+live: nothing would ever run it before a ``--resume``, so it is done at once, under the run's
+lock (the branch and its sub-branches move to output/trash/, final_results.json is rebuilt
+without them).
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from cacao_tui.store.state import ACTIONS
+
+if TYPE_CHECKING:
+    from cacao_tui.store.layout import RunLayout
 
 STEERING = ("message", "revert", "delete", "decision")
 EPILOG_LINES = """\
@@ -110,6 +116,10 @@ def steer(args: argparse.Namespace) -> int:
             max_iter = context.settings.max_iter
     except StateFileError:
         pass
+    if args.delete:
+        done = _delete_now(layout, args.branch)
+        if done is not None:
+            return done
     try:
         if args.message is not None:
             queued = queue_message(layout, args.branch, args.message)
@@ -125,4 +135,32 @@ def steer(args: argparse.Namespace) -> int:
     print(queued.line)
     print(f"a running cacao on {args.dir.name} applies it at the branch's next step; otherwise: cacao --dir "
           f"{args.dir} --resume")  # fmt: skip
+    return 0
+
+
+def _delete_now(layout: RunLayout, name: str) -> int | None:
+    """``--delete`` on a run no process holds: move the branches now; None when a run is live
+    (then the delete is queued for its workers, like every other command)."""
+    import sys
+
+    from cacao_tui.engine.control import SteeringError, branch_of, descendants, trash_branches, trash_dir
+    from cacao_tui.store.results import refresh_final_results
+    from cacao_tui.store.run_lock import RunLocked, acquire_run_lock
+
+    try:
+        branch_of(layout, name)
+    except SteeringError as exc:
+        print(f"cacao: {exc}", file=sys.stderr)
+        return 2
+    try:
+        lock = acquire_run_lock(layout.problem_dir, command=f"cacao --branch {name} --delete")
+    except RunLocked:
+        return None  # a run is live: its workers apply the queued command
+    try:
+        moved = trash_branches(layout, [name, *descendants(layout, name)])
+        refresh_final_results(layout)
+    finally:
+        lock.release()
+    names = ", ".join(n for n, _ in moved)
+    print(f"{name}: deleted (no run is live): {names} moved to {trash_dir(layout)} (nothing is lost)")
     return 0

@@ -25,22 +25,21 @@ import time
 from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from ktt.candidates import geometry_problems, launch_plan, protocol_diagnostics
+from ktt.candidates import CompileContext, geometry_problems, launch_plan, protocol_diagnostics
 from ktt.compile_cache import CompileCache, compile_cached
+from ktt.compile_pool import CompilePool
 from ktt.expressions import ExpressionError
 from ktt.launch_program import program_kernels
 from ktt.nvrtc import CompileOutput
-from ktt.problem.model import Shape
+from ktt.problem.model import Problem, Shape
 from ktt.protocol import EXIT_ENVIRONMENT, ConfigResult, Progress, ValidationReport
 from ktt.search import Search
 from ktt.space import Key, SearchSpace
-from ktt.spec import Config
-from ktt.worker_client import WorkerDied
-
-if TYPE_CHECKING:
-    from ktt.tune import Tuner
+from ktt.spec import Config, TuningSpec
+from ktt.workdir import WorkDir
+from ktt.worker_client import WorkerClient, WorkerDied
 
 PROGRESS_INTERVAL_S = 0.5
 GPU_QUEUE = 2
@@ -55,6 +54,36 @@ class TuneError(Exception):
     def __init__(self, message: str, exit_code: int) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class SearchOptions(Protocol):
+    """The tuning options a case's search reads (ktt.tune.TuneOptions has them)."""
+
+    strategy: str
+    seed: int
+    config_timeout_s: float
+
+
+class SearchHost(Protocol):
+    """What a case's search needs from the tuner that owns it (ktt.tune.Tuner): the problem,
+    the spec, the compile pool and the GPU worker, and where results and messages go. A
+    Protocol, so this module does not import ktt.tune, which imports it."""
+
+    opts: SearchOptions
+    problem: Problem
+    spec: TuningSpec
+    ctx: CompileContext
+    pool: CompilePool | None
+    worker: WorkerClient | None
+    work: WorkDir
+    cache_dir: str
+    workers: int
+    compile_s_total: float
+
+    def emit(self, obj: Any) -> None: ...
+    def log(self, message: str, level: str = "info") -> None: ...
+    def elapsed(self) -> float: ...
+    def append_result(self, search: CaseSearch, result: ConfigResult) -> None: ...
 
 
 @dataclass
@@ -82,7 +111,7 @@ class Candidate:
 class CaseSearch:
     """The search of one shape. ``run`` fills ``results`` and ``best``; the Tuner owns the rest."""
 
-    tuner: Tuner
+    tuner: SearchHost
     shape: Shape
     index: int  # in declared order, from 0
     space: SearchSpace

@@ -75,6 +75,30 @@ def read_holder(path: Path) -> GpuHolder | None:
         os.close(fd)
 
 
+def holder_now(ordinal: int, uuid: str | None = None) -> GpuHolder | None:
+    """Who holds GPU ``ordinal``'s lock right now, or None when nobody does (the note a killed job
+    left says nothing: the kernel released its lock). Looks at the UUID's lock file and the
+    ordinal's; probing takes a shared lock for an instant, never the GPU's exclusive one."""
+    for path in dict.fromkeys((lock_file(ordinal, uuid), lock_file(ordinal))):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return read_holder(path) or GpuHolder(0, "", "another process", "")
+            except OSError:
+                continue
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+    return None
+
+
 class GpuLockError(OSError):
     """The lock file cannot be used (a link, not a regular file); one line."""
 

@@ -10,15 +10,22 @@
    services (llm, store, problem, settings, ...). A module may import its own layer and
    those below, never one above; every top-level module or package of ``cacao_tui/`` must
    be in a layer (a new one is reported until it is placed).
+4. No circles between modules, anywhere in ``cacao_tui/`` and ``ktt/``: if module A imports
+   B, B may not import A, directly or through others (DESIGN.md, "No circles"). The shared
+   part moves below both, or one side receives a callback or a Protocol. Each circle is one
+   line, from its first module round to it again, with the line of every import on the way.
 
-Every ``import`` and ``from ... import`` counts, at module level or inside a function, plus
-``importlib.import_module("...")`` and ``__import__("...")`` with a literal name.
+Every ``import`` and ``from ... import`` counts, at module level, inside a function or under
+``if TYPE_CHECKING:``, plus ``importlib.import_module("...")`` and ``__import__("...")`` with a
+literal name. ``from package import name`` depends on the package's ``__init__`` and, when
+``name`` is a submodule, on that module too.
 Usage: ``python scripts/check_imports.py [ROOT]``; exit 1 and one line per violation.
 """
 
 from __future__ import annotations
 
 import ast
+import itertools
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,9 +45,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("nodes", ("nodes",)),
     (
         "services",
-        ("", "llm", "store", "problem", "settings", "prompts", "ktt_client", "subprocesses", "fake_tuner", "cluster"),
+        ("", "llm", "store", "problem", "settings", "prompts", "ktt_client", "subprocesses", "tuners", "cluster"),
     ),
 )
+CIRCLE_FIX = "move the shared part below both, or pass a callback or a Protocol"
 _RANK = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
 
 
@@ -166,10 +174,110 @@ def check(root: Path) -> tuple[list[Violation], int]:
     return violations, count
 
 
+def module_graph(root: Path) -> dict[str, dict[str, int]]:
+    """module -> {module it imports: the line of the first such import}, within cacao_tui/ and ktt/."""
+    files = {
+        _module_of(path, root): path
+        for package in ("cacao_tui", "ktt")
+        for path in sorted((root / package).rglob("*.py"))
+    }
+    graph: dict[str, dict[str, int]] = {name: {} for name in files}
+    for name, path in files.items():
+        edges = graph[name]
+        for line, module in imported_modules(path, root):
+            if module in files and module != name and module not in edges:
+                edges[module] = line
+    return graph
+
+
+def circles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The circles of the graph, each as [a, b, ..., a]: for every strongly connected group of
+    modules (Tarjan), the shortest way round through each of its members not yet on one."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def enter(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+
+    for root in sorted(graph):  # iterative depth-first search: no recursion limit
+        if root in index:
+            continue
+        enter(root)
+        work = [(root, iter(sorted(graph[root])))]
+        while work:
+            node, successors = work[-1]
+            for nxt in successors:
+                if nxt not in index:
+                    enter(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    group = set()
+                    while node not in group:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        group.add(member)
+                    if len(group) > 1:
+                        groups.append(sorted(group))
+    found = []
+    for group in sorted(groups):
+        covered: set[str] = set()
+        for member in group:
+            if member not in covered:
+                way = _shortest_round(graph, set(group), member)
+                covered.update(way)
+                found.append(way)
+    return found
+
+
+def _shortest_round(graph: dict[str, dict[str, int]], members: set[str], start: str) -> list[str]:
+    """The shortest path from ``start`` back to itself through ``members`` (breadth first)."""
+    came_from: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for nxt in sorted(graph[node]):
+                if nxt == start:
+                    way = [node]
+                    while way[-1] != start:
+                        way.append(came_from[way[-1]])
+                    return [*reversed(way), start]
+                if nxt in members and nxt not in came_from:
+                    came_from[nxt] = node
+                    following.append(nxt)
+        frontier = following
+    raise AssertionError(f"{start} is on no circle")  # a strongly connected group always has one
+
+
+def circle_violations(root: Path) -> list[Violation]:
+    graph = module_graph(root)
+    found = []
+    for circle in circles(graph):
+        steps = " -> ".join(f"{a}:{graph[a][b]}" for a, b in itertools.pairwise(circle)) + f" -> {circle[-1]}"
+        path = Path(*circle[0].split("."))
+        path = path / "__init__.py" if (root / path).is_dir() else path.with_suffix(".py")
+        rule = f"circle (module:line of each import): {steps}; {CIRCLE_FIX}"
+        found.append(Violation(path, graph[circle[0]][circle[1]], circle[1], rule))
+    return found
+
+
 def main(argv: list[str]) -> int:
     root = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parent.parent
     try:
         violations, count = check(root)
+        violations += circle_violations(root)
     except SyntaxError as exc:
         print(f"{exc.filename}:{exc.lineno}: cannot parse: {exc.msg}", file=sys.stderr)
         return 1

@@ -152,8 +152,28 @@ def test_run_mode_hands_a_typed_request_to_the_engine(tmp_path: Path, monkeypatc
     assert (request.n_strategies, request.resume, request.provider, request.max_depth) == (3, False, None, None)
     main(["--dir", str(MMUL), "--json", "--provider", "replay", "--from", str(MMUL / "session.jsonl")])
     assert engine.calls[-1].front_end == "json" and engine.calls[-1].replay_from == MMUL / "session.jsonl"
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     main(["--dir", str(MMUL)])
     assert engine.calls[-1].front_end == "app"
+
+
+def test_without_a_terminal_the_run_is_headless(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No --no-ui, but stdout (or stdin) is a pipe or a file: progress lines, said on stderr."""
+    engine = _FakeEngine()
+    monkeypatch.setitem(sys.modules, ENGINE_MODULE, engine)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    main(["--dir", str(MMUL)])
+    assert engine.calls[-1].front_end == "lines"
+    assert capsys.readouterr().err == "cacao: no terminal (stdin or stdout is not one): running headless, as --no-ui\n"
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: False)
+    main(["--dir", str(MMUL), "--json"])
+    assert engine.calls[-1].front_end == "json"  # asked for: kept, and nothing said
+    assert capsys.readouterr().err == ""
 
 
 def test_cacao_inside_a_problem_directory_opens_it(
@@ -165,10 +185,12 @@ def test_cacao_inside_a_problem_directory_opens_it(
     problem = tmp_path / "mmul"
     shutil.copytree(MMUL, problem, ignore=shutil.ignore_patterns("output", "archive"))
     monkeypatch.chdir(problem)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     assert main([]) == 7  # the run (the full-screen app), not the home screen
     assert engine.calls[-1].directory == problem and engine.calls[-1].front_end == "app"
     assert main(["--no-ui", "--dry-run"]) == 7 and engine.calls[-1].dry_run
-    assert main(["--best", "--no-ui"]) == 0
+    assert main(["--best", "--no-ui"]) == 1  # nothing to show: not a success
     assert "mmul has not been run yet" in capsys.readouterr().out
     args = parse_args(["--check"])
     assert (args.mode, args.dir) == ("check", problem)
@@ -215,9 +237,9 @@ def test_verbose_run_prints_warnings(
     shutil.copytree(MMUL, problem, ignore=shutil.ignore_patterns("output", "archive"))
     with (problem / "problem.yaml").open("a") as f:
         f.write("colour: blue\n")
-    main(["--dir", str(problem), "-v"])
+    main(["--dir", str(problem), "--no-ui", "-v"])
     assert "warning: problem.yaml: colour: unknown key (ignored)" in capsys.readouterr().err
-    main(["--dir", str(problem)])
+    main(["--dir", str(problem), "--no-ui"])
     assert capsys.readouterr().err == ""
 
 

@@ -107,3 +107,32 @@ def test_imports_against_the_layers_are_found(tmp_path: Path) -> None:
     )
     assert rules["cacao_tui/engine/launch.py"].startswith("layers: engine may not import front ends")
     assert rules["cacao_tui/gadgets.py"] == "layers: not in a layer; add it to LAYERS in scripts/check_imports.py"
+
+
+def test_circles_between_modules_are_found(tmp_path: Path) -> None:
+    """Two modules that need each other, directly or round three, under TYPE_CHECKING or inside a
+    function: each circle is one line naming every import on the way; a one-way chain is fine."""
+    _write(tmp_path, "cacao_tui/__init__.py", "")
+    _write(tmp_path, "cacao_tui/engine/__init__.py", "")
+    _write(tmp_path, "cacao_tui/engine/engine.py", "from cacao_tui.engine.master import Master\n")
+    _write(
+        tmp_path,
+        "cacao_tui/engine/master.py",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from cacao_tui.engine.engine import Engine\n",
+    )
+    _write(tmp_path, "cacao_tui/engine/chain.py", "from cacao_tui.engine import master\n")  # one way: fine
+    _write(tmp_path, "ktt/__init__.py", "")
+    _write(tmp_path, "ktt/a.py", "from ktt import b\n")
+    _write(tmp_path, "ktt/b.py", "import ktt.c\n")
+    _write(tmp_path, "ktt/c.py", "def later():\n    from . import a\n")
+    violations = _checker().circle_violations(tmp_path)
+    found = sorted((str(v.path), v.line, v.module) for v in violations)
+    assert found == [("cacao_tui/engine/engine.py", 1, "cacao_tui.engine.master"), ("ktt/a.py", 1, "ktt.b")]
+    rules = sorted(v.rule for v in violations)
+    assert rules[0].startswith(
+        "circle (module:line of each import): cacao_tui.engine.engine:1 -> cacao_tui.engine.master:3 -> "
+        "cacao_tui.engine.engine;"
+    )
+    assert rules[1].startswith("circle (module:line of each import): ktt.a:1 -> ktt.b:1 -> ktt.c:2 -> ktt.a;")
+    done = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "circle" in done.stdout

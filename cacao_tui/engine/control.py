@@ -251,3 +251,23 @@ def _last_decision(branch: BranchLayout, m: BranchManifest) -> Decision | None:
 def trash_dir(layout: RunLayout) -> Path:
     """Deleted branches go here (output/trash/<name>); a name there is never created again."""
     return layout.output / "trash"
+
+
+def trash_branches(layout: RunLayout, names: list[str]) -> list[tuple[str, Path]]:
+    """Move the branches' directories into the trash, one rename each (a branch is either here
+    or there; nothing is lost): [(name, where it went)]. The caller has stopped their workers."""
+    trash = trash_dir(layout)
+    trash.mkdir(parents=True, exist_ok=True)
+    moved = []
+    for name in names:
+        source = layout.branch(name).root
+        if not source.is_dir():
+            continue
+        target = trash / name
+        k = 2
+        while target.exists():
+            target = trash / f"{name}.{k}"
+            k += 1
+        os.replace(source, target)
+        moved.append((name, target))
+    return moved

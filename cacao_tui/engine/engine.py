@@ -201,6 +201,7 @@ class Engine:
             final_results=str(self.layout.final_results),
             best_ms=best.time_ms if best else None,
             speedup=best.speedup if best else None,
+            score=best.score if best else None,
             best_branch=best.branch if best else None,
         )
         self.finished = event

@@ -197,7 +197,8 @@ class NewBest(_Event):
     branch: str
     iteration: int
     time_ms: float
-    speedup: float | None = None
+    speedup: float | None = None  # the primary case's
+    score: float | None = None  # with cases: the geometric mean of the case speedups (what ranks it)
     run_best: bool = False  # also the best of the whole run
 
 
@@ -207,7 +208,8 @@ class RunFinished(_Event):
     message: str | None = None
     final_results: str | None = None
     best_ms: float | None = None
-    speedup: float | None = None
+    speedup: float | None = None  # the primary case's
+    score: float | None = None  # with cases: the best's geometric-mean score
     best_branch: str | None = None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -46,3 +47,31 @@ def arch_of(compute_capability: str | None) -> str:
     if not compute_capability:
         return "sm_90"
     return "sm_" + compute_capability.replace(".", "")
+
+
+
+@dataclass(frozen=True)
+class GpuProblem:
+    kind: Literal["none", "missing", "mixed"]  # no GPU at all; a wanted index is not there; two kinds
+    line: str
+
+
+def gpu_problem(wanted: list[int], detected: list[DetectedGpu]) -> GpuProblem | None:
+    """Why a run on the GPUs ``wanted`` cannot start on this machine; None when it can.
+
+    The same check before the run archives anything (the home screen's run dialog) and when it
+    starts (the launcher), so a machine without a GPU is told at once, not by a run that dies.
+    Each caller adds the hint in its own words (a flag, a field of the dialog).
+    """
+    if not detected:
+        return GpuProblem("none", "no NVIDIA GPU found (nvidia-smi lists none)")
+    by_index = {g.index: g for g in detected}
+    missing = [i for i in wanted if i not in by_index]
+    if missing:
+        have = ", ".join(str(i) for i in sorted(by_index))
+        return GpuProblem("missing", f"GPU {missing[0]} does not exist on this machine (GPUs: {have})")
+    arches = {by_index[i].arch for i in wanted}
+    if len(arches) > 1:
+        kinds = ", ".join(sorted(arches))
+        return GpuProblem("mixed", f"GPUs {wanted} have different architectures ({kinds}); use GPUs of one kind")
+    return None

@@ -7,20 +7,30 @@ back, and dispatch only creates the branches that do not exist yet.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from cacao_tui.engine.events import MasterPhase
+from cacao_tui.engine.events import EventBus, MasterPhase
 from cacao_tui.nodes.analyze import analyze
+from cacao_tui.nodes.context import RunDeps
 from cacao_tui.nodes.strategize import strategize
 from cacao_tui.store.atomic import read_model_or_none, write_model
-from cacao_tui.store.state import MasterState
+from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.state import BranchManifest, MasterState, Strategy
 
-if TYPE_CHECKING:
-    from cacao_tui.engine.engine import Engine
+
+class MasterHost(Protocol):
+    """What the master needs from the engine that runs it (the engine imports this module, not
+    the other way round)."""
+
+    deps: RunDeps
+    bus: EventBus
+    layout: RunLayout
+
+    def create_branch(self, name: str, strategy: Strategy, *, parent: BranchManifest | None) -> str | None: ...
 
 
 class Master:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: MasterHost) -> None:
         self.engine = engine
         self.path = engine.layout.master
 

@@ -12,22 +12,35 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from cacao_tui.engine.control import descendants, trash_dir
-from cacao_tui.engine.events import BranchRemoved
+from cacao_tui.engine.branch_files import RunFiles
+from cacao_tui.engine.control import descendants, trash_branches, trash_dir
+from cacao_tui.engine.events import BranchRemoved, EventBus
+from cacao_tui.engine.worker import BranchWorker
 from cacao_tui.store.atomic import StateFileError
 from cacao_tui.store.inbox import has_pending, inbox_dir, pending_commands
-
-if TYPE_CHECKING:
-    from cacao_tui.engine.engine import Engine
+from cacao_tui.store.layout import RunLayout
 
 WATCH_S = 0.5  # how often the inboxes are looked at while the run is live
 
 
+class SteeringHost(Protocol):
+    """What steering needs from the engine that runs it (the engine imports this module, not
+    the other way round)."""
+
+    bus: EventBus
+    layout: RunLayout
+    files: RunFiles
+    workers: dict[str, BranchWorker]
+    tasks: dict[str, asyncio.Task[None]]
+
+    def spawn(self, name: str) -> None: ...
+    def recompute_best(self) -> None: ...
+
+
 class Steering:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: SteeringHost) -> None:
         self.engine = engine
         self._started_for: dict[str, frozenset[str]] = {}
 
@@ -96,24 +109,14 @@ class Steering:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        trash = trash_dir(layout)
-        trash.mkdir(parents=True, exist_ok=True)
         moved = []
-        for n in names:
-            source = layout.branch(n).root
-            if not source.is_dir():
-                continue
-            target = trash / n
-            k = 2
-            while target.exists():
-                target = trash / f"{n}.{k}"
-                k += 1
-            os.replace(source, target)  # one rename: the branch is either here or there
+        for n, target in trash_branches(layout, names):
             engine.files.forget(n)
             engine.pool.forget(n)
             moved.append(n)
             engine.bus.emit(BranchRemoved(branch=n, trash=str(target)))
         engine.recompute_best()
         if moved:
-            engine.bus.log(f"deleted {', '.join(moved)}: moved to {trash} (nothing is lost)", level="warning")
+            where = trash_dir(layout)
+            engine.bus.log(f"deleted {', '.join(moved)}: moved to {where} (nothing is lost)", level="warning")
         return moved

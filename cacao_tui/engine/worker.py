@@ -850,6 +850,7 @@ class BranchWorker:
                 iteration=st.index,
                 time_ms=candidate.time_ms,
                 speedup=candidate.speedup,
+                score=candidate.score,
                 run_best=run_best,
             )
         )

@@ -598,6 +598,19 @@ def new_source(name: str, reference_type: str = "cuda") -> ProblemSource:
     return ProblemSource(problem=problem, inputs=inputs, reference_text=reference_stub(reference_type, func, inputs))
 
 
+# The line of each stub that fails loudly; a reference that still holds it is not written yet.
+STUB_LINES = {
+    "cuda": "__trap();  // not written yet: fail loudly rather than produce wrong reference values",
+    "cpu_c": "abort(); /* not written yet */",
+    "python": 'raise NotImplementedError("write the reference in ref.py")',
+}
+
+
+def is_reference_stub(text: str) -> bool:
+    """Whether a reference still holds the stub's failing line (it compiles, and traps when run)."""
+    return any(line in text for line in STUB_LINES.values())
+
+
 def reference_stub(reference_type: str, func: str, inputs: dict[str, Any]) -> str:
     """A reference with the right signature that fails loudly until it is written (a trap,
     ``abort()``, ``NotImplementedError``): a new problem never gets a reference that silently
@@ -626,7 +639,7 @@ def reference_stub(reference_type: str, func: str, inputs: dict[str, Any]) -> st
             "// Replace the body with the real computation.\n"
             f"{includes}"
             f'extern "C" __global__ void {func}({", ".join(params)}) {{\n'
-            "    __trap();  // not written yet: fail loudly rather than produce wrong reference values\n"
+            f"    {STUB_LINES['cuda']}\n"
             "}\n"
         )
     if reference_type == "cpu_c":
@@ -636,12 +649,12 @@ def reference_stub(reference_type: str, func: str, inputs: dict[str, Any]) -> st
             "   Replace the body with the real computation. */\n"
             f"{stdint}#include <stdlib.h>\n\n"
             f"void {func}({', '.join(buffers)}) {{\n"
-            "    abort(); /* not written yet */\n"
+            f"    {STUB_LINES['cpu_c']}\n"
             "}\n"
         )
     return (
         '"""The reference: returns the validated buffer\'s values."""\n\n'
         "import numpy as np  # noqa: F401\n\n\n"
         f"def {func}(scalars, buffers):\n"
-        '    raise NotImplementedError("write the reference in ref.py")\n'
+        f"    {STUB_LINES['python']}\n"
     )

@@ -11,15 +11,19 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cacao_tui.runs.launcher import LAUNCH_HEADER, LAUNCH_LOG, log_tail
 from cacao_tui.runs.liveness import LiveRun, live_run
+from cacao_tui.store.archive import archived_runs
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import FinalResults
 from ktt.capped_read import finite_number, parse_json, read_bytes_capped
 from ktt.terminal_text import safe_line
 
+JUST_STARTED_S = 30.0  # a launch log with nothing after its first line, younger than this: still starting
 HEAD_BYTES = 64 * 1024
 TAIL_BYTES = 256 * 1024
 MAX_RESULTS_BYTES = 8 * 1024 * 1024
@@ -30,19 +34,28 @@ RUNNING = "running"
 STARTING = "starting"  # output.lock is held but the run log has no run_started yet
 KILLED = "killed"  # the log has no end and no process holds the directory: continue with --resume
 UNREADABLE = "unreadable"  # its files could not be read (the row says why)
+FAILED_START = "failed to start"  # a launch log but no run log: the run process ended before its first event
 
 
 @dataclass
 class LastRun:
     status: str
     best_ms: float | None = None
-    speedup: float | None = None
+    speedup: float | None = None  # the primary case's (without cases: the only one)
+    score: float | None = None  # with cases: the best's geometric-mean score, the figure that ranks it
     when: float | None = None  # the last thing the run wrote (seconds since the epoch)
     dry_run: bool = False
     provider: str | None = None
     gpus: list[int] = field(default_factory=list)
     live: LiveRun | None = None
     message: str | None = None
+    history: list[float] = field(default_factory=list)  # the run's best time each time it improved
+    tokens: int = 0  # input + output, the run's totals so far
+    cost_usd: float | None = None
+    gpu_s: float | None = None  # the tunings' wall time, summed (tune/summary.json of every iteration)
+    # The run before this one (archive/output_N), when this one failed to start: its result stays in view.
+    previous: LastRun | None = None
+    previous_where: str | None = None
 
     @property
     def finished(self) -> bool:
@@ -96,10 +109,9 @@ def _gpus(value: object) -> list[int]:
     return [g for g in value[:64] if isinstance(g, int) and 0 <= g < 4096] if isinstance(value, list) else []
 
 
-def _final_results(layout: RunLayout) -> FinalResults | None:
-    try:
-        return FinalResults.model_validate_json(read_bytes_capped(layout.final_results, MAX_RESULTS_BYTES,
-                                                                  follow_links=False))  # fmt: skip
+def _final_results(path: Path) -> FinalResults | None:
+    try:  # a regular file, not a link, capped, opened without blocking
+        return FinalResults.model_validate_json(read_bytes_capped(path, MAX_RESULTS_BYTES, follow_links=False))
     except (OSError, ValueError):
         return None
 
@@ -107,7 +119,14 @@ def _final_results(layout: RunLayout) -> FinalResults | None:
 def last_run(problem_dir: Path) -> LastRun:
     layout = RunLayout(problem_dir)
     live = live_run(problem_dir)
-    slices = _read_slices(layout.run_log)
+    if live is None and not layout.run_log.exists() and (layout.output / LAUNCH_LOG).is_file():
+        return _failed_start(layout)
+    return _read_run(layout.output, live)
+
+
+def _read_run(output: Path, live: LiveRun | None) -> LastRun:
+    """How the run whose files are in ``output`` (output/, or an archive/output_N) went."""
+    slices = _read_slices(output / "run.jsonl")
     if slices is None:
         return LastRun(STARTING if live else NOT_RUN, live=live)
     head, tail, mtime = slices
@@ -130,12 +149,78 @@ def last_run(problem_dir: Path) -> LastRun:
         result.status = (_text(finished.get("status"), 40) or "finished").replace("_", " ")
         result.message = _text(finished.get("message"))
         result.best_ms, result.speedup = _number(finished.get("best_ms")), _number(finished.get("speedup"))
-    bests = [e for e in events if e["type"] == "new_best" and e.get("run_best")]
+        result.score = _number(finished.get("score"))
+    def key(e: dict) -> tuple[object, ...]:
+        return e.get("ts"), e.get("seq"), e.get("type")
+
+    seen = {key(e) for e in events}  # head and tail overlap in a small log: each event once
+    everything = [e for e in _events(head) if key(e) not in seen] + events
+    bests = [e for e in everything if e["type"] == "new_best" and e.get("run_best")]
+    result.history = [t for e in bests if (t := _number(e.get("time_ms"))) is not None]
     if bests and result.best_ms is None:
-        result.best_ms, result.speedup = _number(bests[-1].get("time_ms")), _number(bests[-1].get("speedup"))
+        last = bests[-1]
+        result.best_ms, result.speedup = _number(last.get("time_ms")), _number(last.get("speedup"))
+        result.score = _number(last.get("score"))
+    calls = [e for e in events if e["type"] == "llm_call" and isinstance(e.get("run"), dict)]
+    if calls:  # each call carries the run's totals so far
+        run = calls[-1]["run"]
+        result.tokens = int(_number(run.get("input_tokens")) or 0) + int(_number(run.get("output_tokens")) or 0)
+        result.cost_usd = _number(run.get("cost_usd"))
     if result.finished:
-        final = _final_results(layout)
+        final = _final_results(output / "final_results.json")
         if final is not None and final.best is not None:
             result.best_ms = final.best.time_ms
-            result.speedup = final.speedup if final.speedup is not None else final.best.speedup
+            result.speedup = final.best.speedup
+            result.score = final.best.score if final.cases else None
+        if final is not None and final.tokens:
+            result.tokens = int(final.tokens.get("input", 0)) + int(final.tokens.get("output", 0))
+        if final is not None and final.cost_usd is not None:
+            result.cost_usd = final.cost_usd
+    result.gpu_s = gpu_seconds(output, mtime)
+    return result
+
+
+_gpu_cache: dict[Path, tuple[float, float | None]] = {}  # output dir -> (run log mtime, seconds)
+MAX_SUMMARY_BYTES = 4 * 1024 * 1024
+
+
+def gpu_seconds(output: Path, stamp: float) -> float | None:
+    """The wall time of every tuning of the run (tune/summary.json's wall_s), summed; None when
+    none was timed. Read again only when the run's log changed (``stamp``: its mtime)."""
+    cached = _gpu_cache.get(output)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    total, found = 0.0, False
+    branches = output / "branches"
+    for summary in sorted(branches.glob("*/iter*/tune/summary.json")) if branches.is_dir() else []:
+        with contextlib.suppress(OSError, ValueError):
+            data = parse_json(read_bytes_capped(summary, MAX_SUMMARY_BYTES, follow_links=False))
+            wall = finite_number(data.get("wall_s")) if isinstance(data, dict) else None
+            if wall is not None and wall > 0:
+                total, found = total + wall, True
+    if len(_gpu_cache) > 2000:
+        _gpu_cache.clear()
+    _gpu_cache[output] = (stamp, total if found else None)
+    return total if found else None
+
+
+def _failed_start(layout: RunLayout) -> LastRun:
+    """A run started from the app that ended before its first event (no GPU, a bad key...): why,
+    from its launch log, and the result of the run before it, which it had archived."""
+    log = layout.output / LAUNCH_LOG
+    tail = log_tail(log, lines=6)
+    header = max((i for i, line in enumerate(tail) if line.startswith(LAUNCH_HEADER)), default=-1)
+    said = tail[header + 1 :]  # what the run printed after the app's line that started it
+    when = None
+    with contextlib.suppress(OSError):
+        when = log.stat().st_mtime
+    if not said and when is not None and time.time() - when < JUST_STARTED_S:
+        return LastRun(STARTING, when=when)  # started a moment ago: not holding its lock yet
+    result = LastRun(FAILED_START, when=when, message=said[-1] if said else None)
+    archived = archived_runs(layout)
+    if archived:
+        path = archived[-1][1]
+        previous = _read_run(path, None)
+        if previous.status != NOT_RUN:
+            result.previous, result.previous_where = previous, f"archive/{path.name}"
     return result

@@ -27,6 +27,7 @@ from ktt.capped_read import read_tail
 from ktt.terminal_text import safe_text
 
 LAUNCH_LOG = "launch.log"
+LAUNCH_HEADER = "== "  # the line the app writes into the launch log before the run's own output
 
 
 class LaunchRefused(Exception):
@@ -103,17 +104,25 @@ def validate(problem_dir: Path, options: RunOptions) -> None:
 
     try:
         args = parse_args(["--dir", str(problem_dir), *options.flags()])
-        load_problem(problem_dir)
+        problem = load_problem(problem_dir)
         choice = select_provider(args.provider, args.model, env=run_environment(problem_dir))
     except UsageError as exc:
         raise LaunchRefused(str(exc)) from None
     except ProblemError as exc:
         raise LaunchRefused(exc.line()) from None
-    except LLMError as exc:
-        raise LaunchRefused(str(exc)) from None
+    except LLMError as exc:  # the dialog's word for the flag: its Provider field
+        raise LaunchRefused(str(exc).replace("--provider ", "Provider ", 1)) from None
     session = problem_dir / "session.jsonl"
     if choice.provider == "replay" and not session.is_file():
         raise LaunchRefused(f"{session}: no recorded session to replay (the replay provider reads it)")
+    if not options.dry_run:  # before anything is archived: a run without its GPU would only die at once
+        from cacao_tui.engine.gpu import detect_gpus, gpu_problem
+
+        trouble = gpu_problem(options.gpus or list(problem.gpu_indices), detect_gpus())
+        if trouble is not None:
+            hint = {"none": "; tick Dry run to check the problem, the provider and the session without one",
+                    "missing": "; set GPUs (or gpu.index in problem.yaml)"}.get(trouble.kind, "")  # fmt: skip
+            raise LaunchRefused(trouble.line + hint)
 
 
 def _prepare(problem_dir: Path, resume: bool) -> None:
@@ -153,7 +162,7 @@ def start_detached(problem_dir: Path, options: RunOptions, *, python: str = sys.
     fd = _open_log(layout)
     try:
         stamp = dt.datetime.now().astimezone().isoformat(timespec="seconds")
-        os.write(fd, f"== {stamp} started from the app: cacao {shlex.join(argv)}\n".encode())
+        os.write(fd, f"{LAUNCH_HEADER}{stamp} started from the app: cacao {shlex.join(argv)}\n".encode())
         env = dict(os.environ)
         env.pop("KTT_PARENT_PID", None)  # nothing should die with the app
         # The child imports cacao_tui from where this process did (a checkout not pip-installed).

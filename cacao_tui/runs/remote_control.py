@@ -31,7 +31,7 @@ from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.run_lock import holds_lock, lock_path
 from cacao_tui.store.state import TERMINAL_BRANCH, BranchManifest
 
-NOT_LIVE = " (the run is not live: the next --resume applies it)"
+NOT_LIVE = " (the run is not live: resuming it applies this)"
 
 
 class RemoteControl:

@@ -21,10 +21,11 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from cacao_tui.store.atomic import StateFileError, read_model_or_none
+from cacao_tui.store.atomic import StateFileError, read_model_or_none, write_model
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.original_run import FROM_ORIGINAL, collect_original_results, is_original_output
 from cacao_tui.store.state import (
+    INTERRUPTED,
     TERMINAL_BRANCH,
     BestResult,
     BranchManifest,
@@ -40,6 +41,7 @@ from cacao_tui.store.state import (
 from ktt.reference_times import NO_BASELINE, ReferenceTimeError, read_reference_times
 
 M = TypeVar("M", bound=BaseModel)
+DRY_RUN_BEST = "a dry run times nothing (its kernels were compile-checked); run without --dry-run on a GPU to measure"
 FROM_FILE = "final_results.json"
 FROM_BRANCHES = "the branch files (rebuilt: no readable final_results.json)"
 DEFAULT_SHAPE = "default"  # the one shape of a problem without cases (and of every run of the original)
@@ -52,6 +54,12 @@ class LoadedResults:
     results: FinalResults | None
     source: str  # FROM_FILE, FROM_BRANCHES, or "" when there is nothing
     notes: list[str] = field(default_factory=list)  # files that could not be read
+
+    def shown_status(self, status: str) -> str:
+        """A branch's status as the results say it. final_results.json is written when the run (or
+        its part) ends: a branch it lists as pending, running or paused was cut short there (its
+        files say running so that --resume goes on with it), and reads ``interrupted``."""
+        return INTERRUPTED if self.source == FROM_FILE and status not in TERMINAL_BRANCH else status
 
 
 def _read(path: Path, model: type[M], notes: list[str]) -> M | None:
@@ -269,6 +277,21 @@ def rebuild_final_results(layout: RunLayout) -> FinalResults:
     return collect_final_results(layout)[0]
 
 
+def refresh_final_results(layout: RunLayout) -> FinalResults | None:
+    """Rewrite a finished run's final_results.json from the branches it has now (a branch was
+    deleted between runs), keeping what the branch files do not hold: tokens, cost, dry_run and
+    whether the run was complete. None, and nothing written, when there is no such file."""
+    saved = _read(layout.final_results, FinalResults, [])
+    if saved is None:
+        return None
+    fresh = rebuild_final_results(layout).model_copy(
+        update={"complete": saved.complete, "rebuilt": saved.rebuilt, "dry_run": saved.dry_run,
+                "tokens": saved.tokens, "cost_usd": saved.cost_usd}
+    )  # fmt: skip
+    write_model(layout.final_results, fresh)
+    return fresh
+
+
 def load_results(layout: RunLayout) -> LoadedResults:
     """final_results.json when it is there and readable, else the rebuild; ``results`` None if never run.
     An output/ the original CACAO wrote is read in its own layout (store/original_run.py)."""
@@ -339,6 +362,8 @@ def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
             lines.append("config     " + ", ".join(f"{k}={v}" for k, v in b.config.items()))
         if r.cases and b.cases:
             lines += case_table(b.cases)
+    elif r.dry_run:
+        lines.append(f"best       none: {DRY_RUN_BEST}")
     elif r.cases:
         lines.append("best       none: no kernel has a valid result on every case (the score needs them all)")
     else:
@@ -357,7 +382,7 @@ def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
                 (
                     "*" if s.name == best_name else "",
                     "  " * s.depth + s.name,
-                    s.status,
+                    loaded.shown_status(s.status),
                     str(s.iterations),
                     _ms(s.best_ms),
                     _x(s.speedup),

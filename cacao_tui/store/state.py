@@ -37,6 +37,9 @@ ITER_ORDER: tuple[str, ...] = (
 )
 BranchStatus = Literal["pending", "running", "paused", "done", "stopped", "killed", "failed"]
 TERMINAL_BRANCH: tuple[str, ...] = ("done", "stopped", "killed", "failed")
+# Shown, never written: a branch (or iteration) the end of its run caught on its way. Its files
+# still say running, so that --resume goes on with it; the views and --best say interrupted.
+INTERRUPTED = "interrupted"
 Action = Literal["continue", "retry", "branch", "stop"]
 ACTIONS: tuple[str, ...] = ("continue", "retry", "branch", "stop")
 # first: the branch's first kernel; continue: apply the last decision's feedback; retry: the

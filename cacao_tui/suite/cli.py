@@ -72,8 +72,8 @@ def suite_parser() -> argparse.ArgumentParser:
 def collect_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="cacao collect", description="Table the results of problems' runs (CSV and Markdown).")
     p.add_argument("dirs", nargs="+", metavar="DIR", help="problem directories")
-    p.add_argument("--output", metavar="PREFIX", default=f"{DEFAULT_OUT}/summary",
-                   help=f"write PREFIX.csv and PREFIX.md (default {DEFAULT_OUT}/summary)")  # fmt: skip
+    p.add_argument("--output", metavar="PREFIX",
+                   help=f"write PREFIX.csv and PREFIX.md (default {DEFAULT_OUT}/summary, made if missing)")  # fmt: skip
     return p
 
 
@@ -179,9 +179,15 @@ def suite_main(argv: Sequence[str]) -> int:
 def collect_main(argv: Sequence[str]) -> int:
     args = collect_parser().parse_args(list(argv))
     problems = _problems(args.dirs)
-    prefix = Path(args.output).expanduser()
-    if not prefix.parent.is_dir():
-        raise SuiteUsage(f"--output: {prefix.parent}: no such directory")
+    if args.output is None:  # the default folder is made (as cacao suite does); a named one must exist
+        prefix = Path(DEFAULT_OUT) / "summary"
+        if prefix.parent.exists() and not prefix.parent.is_dir():
+            raise SuiteUsage(f"{prefix.parent}: not a directory (give --output PREFIX)")
+        prefix.parent.mkdir(exist_ok=True)
+    else:
+        prefix = Path(args.output).expanduser()
+        if not prefix.parent.is_dir():
+            raise SuiteUsage(f"--output: {prefix.parent}: no such directory")
     rows = [collect_row(p) for p in problems]
     print(render_table(rows))
     csv_path, md_path = write_tables(rows, prefix)

@@ -30,6 +30,7 @@ from cacao_tui.ui.screens.dialogs import BusyScreen, QuitScreen
 from cacao_tui.ui.screens.main import MainScreen
 from cacao_tui.ui.screens.results import ResultsScreen
 from cacao_tui.ui.sigterm import SigtermExit
+from cacao_tui.ui.terminal_colours import TerminalColours
 
 AppResult = Literal["finished", "stopped", "detach"]
 FINISHED: Final = "finished"  # the engine was not running any more when the user quit
@@ -40,7 +41,7 @@ FLUSH_INTERVAL_S = 0.1
 PENDING_LOG_LINES = 50_000  # between two flushes; past this the oldest are dropped (and counted)
 
 
-class CacaoApp(SigtermExit, App[AppResult]):
+class CacaoApp(SigtermExit, TerminalColours, App[AppResult]):
     """Watch and steer a running search.
 
     engine: the running engine (EngineControl; its ``layout`` says where the files are).
@@ -207,7 +208,7 @@ class CacaoApp(SigtermExit, App[AppResult]):
         return run
 
 
-class ResultsApp(SigtermExit, App[None]):
+class ResultsApp(SigtermExit, TerminalColours, App[None]):
     """``cacao --dir X --best`` without --no-ui: the results view of a run directory."""
 
     CSS_PATH = "cacao.tcss"

@@ -20,10 +20,10 @@ from pydantic import BaseModel
 
 from cacao_tui.engine import events as ev
 from cacao_tui.store.atomic import MAX_STATE_BYTES, StateFileError, read_model
-from cacao_tui.store.layout import BranchLayout, IterLayout, RunLayout
+from cacao_tui.store.layout import BRANCH_NAME, BranchLayout, IterLayout, RunLayout
 from cacao_tui.store.state import BranchConfig, BranchManifest, Context, IterState
 from cacao_tui.ui.formatting import safe_block, safe_event, safe_value
-from cacao_tui.ui.run_view import Selection
+from cacao_tui.ui.run_view import RunView, Selection
 from ktt.capped_read import iter_lines_capped, parse_json, read_bytes_capped, read_head
 from ktt.protocol import ConfigResult, ProfileReport, TuneSummary
 
@@ -38,6 +38,15 @@ def read_quietly(path: Path, model: type[M]) -> M | None:
         return read_model(path, model) if path.exists() else None
     except (StateFileError, OSError):
         return None
+
+
+def best_floor_ms(layout: RunLayout, best: object) -> float | None:
+    """The physical floor's time (tune/summary.json's floor) of the run's best iteration, or None."""
+    branch, iteration = getattr(best, "branch", None), getattr(best, "iteration", None)
+    if not isinstance(branch, str) or not isinstance(iteration, int) or not BRANCH_NAME.match(branch):
+        return None
+    summary = read_quietly(layout.branch(branch).iteration(iteration).tune_summary, TuneSummary)
+    return summary.floor.floor_ms if summary is not None and summary.floor is not None else None
 
 
 def read_text_quietly(path: Path, limit: int = MAX_SOURCE_BYTES) -> str | None:
@@ -91,6 +100,13 @@ def read_run_started(layout: RunLayout) -> ev.RunStarted | None:
 
 def read_all_branches(layout: RunLayout) -> list[BranchFiles]:
     return [read_branch_files(layout, name) for name in layout.branch_names()]
+
+
+def seed_from_disk(view: RunView, branches: list[BranchFiles]) -> None:
+    """Fill the view from branch files read earlier (in a worker thread) by read_all_branches."""
+    for files in sorted(branches, key=lambda f: f.manifest.created_at if f.manifest else 0.0):
+        if files.manifest is not None:
+            view.seed_branch(files.manifest, files.config, files.states)
 
 
 # ---- LLM call records -----------------------------------------------------------

@@ -27,6 +27,7 @@ STATUS_ICONS: dict[str, str] = {
     "stopped": "■",
     "killed": "✗",
     "failed": "!",
+    "interrupted": "■",  # shown only: the run ended (stopped, killed) with the branch on its way
 }
 STATUS_STYLES: dict[str, str] = {
     "pending": "dim",
@@ -36,10 +37,33 @@ STATUS_STYLES: dict[str, str] = {
     "stopped": "dim",
     "killed": "red",
     "failed": "bold red",
+    "interrupted": "yellow",
 }
-ITER_STYLES: dict[str, str] = {"decided": "cyan", "failed": "red", "superseded": "dim strike"}
+ITER_STYLES: dict[str, str] = {
+    "decided": "cyan",
+    "failed": "red",
+    "superseded": "dim strike",
+    "interrupted": "yellow",
+    "killed": "red",
+}
 LEVEL_LETTERS: dict[str, str] = {"debug": "D", "info": "I", "warning": "W", "error": "E"}
 NONE = "—"
+
+
+def fit_path(path: object, width: int) -> str:
+    """A path in at most ``width`` cells, cut at a separator from the left ("…/problems/mmul"):
+    wrapped text would split it mid-name, and its end is the part that tells paths apart."""
+    text = str(path)
+    if len(text) <= width or width < 4:
+        return text
+    parts = text.split("/")
+    kept = parts[-1]
+    for part in reversed(parts[:-1]):
+        if len(part) + 1 + len(kept) + 2 > width:
+            break
+        kept = f"{part}/{kept}"
+    shown = f"…/{kept}"
+    return shown if len(shown) <= width else "…" + text[-(width - 1) :]
 
 
 def status_icon(status: str) -> str:
@@ -58,6 +82,39 @@ def fmt_ms(ms: float | None) -> str:
 
 def fmt_speedup(x: float | None) -> str:
     return NONE if x is None else f"×{x:.3g}" if x < 100 else f"×{x:.0f}"
+
+
+def fmt_result(speedup: float | None, score: float | None = None) -> str:
+    """A best's figure, labelled the same way in every view: with cases the score (the geometric
+    mean of the case speedups, which ranks the kernels), else the speedup over the reference."""
+    return f"score {fmt_speedup(score)}" if score is not None else fmt_speedup(speedup)
+
+
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+def spark_text(values: list[float], width: int | None = None) -> str:
+    """One cell per value (the last ``width``), eight levels from the smallest to the largest,
+    so 1.29 and 1.21 ms read as different heights (a bar scaled from zero draws them alike)."""
+    shown = values[-width:] if width else values
+    if not shown:
+        return ""
+    low, high = min(shown), max(shown)
+    if high <= low:
+        return SPARK[3] * len(shown)
+    top = len(SPARK) - 1
+    return "".join(SPARK[round((v - low) / (high - low) * top)] for v in shown)
+
+
+def fmt_seconds(seconds: float | None) -> str:
+    """A duration: 42 s, 12.5 min, 3.2 h."""
+    if seconds is None:
+        return NONE
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def fmt_count(n: int | float) -> str:

@@ -39,8 +39,9 @@ class Key:
         )
 
 
-# The main screen. The order here is the footer's order: the most used first, so an
-# 80-column footer shows what matters.
+# The main screen. The order here is the footer's order; only the most used keys have a footer
+# label (help, pause, filter, diff, results, zoom, quit), so an 80-column footer shows them all
+# and the finish notification's "b: results, q: quit" are in it. The rest: ? and ctrl+p.
 MAIN: tuple[Key, ...] = (
     Key("question_mark", "help", "help", "Show this help", display="?", palette="Help: keys and screens"),
     Key(
@@ -54,7 +55,7 @@ MAIN: tuple[Key, ...] = (
     Key(
         "P",
         "pause_all",
-        "pause all",
+        "",
         "Pause every branch; press again to resume them all",
         palette="Pause / resume all",
         section="Branch control",
@@ -62,7 +63,7 @@ MAIN: tuple[Key, ...] = (
     Key(
         "x",
         "kill",
-        "kill",
+        "",
         "Kill the selected branch (asks first; its files stay)",
         palette="Kill branch…",
         section="Branch control",
@@ -70,7 +71,7 @@ MAIN: tuple[Key, ...] = (
     Key(
         "plus,equals_sign",
         "max_iter(1)",
-        "+iter",
+        "",
         "Raise the selected branch's max_iter by one",
         display="+",
         palette="Raise max_iter (+1)",
@@ -79,7 +80,7 @@ MAIN: tuple[Key, ...] = (
     Key(
         "minus",
         "max_iter(-1)",
-        "-iter",
+        "",
         "Lower the selected branch's max_iter by one",
         display="-",
         palette="Lower max_iter (-1)",
@@ -88,7 +89,7 @@ MAIN: tuple[Key, ...] = (
     Key(
         "r",
         "retry",
-        "retry",
+        "",
         "Give a failed or stopped branch one more try",
         palette="Retry branch",
         section="Branch control",
@@ -148,6 +149,23 @@ MAIN: tuple[Key, ...] = (
         "results",
         "Open the results view (best so far, per-branch summary)",
         palette="Results",
+        section="Views",
+    ),
+    Key(
+        "g",
+        "toggle_gpus",
+        "",
+        "GPU panel: load, memory, clock, heat, power, lock holder (NVML)",
+        palette="Show / hide the GPU panel",
+        priority=True,
+        section="Views",
+    ),
+    Key(
+        "z",
+        "toggle_maximize",
+        "zoom",
+        "Maximise the focused pane to the whole screen; z or Esc: back",
+        palette="Maximise / restore the focused pane",
         section="Views",
     ),
     Key(
@@ -212,12 +230,19 @@ TREE: tuple[Key, ...] = (
     Key("j", "cursor_down", "", "next", display="j"),
     Key("k", "cursor_up", "", "previous", display="k"),
 )
-TABLE: tuple[Key, ...] = TREE
-SCROLL: tuple[Key, ...] = (
+TABLE: tuple[Key, ...] = (
+    *TREE,
+    Key("G,end", "cursor_last", "", "last row", display="G end"),
+    Key("home", "cursor_first", "", "first row"),
+)
+SCROLL: tuple[Key, ...] = (  # Home goes to the top (g is the GPU panel's)
     Key("j", "scroll_down", "", "scroll down", display="j"),
     Key("k", "scroll_up", "", "scroll up", display="k"),
-    Key("g", "scroll_home", "", "top", display="g"),
     Key("G", "scroll_end", "", "bottom", display="G"),
+)
+SIDEWAYS: tuple[Key, ...] = (  # panes whose lines may be wider than they are (ScrollPane)
+    Key("right,l", "scroll_columns(10)", "", "ten columns right", display="→"),
+    Key("left,h", "scroll_columns(-10)", "", "ten columns left", display="←"),
 )
 LOG_FILTER: tuple[Key, ...] = (Key("escape", "clear_filter", "", "Clear the log filter"),)
 
@@ -227,7 +252,7 @@ CONFIRM: tuple[Key, ...] = (
     Key("n,escape", "answer(False)", "no", "No", display="n"),
 )
 QUIT: tuple[Key, ...] = (
-    Key("s", "choose('stop')", "stop", "Stop every branch cleanly (a later --resume continues), then quit"),
+    Key("s", "choose('stop')", "stop", "Stop every branch cleanly (resuming the run continues it later), then quit"),
     Key("d", "choose('detach')", "detach", "Leave the app; the run goes on and prints progress lines"),
     Key("escape,n", "choose(None)", "cancel", "Back to the run", display="esc"),
 )

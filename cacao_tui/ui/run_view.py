@@ -7,15 +7,23 @@ branches changed, and then relabels only those tree nodes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from cacao_tui.engine import events as ev
-from cacao_tui.store.state import TERMINAL_BRANCH, BranchConfig, BranchManifest, IterState
-
-if TYPE_CHECKING:
-    from cacao_tui.ui.disk import BranchFiles
+from cacao_tui.store.state import INTERRUPTED, TERMINAL_BRANCH, BranchConfig, BranchManifest, IterState
 
 RUN = ""  # the key of run-wide changes (status bar, root node)
+# Iteration statuses that go no further; "interrupted" and "killed" are shown only: what the end
+# of the run, or the branch's kill, cut short (its state file still says where it was).
+ITER_FINAL = ("decided", "failed", "superseded", INTERRUPTED, "killed")
+
+
+@dataclass(frozen=True)
+class ProcessEnded:
+    """Not an engine event: what a view of a run in another process notices when that process is
+    gone and the run's log has no end (it failed to start, or was killed). Folded in like one."""
+
+    phase: str  # what the view shows: "failed to start", "ended (exit N)", "killed"
+    ts: float
 
 
 @dataclass(frozen=True)
@@ -56,12 +64,19 @@ class BranchView:
     current: int | None = None
     best_ms: float | None = None
     speedup: float | None = None
+    score: float | None = None  # with cases: the best's geometric-mean score
     reason: str | None = None
     iterations: dict[int, IterationView] = field(default_factory=dict)
 
     @property
     def active(self) -> bool:
-        return self.status not in TERMINAL_BRANCH
+        return self.status not in TERMINAL_BRANCH and self.status != INTERRUPTED
+
+    def cut_short(self, status: str) -> None:
+        """Iterations that were still on their way end as ``status`` (killed, interrupted)."""
+        for it in self.iterations.values():
+            if it.status not in ITER_FINAL:
+                it.status = status
 
     def iteration(self, index: int) -> IterationView:
         if index not in self.iterations:
@@ -87,7 +102,9 @@ class RunView:
     best_branch: str | None = None
     best_ms: float | None = None
     best_speedup: float | None = None
+    best_score: float | None = None
     finished: ev.RunFinished | None = None
+    ended_at: float | None = None  # the run's process ended without a run_finished (ProcessEnded)
 
     # ---- queries -------------------------------------------------------------
     def any_active(self) -> bool:
@@ -106,6 +123,7 @@ class RunView:
 
     def _run_started(self, e: ev.RunStarted) -> set[str]:
         self.info = e
+        self.finished = self.ended_at = None  # a --resume: the run goes on
         if e.llm_calls and not self.llm_calls:  # a resumed run: the totals so far
             self.llm_calls = e.llm_calls
             self.input_tokens, self.output_tokens, self.cost_usd = e.input_tokens, e.output_tokens, e.cost_usd
@@ -128,6 +146,8 @@ class RunView:
         b.status, b.max_iter, b.iterations_done, b.reason = e.status, e.max_iter, e.iterations_done, e.reason
         if e.iteration is not None:
             b.current = e.iteration
+        if e.status == "killed":
+            b.cut_short("killed")
         return {e.branch, RUN}
 
     def _iteration_status(self, e: ev.IterationStatusChanged) -> set[str]:
@@ -147,7 +167,7 @@ class RunView:
     def _branch_removed(self, e: ev.BranchRemoved) -> set[str]:
         self.branches.pop(e.branch, None)
         if self.best_branch == e.branch:
-            self.best_branch = self.best_ms = self.best_speedup = None
+            self.best_branch = self.best_ms = self.best_speedup = self.best_score = None
         return {e.branch, RUN}
 
     def _llm_call(self, e: ev.LLMCallEvent) -> set[str]:
@@ -173,19 +193,37 @@ class RunView:
 
     def _new_best(self, e: ev.NewBest) -> set[str]:
         b = self.branch(e.branch)
-        b.best_ms, b.speedup = e.time_ms, e.speedup
+        b.best_ms, b.speedup, b.score = e.time_ms, e.speedup, e.score
         changed = {e.branch}
         if e.run_best:
             self.best_branch, self.best_ms, self.best_speedup = e.branch, e.time_ms, e.speedup
+            self.best_score = e.score
             changed.add(RUN)
         return changed
 
     def _run_finished(self, e: ev.RunFinished) -> set[str]:
-        self.finished = e
+        self.finished, self.ended_at = e, None
         self.phase = "finished" if e.status == "ok" else e.status
         if e.best_ms is not None:
             self.best_branch, self.best_ms, self.best_speedup = e.best_branch, e.best_ms, e.speedup
-        return {RUN}
+            self.best_score = e.score
+        return {RUN, *self._end_branches()}
+
+    def _end_branches(self) -> set[str]:
+        """The run is over: nothing it left on its way is still running (pending, running and
+        paused branches read interrupted; their unfinished iterations too)."""
+        changed = set()
+        for b in self.branches.values():
+            if b.active:
+                b.status = INTERRUPTED
+                b.cut_short(INTERRUPTED)
+                changed.add(b.name)
+        return changed
+
+    def _process_ended(self, e: ProcessEnded) -> set[str]:
+        """The view says so and its clock stops, instead of "starting" with the timer running."""
+        self.phase, self.ended_at = e.phase, e.ts
+        return {RUN, *self._end_branches()}
 
     # ---- seeding from disk ---------------------------------------------------
     def seed_branch(self, manifest: BranchManifest, config: BranchConfig | None, iterations: list[IterState]) -> None:
@@ -201,10 +239,12 @@ class RunView:
         if config is not None:
             b.max_iter = config.max_iter
         if manifest.best is not None:
-            b.best_ms, b.speedup = manifest.best.time_ms, manifest.best.speedup
+            b.best_ms, b.speedup, b.score = manifest.best.time_ms, manifest.best.speedup, manifest.best.score
         for state in iterations:
             it = b.iteration(state.index)
             it.status = "superseded" if state.index in manifest.superseded else state.status
+            if manifest.status == "killed" and it.status not in ITER_FINAL:
+                it.status = "killed"
             if state.run is not None:
                 it.best_ms, it.speedup = state.run.best_ms, state.run.speedup
             if state.decision is not None:
@@ -224,6 +264,7 @@ _HANDLERS = {
     ev.DecisionMade: RunView._decision,
     ev.BranchRemoved: RunView._branch_removed,
     ev.RunFinished: RunView._run_finished,
+    ProcessEnded: RunView._process_ended,
 }
 
 
@@ -236,10 +277,3 @@ def touches(event: object, selection: Selection) -> bool:
         return False
     iteration = getattr(event, "iteration", None)
     return selection.iteration is None or iteration is None or iteration == selection.iteration
-
-
-def seed_from_disk(view: RunView, branches: list[BranchFiles]) -> None:
-    """Fill the view from branch files read earlier (in a worker thread) by read_all_branches."""
-    for files in sorted(branches, key=lambda f: f.manifest.created_at if f.manifest else 0.0):
-        if files.manifest is not None:
-            view.seed_branch(files.manifest, files.config, files.states)

@@ -7,9 +7,9 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from cacao_tui.fake_tuner import FakeTuner
 from cacao_tui.ktt_client import TuneRequest
 from ktt.protocol import ConfigResult, Progress, TuneSummary
+from tests.fake_tuner import FakeTuner
 
 
 class SlowFakeTuner(FakeTuner):

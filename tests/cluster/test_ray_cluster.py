@@ -15,7 +15,6 @@ import pytest
 from cacao_tui.cluster.placement import Placement, branch_of
 from cacao_tui.cluster.ray_backend import RaySlots, RayTuner
 from cacao_tui.engine.events import EventBus, JobPlaced, parse_event
-from cacao_tui.fake_tuner import FakeTuner
 from cacao_tui.ktt_client import TuneRequest
 from cacao_tui.store.atomic import read_model
 from cacao_tui.store.layout import RunLayout
@@ -26,6 +25,7 @@ from tests.cluster.fakes import QuickFakeTuner, SlowFakeTuner
 from tests.cluster.suite_helpers import SHIPPED, cacao, problem_files, shipped_copies
 from tests.engine.conftest import make_engine
 from tests.engine.scenario import SPEC, Scenario, kernel_source
+from tests.fake_tuner import FakeTuner
 
 pytest.importorskip("ray", reason="Ray is the optional [cluster] extra")
 

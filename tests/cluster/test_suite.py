@@ -34,6 +34,16 @@ def test_a_dry_run_suite_runs_each_problem_and_collects_a_table(tmp_path: Path) 
     assert again.returncode == 0 and (tmp_path / "t.csv").read_text() == (out / "summary.csv").read_text()
 
 
+def test_collect_makes_its_default_folder(tmp_path: Path) -> None:
+    """``cacao collect DIR`` in a directory without suite_results/ (it used to refuse: no such directory)."""
+    (problem,) = mmul_copies(tmp_path, 1)
+    done = cacao("collect", str(problem), cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "suite_results"
+    assert (out / "summary.csv").is_file() and (out / "summary.md").is_file()
+    assert "collect: wrote suite_results/summary.csv" in done.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

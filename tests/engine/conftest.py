@@ -10,13 +10,13 @@ import pytest
 from cacao_tui.engine.engine import Engine
 from cacao_tui.engine.events import EventBus
 from cacao_tui.engine.scheduler import GpuScheduler
-from cacao_tui.fake_tuner import FakeTuner
 from cacao_tui.llm import Provider, TrackedLLM
 from cacao_tui.nodes.context import RunDeps
 from cacao_tui.settings import DEFAULTS, Defaults
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import GpuInfo, RunSettings
 from ktt.problem import load_problem
+from tests.fake_tuner import FakeTuner
 
 ROOT = Path(__file__).resolve().parents[2]
 

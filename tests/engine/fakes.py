@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cacao_tui.fake_tuner import FakeTuner
 from cacao_tui.ktt_client import ValidateRequest
 from ktt.device_table import peak_rates
 from ktt.diagnosis import diagnose
@@ -25,6 +24,7 @@ from ktt.protocol import (
     ValidationReport,
 )
 from ktt.results import write_json_atomic
+from tests.fake_tuner import FakeTuner
 
 NCU_DATA = Path(__file__).resolve().parents[1] / "ktt" / "data" / "ncu"
 FAKE_DEVICE = DeviceReport(

@@ -10,12 +10,12 @@ import json
 from pathlib import Path
 
 from cacao_tui.engine.events import BranchAdded, DecisionMade, EventBus, NewBest, RunFinished
-from cacao_tui.fake_tuner import FakeTuner
 from cacao_tui.store.atomic import read_model
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import BranchConfig, BranchManifest, FinalResults, IterState, MasterState
 from tests.engine.conftest import make_engine
 from tests.engine.scenario import SPEC, Scenario, kernel_source
+from tests.fake_tuner import FakeTuner
 
 
 def run(engine) -> RunFinished:

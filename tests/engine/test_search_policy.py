@@ -16,12 +16,12 @@ from cacao_tui.engine.policy import (
     start_iteration,
 )
 from cacao_tui.engine.pool import IterationPool
-from cacao_tui.fake_tuner import FakeTuner
 from cacao_tui.store.atomic import read_model
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import BranchManifest, Decision, IterState, PoolState
 from tests.engine.conftest import make_engine
 from tests.engine.scenario import SPEC, Scenario, kernel_source
+from tests.fake_tuner import FakeTuner
 
 
 def run(engine):  # type: ignore[no-untyped-def]

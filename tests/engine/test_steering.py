@@ -18,12 +18,12 @@ from cacao_tui.engine.control import (
     queue_revert,
 )
 from cacao_tui.engine.events import BranchRemoved, EventBus, IterationStatusChanged
-from cacao_tui.fake_tuner import FakeTuner
 from cacao_tui.store.atomic import read_model
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import BranchConfig, BranchManifest, FinalResults, IterState
 from tests.engine.conftest import make_engine
 from tests.engine.scenario import Scenario
+from tests.fake_tuner import FakeTuner
 
 
 def run(engine) -> object:  # type: ignore[no-untyped-def]

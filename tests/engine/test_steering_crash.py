@@ -93,13 +93,19 @@ def test_steering_between_runs_survives_sigkill_and_resume(mmul_dir: Path, kill_
         ["--branch", "b2-strip", "--message", MESSAGE],
         ["--branch", "b2-strip", "--decision", "continue"],
         ["--branch", "b1-tiling", "--revert", "2"],
-        ["--branch", "b3-quad", "--delete"],
     ):
         done = cacao(mmul_dir, *args)
         assert done.returncode == 0, done.stderr
         assert "queued" in done.stdout and "--resume" in done.stdout
+    # No run is live: a delete is done at once (queued, only a --resume would ever carry it out).
+    deleted = cacao(mmul_dir, "--branch", "b3-quad", "--delete")
+    assert deleted.returncode == 0, deleted.stderr
+    assert deleted.stdout.startswith("b3-quad: deleted (no run is live): b3-quad moved to")
+    assert "b3-quad" not in layout.branch_names() and (layout.output / "trash" / "b3-quad").is_dir()
+    final = json.loads(layout.final_results.read_text())
+    assert "b3-quad" not in [b["name"] for b in final["branches"]] and final["complete"]
     commands = [json.loads(p.read_text()) for p in (layout.output / "branches").glob("*/inbox/*.json")]
-    assert sorted(c["kind"] for c in commands) == ["decision", "delete", "message", "revert"]
+    assert sorted(c["kind"] for c in commands) == ["decision", "message", "revert"]
 
     killed = harness(mmul_dir, "--resume", "--kill-after", str(kill_after))
     assert killed.returncode in (-9, 0), killed.stderr[-2000:]
@@ -133,7 +139,7 @@ def test_steering_between_runs_survives_sigkill_and_resume(mmul_dir: Path, kill_
     )["messages"][0]["content"]
     # every command applied exactly once (the delete's went to the trash with its branch)
     applied = [c for name in ("b1-tiling", "b2-strip") for c in manifest(layout, name).applied]
-    assert sorted(applied) == sorted(c["id"] for c in commands if c["kind"] != "delete")
+    assert sorted(applied) == sorted(c["id"] for c in commands)
 
 
 def test_live_cli_steering_then_sigkill_then_resume(mmul_dir: Path) -> None:

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cacao_tui.engine.events import EventBus, TuningFinished
-from cacao_tui.fake_tuner import FakeTuner
 from cacao_tui.ktt_client import TuneRequest
 from cacao_tui.store.atomic import read_model
 from cacao_tui.store.layout import RunLayout
@@ -17,6 +16,7 @@ from cacao_tui.store.state import FinalResults
 from ktt.protocol import Progress, TuneSummary
 from tests.engine.conftest import make_engine
 from tests.engine.scenario import Scenario
+from tests.fake_tuner import FakeTuner
 
 
 class DeafFakeTuner(FakeTuner):

@@ -102,3 +102,32 @@ def test_catalog_loads_a_problem_again_only_when_its_files_change(tmp_path: Path
     assert entry.error is not None and "problem.yaml" in entry.error
     (problem / "problem.yaml").write_text(text)
     assert scan_problems(tmp_path)[0].error is None
+
+
+def test_a_run_that_failed_to_start_keeps_the_previous_result_in_view(tmp_path: Path) -> None:
+    """The app archived the earlier run, then the new one died before its first event: the row
+    says so (with the launch log's last line) and keeps the archived run's best beside it."""
+    from cacao_tui.runs.last_run import FAILED_START, STARTING
+    from cacao_tui.ui.home.rows import describe, row_cells
+    from tests.runs.run_files import finished_run_events
+
+    problem = copy_problem(tmp_path)
+    write_log(problem, finished_run_events())
+    os.rename(problem / "output", tmp_path / "earlier")
+    (problem / "archive").mkdir()
+    os.rename(tmp_path / "earlier", problem / "archive" / "output_1")
+    (problem / "output").mkdir()
+    log = problem / "output" / "launch.log"
+    log.write_text("== 2026-01-02T03:04:05+00:00 started from the app: cacao --dir mmul --no-ui\n")
+    assert last_run(problem).status == STARTING  # a moment after the start: not yet holding its lock
+    log.write_text(log.read_text() + "cacao: no NVIDIA GPU found (nvidia-smi lists none); use --dry-run\n")
+    last = last_run(problem)
+    assert last.status == FAILED_START and last.message == "cacao: no NVIDIA GPU found (nvidia-smi lists none); " \
+        "use --dry-run"  # fmt: skip
+    assert last.previous is not None and last.previous_where == "archive/output_1"
+    assert (last.previous.status, last.previous.best_ms, last.previous.speedup) == ("ok", 1.2, 3.25)
+    (entry,) = scan_problems(tmp_path)
+    cells = [str(c) for c in row_cells(entry)]
+    assert cells[3] == "! failed to start" and cells[4] == "×3.25 prev"
+    text = describe(entry).plain
+    assert "no NVIDIA GPU found" in text and "the run before (archive/output_1): ✓ ok dry · best 1.20 ms ×3.25" in text

@@ -50,6 +50,28 @@ def test_refused_before_anything_is_archived(
     assert (problem / "output" / "run.jsonl").is_file() and not (problem / "archive").exists()
 
 
+def test_a_run_that_needs_a_gpu_is_refused_on_a_machine_without_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not a dry run, and nvidia-smi lists no GPU: one line naming the way out, before the earlier
+    run is archived (it used to archive it, then the run died at once and the results were hidden)."""
+    no_gpu = tmp_path / "bin"
+    no_gpu.mkdir()
+    monkeypatch.setenv("PATH", str(no_gpu))  # no nvidia-smi here
+    problem = copy_problem(tmp_path)
+    write_log(problem, [started()])
+    with pytest.raises(LaunchRefused, match=r"^no NVIDIA GPU found \(nvidia-smi lists none\); tick Dry run"):
+        start_detached(problem, RunOptions(provider="replay"))
+    assert (problem / "output" / "run.jsonl").is_file() and not (problem / "archive").exists()
+    smi = no_gpu / "nvidia-smi"  # one GPU 0: GPU 3 does not exist
+    smi.write_text("#!/bin/sh\necho '0, FAKE GPU, 9.0'\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{no_gpu}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    with pytest.raises(LaunchRefused, match=r"GPU 3 does not exist on this machine \(GPUs: 0\); set GPUs"):
+        validate(problem, RunOptions(provider="replay", gpus=[3]))
+    validate(problem, RunOptions(provider="replay", gpus=[3], dry_run=True))  # a dry run needs none
+
+
 def test_replay_needs_a_recorded_session(tmp_path: Path) -> None:
     problem = copy_problem(tmp_path)
     (problem / "session.jsonl").unlink()

@@ -165,3 +165,21 @@ async def test_the_results_view_without_a_scored_kernel(tmp_path: Path) -> None:
         await settle(pilot)
         header = text_of(app.screen.query_one("#results-header"))
     assert "no kernel has a valid result on every case, so none has a score" in header
+
+
+async def test_at_80x24_the_case_table_keeps_its_width_and_scrolls(run: Run) -> None:
+    """Wider than the Tuning tab at 80 columns: its columns are not squeezed or cut; → shows the rest."""
+    set_cases(run.layout, 2, OK_CASES, GEOMEAN)
+    async with run.app().run_test(size=(80, 24)) as pilot:
+        app = await start(pilot, run)
+        await select(pilot, "tiled", 2)
+        await pilot.press("4")
+        await settle(pilot)
+        table = app.main_screen.query_one("#tuning-cases", CaseTable)
+        scroll = app.main_screen.query_one("#tuning-cases-scroll")
+        assert table.size.width > scroll.size.width and scroll.max_scroll_x > 0
+        assert "BX=32 BY=4" in text_of(table)  # the configuration column is there, whole
+        scroll.focus()
+        await pilot.press("right")
+        await settle(pilot)
+        assert scroll.scroll_x > 0

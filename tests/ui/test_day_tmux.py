@@ -6,16 +6,16 @@ control files, quit the app while it runs, check the run process lives on, reope
 attach, resume, watch it finish and open its results: the per-branch best-time plot with its
 points and the per-case table and bars; at 80x24 and at 200x60.
 
-The run is not a dry run: it measures, with the FAKE tuner of tests/ui/fake_run_site (the
-project's ``cacao_tui.fake_tuner.FakeTuner`` answering per case, put in place of ktt in the run
-process by that folder's sitecustomize) and a fake ``nvidia-smi`` listing one GPU.
+The run is not a dry run: it measures, with the FAKE tuner of tests/ui/fake_run_site
+(``tests.fake_tuner.FakeTuner`` answering per case, which the run process takes through the
+product's tuner seam, ``CACAO_TUNER`` and the entry points of ``cacao_tui.tuners``) and a fake
+``nvidia-smi`` listing one GPU.
 
 Needs tmux (skipped with that reason when it is missing).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -34,8 +34,10 @@ import yaml
 from cacao_tui.runs.last_run import last_run
 from cacao_tui.runs.remote_control import stop_run
 from cacao_tui.store.run_lock import lock_path
+from cacao_tui.tuners import TUNER_ENV
 from ktt.procs import pid_alive
 from tests.pathenv import child_pythonpath
+from tests.ui.fake_run_site import fake_cases_tuner
 
 REPO = Path(__file__).resolve().parents[2]
 MMUL = REPO / "problems" / "mmul"
@@ -119,24 +121,18 @@ def _holder_pid(problem: Path) -> int | None:
         return None
 
 
-FAKE_RUN_SITE = Path(__file__).resolve().parent / "fake_run_site"
 CASES = "[{name: square}, {name: small, scalars: {DIM_M: 512, DIM_N: 512, DIM_K: 512}}]"  # typed in the editor
 
 
 def fake_measuring_env(tmp_path: Path) -> dict[str, str]:
-    """PATH with a FAKE nvidia-smi (one GPU 0) and PYTHONPATH with the FAKE tuner's sitecustomize."""
-    # Loaded by path under another name: this process may have imported a sitecustomize of its own.
-    spec = importlib.util.spec_from_file_location("fake_run_site", FAKE_RUN_SITE / "sitecustomize.py")
-    assert spec is not None and spec.loader is not None
-    site = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(site)
+    """PATH with a FAKE nvidia-smi (one GPU 0); PYTHONPATH with the FAKE tuner's entry point, chosen."""
     bin_dir = tmp_path / "fake-bin"
     bin_dir.mkdir()
-    site.write_fake_nvidia_smi(bin_dir)
+    fake_cases_tuner.write_fake_nvidia_smi(bin_dir)
     return {
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": f"{FAKE_RUN_SITE}{os.pathsep}{child_pythonpath()}",
-        site.ENV: "1",
+        "PYTHONPATH": f"{fake_cases_tuner.SITE}{os.pathsep}{child_pythonpath()}",
+        TUNER_ENV: fake_cases_tuner.NAME,
     }
 
 
@@ -191,7 +187,8 @@ def test_the_whole_day(width: int, height: int, tmp_path: Path, cleanup: list[Ca
     shell.wait_text("1 problem ·")
     shell.keys("n")
     shell.wait_text("New problem")
-    shell.wait_text("--check OK", timeout=60)  # the editor's live check of its starting point
+    # The editor's live check of its starting point: it passes, and says the reference is the stub.
+    shell.wait_text("the checks pass, but the reference is still the stub", timeout=60)
     assert not (folder / "new-problem").exists()  # nothing written before Save
     shell.keys("C-s")
     shell.wait_text("2 problems ·", timeout=60)
@@ -204,7 +201,7 @@ def test_the_whole_day(width: int, height: int, tmp_path: Path, cleanup: list[Ca
     shell.wait_text("--check OK", timeout=60)
     shell.keys("C-t", "C-t", "C-t")  # the Rules & cases tab
     shell.wait_text("cases (YAML list")
-    shell.keys("Tab", "Tab", "Tab")  # the tab bar, the rules, the cases field
+    shell.keys("Tab", "Tab")  # from the tab bar (where ctrl+t leaves the focus): the rules, the cases field
     shell._tmux("send-keys", "-t", "t", "-l", CASES)
     shell.wait_for(lambda s: "{name: square}, {name: small" in s and "rules: not YAML" not in s, what="the cases")
     shell.keys("C-s")  # checks, then saves

@@ -6,11 +6,13 @@ import shutil
 import time
 from pathlib import Path
 
-from textual.widgets import Input, TabbedContent, TextArea
+from textual.widgets import Input, TabbedContent, Tabs, TextArea
 
 from cacao_tui.ui.editor import EditorApp, ProblemEditorScreen
 from cacao_tui.ui.editor.args_pane import ArgsPane, ArgsTable
 from cacao_tui.ui.editor.code import CodeEditor, highlighting_available
+from cacao_tui.ui.editor.raw_yaml import RawYamlScreen
+from cacao_tui.ui.screens.dialogs import ConfirmScreen
 from ktt.problem import load_problem
 
 COMPAT = Path(__file__).resolve().parents[1] / "compat" / "problems"
@@ -152,7 +154,15 @@ async def test_cancel_writes_nothing(tmp_path: Path) -> None:
         screen = await _editor(pilot)
         await _type(pilot, screen, "#ed-grid-x", "NROWS * 2")
         assert screen.dirty
+        await pilot.press("escape")  # edits: it asks first (it used to discard them at once)
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, ConfirmScreen) and app.is_running
+        await pilot.press("n")  # back to the edits
+        await pilot.pause(0.2)
+        assert app.screen is screen and screen.query_one("#ed-grid-x", Input).value == "NROWS * 2"
         await pilot.press("escape")
+        await pilot.pause(0.2)
+        await pilot.press("y")
         await _closed(pilot, 100)
     assert app.return_value is None
     assert _tree(tmp_path / "p") == before
@@ -272,3 +282,106 @@ async def test_what_was_typed_just_before_ctrl_s_is_saved(tmp_path: Path) -> Non
     problem = load_problem(tmp_path / "p")
     assert [s.name for s in problem.shapes] == ["a", "b"] and problem.shapes[1].scalars["ROWS"] == 8
     assert problem.tolerance == 0.003
+
+
+async def test_escape_without_edits_leaves_at_once(tmp_path: Path) -> None:
+    shutil.copytree(COMPAT / "spmv_files", tmp_path / "p")
+    app = EditorApp(tmp_path / "p")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _editor(pilot)
+        await pilot.press("escape")
+        await _closed(pilot, 100)
+    assert app.return_value is None and not app.is_running
+
+
+async def test_ctrl_t_moves_to_the_next_tab_from_inside_a_field(tmp_path: Path) -> None:
+    """The focus in a field of the Problem tab: ctrl+t shows the Args tab, the focus on the tab bar
+    (the field kept the focus before, and the tabs followed it straight back); Tab: its first field."""
+    shutil.copytree(COMPAT / "spmv_files", tmp_path / "p")
+    app = EditorApp(tmp_path / "p")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _editor(pilot)
+        tabs = screen.query_one("#editor-tabs", TabbedContent)
+        screen.query_one("#ed-name", Input).focus()
+        await pilot.pause(0.1)
+        seen = []
+        for _ in range(5):
+            await pilot.press("ctrl+t")
+            await pilot.pause(0.2)
+            seen.append(tabs.active)
+            assert isinstance(app.focused, Tabs)
+        assert seen == ["tab-args", "tab-reference", "tab-rules", "tab-check", "tab-problem"]
+        await pilot.press("ctrl+t", "ctrl+t", "ctrl+t", "tab")  # Rules & cases, then its first field
+        await pilot.pause(0.2)
+        assert tabs.active == "tab-rules" and app.focused is screen.query_one("#ed-rules", TextArea)
+
+
+async def test_renaming_a_scalar_renames_its_uses_and_the_stub_follows_the_args(tmp_path: Path) -> None:
+    """A new problem: LEN renamed to N (keystroke by keystroke, through an empty name) renames the
+    sizes and the grid that used it; the reference, still the stub, takes the args' signature;
+    the status never says a plain --check OK while the reference is the stub; the header shows
+    the directory being typed."""
+    target = tmp_path / "scale"
+    app = EditorApp(target, new=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _editor(pilot)
+        await _checked(pilot, screen)
+        status = str(screen.query_one("#editor-status").render())
+        assert "still the stub" in status and "--check OK" not in status, status
+        await _type(pilot, screen, "#ed-directory", str(tmp_path / "saxpy"))
+        assert str(tmp_path / "saxpy") in str(screen.query_one("#editor-title").render())
+        screen.query_one(TabbedContent).active = "tab-args"
+        await pilot.pause(0.1)
+        screen.query_one(ArgsTable).move_cursor(row=0)
+        await pilot.pause(0.1)
+        for name in ("LE", "L", "", "N"):
+            await _type(pilot, screen, "#arg-name", name)
+        args = screen.source.inputs["args"]
+        assert [a["name"] for a in args] == ["N", "x", "y"]
+        assert [a.get("size") for a in args[1:]] == ["N", "N"]
+        assert screen.source.problem["grid"]["x"] == "(N + 255) / 256"
+        assert screen.query_one("#ed-grid-x", Input).value == "(N + 255) / 256"
+        table = screen.query_one(ArgsTable)
+        table.focus()
+        table.move_cursor(row=2)
+        await pilot.press("b")  # a buffer after y: the stub's signature follows
+        await pilot.pause(0.2)
+        stub = screen.query_one("#ed-ref-source", CodeEditor).text
+        assert "(const float* x, float* y, const float* buf1)" in stub and "__trap()" in stub
+        assert screen.source.reference_text == stub
+        done = screen.checks_run
+        await pilot.press("ctrl+r")
+        await _checked(pilot, screen, done)
+        assert screen.check is not None and screen.check.ok, screen.check.error
+        assert "still the stub" in str(screen.query_one("#editor-status").render())
+
+
+async def test_a_problem_whose_yaml_does_not_parse_opens_its_text_to_fix(tmp_path: Path) -> None:
+    shutil.copytree(COMPAT / "spmv_files", tmp_path / "p")
+    problem_yaml = tmp_path / "p" / "problem.yaml"
+    good = problem_yaml.read_text()
+    problem_yaml.write_text(good.replace("name:", "name: [unclosed", 1))
+    app = EditorApp(tmp_path / "p")
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, RawYamlScreen):
+                break
+        raw = app.screen
+        assert isinstance(raw, RawYamlScreen)
+        area = raw.query_one("#raw-problem", TextArea)
+        assert "name: [unclosed" in area.text  # the text, not blank fields
+        assert "✗" in str(raw.query_one("#raw-status").render())
+        await pilot.press("ctrl+s")  # still broken: nothing is written
+        await pilot.pause(0.2)
+        assert problem_yaml.read_text() != good and app.screen is raw
+        area.load_text(good)
+        await pilot.pause(0.2)
+        assert "both files parse" in str(raw.query_one("#raw-status").render())
+        await pilot.press("ctrl+s")
+        screen = await _editor(pilot)
+        await _checked(pilot, screen)
+        assert screen.query_one("#ed-name", Input).value == load_problem(tmp_path / "p").name
+        assert screen.check is not None and screen.check.ok
+    assert problem_yaml.read_text() == good
+    assert not (tmp_path / "p" / "output.lock").exists()  # a never-run problem keeps its definition only

@@ -21,10 +21,18 @@ async def test_clone_from_the_palette_copies_the_problem(run: Run) -> None:
         await app.main_screen.run_action("clone_problem")
         await settle(pilot)
         assert isinstance(app.screen, CloneScreen)
-        await pilot.press(*"mmul", "enter")  # exists already
+        name = app.screen.query_one("#clone-name", Input)
+        assert name.value == "mmul_v2"  # the suggestion is the field's value: Enter takes it
+        name.value = "mmul"  # exists already
+        await pilot.press("enter")
         await settle(pilot)
         assert "already exists" in shown(app.screen.query_one("#clone-errors", Static))
-        app.screen.query_one("#clone-name", Input).value = "mmul_v2"
+        name.value = ""
+        await pilot.press("enter")
+        await settle(pilot)
+        error = shown(app.screen.query_one("#clone-errors", Static))
+        assert error.startswith("✗ ") and "--clone" not in error  # the dialog's words, not the flag's
+        name.value = "mmul_v2"
         await pilot.press("enter")
         await settle(pilot)
         await pilot.pause(0.2)

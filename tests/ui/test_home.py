@@ -215,7 +215,9 @@ def test_clone_adds_and_selects_the_copy(tmp_path: Path) -> None:
         async with app.run_test(size=(80, 24)) as pilot:
             home = await _ready(pilot, app)
             await pilot.press("C")
-            await pilot.press(*"mmul_v2", "enter")
+            await pilot.pause(0.1)
+            assert app.screen.query_one("#clone-name", Input).value == "mmul_v2"  # the suggestion, filled in
+            await pilot.press("enter")  # takes what the field shows (it used to say: empty name)
             await _wait(pilot, lambda: home.table.row_count == 3, "the clone in the list")
             await _wait(pilot, lambda: home.current() is not None and home.current().key == "mmul_v2", "its row")
         assert (folder / "mmul_v2" / "problem.yaml").is_file()
@@ -450,7 +452,9 @@ def test_a_run_that_ends_at_once_shows_its_launch_log(tmp_path: Path) -> None:
     async def go() -> None:
         app = AttachApp(problem, started, poll_interval=0.05)
         async with app.run_test(size=(100, 30)) as pilot:
-            await _wait(pilot, lambda: any("ended at once" in n.message for n in app._notifications), "the notice")
+            await _wait(pilot, lambda: any("failed to start (exit 2)" in n.message for n in app._notifications),
+                        "the notice")  # fmt: skip
+            await _wait(pilot, lambda: app.view.phase == "failed to start", "the view says so")
             await _wait(pilot, lambda: any("GPU 7 does not exist" in line for line in app.store.lines(Selection())),
                         "the log's lines in the view")  # fmt: skip
 

@@ -111,6 +111,10 @@ def test_home_in_a_terminal(name: str, env: dict[str, str], size: tuple[int, int
         colours = _colours(pane.escaped())
         if name == "16 colours":
             assert colours and all(c.isdigit() for c in colours), colours
+            # The terminal's own red, not Monokai's pink brought back as magenta (35), nor its
+            # orange "yellow" as bright red (91): a status's colour means what it says.
+            killed = re.search(r"\x1b\[(?:1;)?(\d+)m✗ killed", pane.escaped())
+            assert killed is not None and killed.group(1) in ("31", "91"), pane.escaped()
         elif name == "256 colours":
             assert any(c.startswith(("38;5;", "48;5;")) for c in colours)
             assert not any(c.startswith(("38;2;", "48;2;")) for c in colours)
@@ -124,9 +128,11 @@ def test_home_in_a_terminal(name: str, env: dict[str, str], size: tuple[int, int
         pane.wait_text("Keys  (esc closes)")
         pane.keys("Escape")
         pane.wait_gone("Keys  (esc closes)")
-        pane.keys("r")
-        pane.wait_text("Run · mmul")
-        pane.wait_text("Start (ctrl+s)")
+        pane.keys("a")  # run again: the dialog filled in from the last run (a dry run)
+        pane.wait_text("Run again · mmul")
+        dialog = pane.wait_text("Start (ctrl+s)")
+        # A tick and its absence tell apart without colour (NO_COLOR, 16 colours): ✓ or a blank.
+        assert "▐✓▌ Dry run" in dialog and "▐ ▌ Single-shot" in dialog, dialog
         pane.keys("Escape")
         pane.wait_gone("Start (ctrl+s)")
         pane.keys("b")

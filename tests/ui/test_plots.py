@@ -67,9 +67,33 @@ def test_history_is_the_best_so_far_per_branch() -> None:
         ("tiled", [1, 3], [1.8, 0.5]),
         ("vector\x1b[31m", [1, 2], [2.0, 2.0]),  # never rises; a branch with no timed iteration has no line
     ]
-    text = render_figure(history_draw(series, 1.2), 70, 16, color=False)  # type: ignore[arg-type]
+    text = render_figure(history_draw(series, 1.2, 0.3), 70, 16, color=False)  # type: ignore[arg-type]
     assert "best time so far per branch" in text and "iteration" in text
-    assert "tiled" in text and "reference" in text
+    # The legend sits under the plot, not over it: its line is below the x axis's label.
+    lines = text.splitlines()
+    assert len(lines) == 16  # the figure and its legend in the rows given, the legend not cut off
+    assert lines[-1].split() == ["━━", "tiled", "━━", "vector\\x1b[31m", "··", "reference", "1.2", "ms", "··", "floor",
+                                 "0.3", "ms"]  # fmt: skip
+    assert lines.index(next(line for line in lines if "iteration" in line)) < len(lines) - 1
+
+
+def test_the_history_is_a_step_line() -> None:
+    """Best so far: level until an iteration beats it, then straight down (not a diagonal)."""
+    from cacao_tui.ui.plots.history import steps
+
+    assert steps([1, 3, 4], [1.8, 0.5, 0.5]) == ([1, 3, 3, 4, 4], [1.8, 1.8, 0.5, 0.5, 0.5])
+
+
+def test_bars_have_values_and_round_ticks() -> None:
+    from cacao_tui.ui.plots.cases import nice_ticks
+
+    assert nice_ticks(7.7) == [0, 2, 4, 6, 8]  # not 0.0 2.1 4.3 6.4
+    assert nice_ticks(2.4) == [0, 0.5, 1, 1.5, 2, 2.5]
+    cases = [CaseOutcome(name="small", status="ok", speedup=6.4), CaseOutcome(name="big", status="ok", speedup=1.5)]
+    text = render_figure(case_bars_draw(cases), 60, 10, color=False)  # type: ignore[arg-type]
+    assert "×6.4" in text and "×1.5" in text
+    axis = next(line for line in text.splitlines() if line.strip().startswith("0 "))
+    assert axis.split() == ["0", "2", "4", "6", "8"]
 
 
 def test_history_uses_a_log_axis_when_a_slow_reference_would_flatten_the_branches() -> None:
@@ -77,9 +101,12 @@ def test_history_uses_a_log_axis_when_a_slow_reference_would_flatten_the_branche
     near = render_figure(history_draw(series, 1.2), 70, 16, color=False)  # type: ignore[arg-type]
     far = render_figure(history_draw(series, 30.0), 70, 16, color=False)  # type: ignore[arg-type]
     assert "log scale" not in near and "log scale" in far
-    # On the log axis the 0.5 and 1.8 ms points of "tiled" land on different rows, not both on the bottom one.
-    rows_with_points = [line for line in far.splitlines() if any("\u2800" < ch <= "\u28ff" for ch in line)]
-    assert len(rows_with_points) >= 4
+    # On the log axis the 0.5 and 1.8 ms bests of "tiled" land rows apart, not both on the bottom one;
+    # each branch's last best is labelled where its step line ends.
+    lines = far.splitlines()
+    top = next(i for i, line in enumerate(lines) if "2 ms│" in line)
+    bottom = next(i for i, line in enumerate(lines) if "0.5 ms│" in line)
+    assert bottom - top >= 3
 
 
 def test_case_bars_and_roofline_draw_only_with_data() -> None:
@@ -251,6 +278,15 @@ async def test_results_view_at_80x24_scrolls_to_the_pictures() -> None:
         await settle(pilot)
         assert app.focused is pictures and view.scroll_offset.y > 0
         assert pictures.region.y >= 0 and pictures.region.bottom <= app.screen.size.height - 1  # above the footer
+
+
+async def test_the_pictures_take_the_room_there_is() -> None:
+    """14 rows at 80x24, 40 % of a 60-row terminal (they stayed at 14, leaving the rest empty)."""
+    for (width, height), rows in (((80, 24), 14), ((200, 60), 24)):
+        app = ResultsApp(_results_dir())
+        async with app.run_test(size=(width, height)) as pilot:
+            await settle(pilot)
+            assert app.screen.query_one(ResultsPictures).size.height == rows, (width, height)
 
 
 def test_results_view_80x24_snapshot(snap_compare) -> None:

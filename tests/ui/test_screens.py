@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 from scripted_engine import T0, write_final_results, write_run_files
 from textual.widget import Widget
-from textual.widgets import DataTable, ProgressBar, Sparkline
+from textual.widgets import DataTable, ProgressBar
 from ui_helpers import Run, select, settle, start
 
 from cacao_tui.engine import events as ev
@@ -16,6 +16,7 @@ from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import TuneOutcome
 from cacao_tui.ui.app import ResultsApp
 from cacao_tui.ui.screens.results import ResultsScreen
+from cacao_tui.ui.widgets.best_sparkline import BestSparkline, spark_cells
 from cacao_tui.ui.widgets.kernel_pane import KernelPane
 from ktt.protocol import Progress
 
@@ -133,14 +134,22 @@ async def test_sparkline_shows_best_time_per_iteration_of_the_selected_branch(ru
     async with run.app().run_test() as pilot:
         app = await start(pilot, run)
         await select(pilot, "tiled")
-        spark = app.main_screen.query_one("#spark", Sparkline)
-        assert list(spark.data) == [1.8, 1.2]
+        spark = app.main_screen.query_one(BestSparkline)
+        assert spark.data == [1.8, 1.2]
         outcome = TuneOutcome(ran=True, best_ms=1.0, speedup=3.9)
         run.bus.emit(ev.TuningFinished(branch="tiled", iteration=3, outcome=outcome))
         await settle(pilot)
-        assert list(spark.data) == [1.8, 1.2, 1.0]
+        assert spark.data == [1.8, 1.2, 1.0]
+        cells = text_of(spark.query_one("#spark")).strip()
+        assert cells[0] == "█" and cells[-1] == "▁" and len(set(cells)) == 3  # three heights for three times
         await select(pilot, "vectorized")
-        assert list(spark.data) == []
+        assert spark.data == []
+
+
+def test_close_times_get_different_heights() -> None:
+    """1.29 and 1.21 ms: the sparkline scales from the fastest to the slowest, not from zero."""
+    cells = spark_cells([1.29, 1.21, 1.25], 9).plain
+    assert cells == "███▁▁▁▅▅▅"
 
 
 async def test_status_bar_shows_problem_provider_tokens_cost_elapsed_gpus(run: Run) -> None:

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from cacao_tui.store.run_lock import RunLock, RunLocked, acquire_run_lock
+
 REPO = Path(__file__).resolve().parents[2]
 MMUL = REPO / "problems" / "mmul"
 
@@ -82,6 +84,18 @@ def _python() -> str:
     return shlex.quote(sys.executable)
 
 
+def _lock_when_free(problem: Path, timeout: float = 20.0) -> RunLock:
+    """The problem's run lock, once no process holds it (RunLocked after ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return acquire_run_lock(problem, command="the test")
+        except RunLocked:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(
     not (REPO / "cacao_tui" / "launch.py").exists() or not (MMUL / "session.jsonl").exists(),
@@ -99,6 +113,9 @@ def test_real_app_replays_mmul_in_tmux(tmux: Tmux, tmp_path: Path) -> None:
     tmux.wait_text("b1-tiling", timeout=60)  # a branch arrived from the event stream
     screen = tmux.wait_text("mmul · finished", timeout=120)  # the replay ran to its end
     assert "replay" in screen
+    # The app still shows the finished run; the directory is free for another run meanwhile.
+    lock = _lock_when_free(problem)
+    lock.release()
 
     tmux.keys("j")  # first branch
     tmux.wait_for(lambda s: "iterations" in s.splitlines()[1], what="the branch header")

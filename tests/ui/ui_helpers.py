@@ -59,3 +59,12 @@ async def select(pilot: object, name: str | None, iteration: int | None = None) 
     else:
         tree.move_cursor(tree._iterations[(name, iteration)])
     await settle(pilot)
+
+
+async def until_finished(pilot: object, app: CacaoApp, tries: int = 100) -> None:
+    """Until the view has folded the run's end in (an attached view reads it from the run's log)."""
+    for _ in range(tries):
+        await pilot.pause(0.05)  # type: ignore[attr-defined]
+        if app.view.finished is not None:
+            break
+    await settle(pilot, app)

@@ -19,6 +19,8 @@ from textual.widgets import Button, Checkbox, DataTable, Input, Label, Select, S
 
 from cacao_tui.ui import keymap
 from cacao_tui.ui.editor.code import CodeEditor
+from cacao_tui.ui.editor.renames import NAME
+from cacao_tui.ui.widgets.tick_box import TickBox
 from ktt.half_types import DTYPE_ALIASES
 from ktt.problem.files import DTYPES
 
@@ -87,6 +89,14 @@ class ArgsPane(Vertical):
             self.what = what
             self.detail = detail
 
+    class Renamed(Message):
+        """A scalar's name changed from ``old`` (its last valid name) to ``new``."""
+
+        def __init__(self, old: str, new: str) -> None:
+            super().__init__()
+            self.old = old
+            self.new = new
+
     class PickFile(Message):
         """The user asked to pick the data file of buffer ``index`` from disk."""
 
@@ -98,6 +108,7 @@ class ArgsPane(Vertical):
         super().__init__(**kwargs)
         self.args = args
         self._loading = False
+        self._good_name: str | None = None  # the highlighted scalar's last valid name (renames)
 
     def compose(self) -> ComposeResult:
         yield ArgsTable(id="args-table", cursor_type="row", zebra_stripes=True)
@@ -117,14 +128,14 @@ class ArgsPane(Vertical):
                 yield Input(id="arg-value", compact=True)
                 with Horizontal(classes="form-row"):
                     for p in PLACEMENTS:
-                        yield Checkbox(p, id=f"arg-place-{p}", compact=True)
+                        yield TickBox(p, id=f"arg-place-{p}", compact=True)
             with Vertical(id="arg-buffer-fields"):
                 yield Label("size (elements; an expression over scalars)")
                 yield Input(id="arg-size", compact=True)
                 with Horizontal(classes="form-row"):
                     yield Select(ACCESS_CHOICES, allow_blank=False, id="arg-access", compact=True)
                     yield Select(INIT_CHOICES, allow_blank=False, id="arg-init", compact=True)
-                    yield Checkbox("validate", id="arg-validate", compact=True)
+                    yield TickBox("validate", id="arg-validate", compact=True)
                 with Horizontal(classes="form-row", id="arg-random-fields"):
                     yield Input(placeholder="min", id="arg-min", compact=True)
                     yield Input(placeholder="max", id="arg-max", compact=True)
@@ -235,6 +246,7 @@ class ArgsPane(Vertical):
                 return
             arg = self.args[i]
             kind = "scalar" if arg.get("kind") == "scalar" else "buffer"
+            self._good_name = arg.get("name") if kind == "scalar" and isinstance(arg.get("name"), str) else None
             self.query_one("#arg-kind", Select).value = kind
             self.query_one("#arg-name", Input).value = _text(arg.get("name"))
             dtype = str(arg.get("dtype") or ("int" if kind == "scalar" else "float"))
@@ -317,7 +329,20 @@ class ArgsPane(Vertical):
 
     @on(Input.Changed, "#arg-name")
     def _name(self, event: Input.Changed) -> None:
-        self._set("name", event.value.strip())
+        i = self.current
+        new = event.value.strip()
+        before = self.args[i].get("name") if i is not None else None
+        self._set("name", new)
+        if i is None or self._loading or self.args[i].get("kind") != "scalar":
+            return
+        # Renamed keystroke by keystroke: the expressions follow from the last name that was a
+        # name of its own (not empty, not another arg's), so "N" -> "" -> "M" renames N to M.
+        if self._good_name is None and isinstance(before, str) and NAME.match(before):
+            self._good_name = before
+        others = {a.get("name") for k, a in enumerate(self.args) if k != i}
+        if self._good_name and NAME.match(new) and new not in others and new != self._good_name:
+            old, self._good_name = self._good_name, new
+            self.post_message(self.Renamed(old, new))
 
     @on(Select.Changed, "#arg-dtype")
     def _dtype(self, event: Select.Changed) -> None:

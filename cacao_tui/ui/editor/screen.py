@@ -28,13 +28,13 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import (
     Button,
-    Footer,
     Input,
     Label,
     Select,
     Static,
     TabbedContent,
     TabPane,
+    Tabs,
     TextArea,
 )
 from textual.worker import Worker, WorkerState
@@ -44,16 +44,21 @@ from cacao_tui.problem.writer import (
     ProblemSource,
     check_data_file,
     check_source,
+    is_reference_stub,
     new_source,
     read_problem_source,
     reference_stub,
     save_problem,
 )
 from cacao_tui.ui import keymap
+from cacao_tui.ui.editor.actions import save_cancel
 from cacao_tui.ui.editor.args_pane import ArgsPane, data_file_name
 from cacao_tui.ui.editor.code import CodeEditor
 from cacao_tui.ui.editor.file_picker import FilePickScreen
+from cacao_tui.ui.editor.raw_yaml import RawYamlScreen
+from cacao_tui.ui.editor.renames import rename_in_problem
 from cacao_tui.ui.formatting import safe_text
+from cacao_tui.ui.screens.dialogs import ConfirmScreen
 from ktt.problem import ProblemError
 from ktt.problem.loader import REFERENCE_FILES
 
@@ -152,6 +157,11 @@ def _show(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+class FormScroll(VerticalScroll, can_focus=False):
+    """A tab's form: it scrolls to the focused field, and takes no focus itself (a scroll box that
+    is focusable only once it overflows made the number of Tabs to a field depend on timing)."""
+
+
 def _yaml_block(value: Any) -> str:
     if value in (None, [], {}):
         return ""
@@ -171,6 +181,7 @@ class ProblemEditorScreen(Screen[Path | None]):
     ProblemEditorScreen #editor-status { height: auto; max-height: 3; padding: 0 1; }
     ProblemEditorScreen #editor-status.-ok { color: $success; }
     ProblemEditorScreen #editor-status.-error { color: $error; }
+    ProblemEditorScreen #editor-status.-warning { color: $warning; }
     ProblemEditorScreen #editor-status.-busy { color: $text-muted; }
     ProblemEditorScreen #editor-actions { height: 1; }
     ProblemEditorScreen #editor-actions Button { margin-right: 2; }
@@ -223,28 +234,26 @@ class ProblemEditorScreen(Screen[Path | None]):
         self._loading = True
 
     # ---- layout ---------------------------------------------------------------------------------
+    def _title(self) -> Text:
+        return sanitize(f"{'New problem' if self.new else 'Edit problem'} · {self.directory}")
+
     def compose(self) -> ComposeResult:
-        what = "New problem" if self.new else "Edit problem"
-        yield Static(sanitize(f"{what} · {self.directory}"), id="editor-title", classes="pane-header")
+        yield Static(self._title(), id="editor-title", classes="pane-header")
         with Horizontal(id="editor-body"):
             with TabbedContent(id="editor-tabs"):
-                with TabPane("Problem", id="tab-problem"), VerticalScroll(classes="editor-form"):
+                with TabPane("Problem", id="tab-problem"), FormScroll(classes="editor-form"):
                     yield from self._problem_fields()
                 with TabPane("Args", id="tab-args"):
                     yield ArgsPane(self.source.inputs["args"], id="args-pane")
                 with TabPane("Reference", id="tab-reference"), Vertical(classes="editor-form"):
                     yield from self._reference_fields()
-                with TabPane("Rules & cases", id="tab-rules"), VerticalScroll(classes="editor-form"):
+                with TabPane("Rules & cases", id="tab-rules"), FormScroll(classes="editor-form"):
                     yield from self._rules_fields()
                 with TabPane("Check", id="tab-check"), VerticalScroll():
                     yield Static("", id="check-full")
             with VerticalScroll(id="check-side"):
                 yield Static("", id="check-side-body")
-        yield Static("", id="editor-status")
-        with Horizontal(id="editor-actions"):
-            yield Button("Save (ctrl+s)", variant="primary", id="editor-save", compact=True)
-            yield Button("Cancel (esc)", id="editor-cancel", compact=True)
-        yield Footer()
+        yield from save_cancel("editor")
 
     def _problem_fields(self) -> ComposeResult:
         p = self.source.problem
@@ -311,8 +320,28 @@ class ProblemEditorScreen(Screen[Path | None]):
         self.call_after_refresh(self._ready)
         if self.load_error:
             self._status(f"✗ {self.load_error}", "error")
+            # The fields cannot show what does not load: its text is fixed first, then they open.
+            self.app.push_screen(RawYamlScreen(self.directory, self.load_error), self._yaml_fixed)
         else:
             self.schedule_check(0.0)
+
+    async def _yaml_fixed(self, written: bool | None) -> None:
+        if not written:
+            self.dismiss(None)
+            return
+        try:
+            self.source = read_problem_source(self.directory)
+        except ProblemError as exc:
+            self.load_error = str(exc)
+            self.app.push_screen(RawYamlScreen(self.directory, self.load_error), self._yaml_fixed)
+            return
+        self.source.inputs.setdefault("args", [])
+        self.load_error = None
+        self._loading = True
+        await self.recompose()
+        self._sync_reference_rows()
+        self.call_after_refresh(self._ready)
+        self.schedule_check(0.0)
 
     def _ready(self) -> None:
         self._loading = False
@@ -336,11 +365,14 @@ class ProblemEditorScreen(Screen[Path | None]):
         wid = event.input.id or ""
         if wid == "ed-directory":
             self.directory = Path(event.value.strip() or ".").expanduser().absolute()
+            self.query_one("#editor-title", Static).update(self._title())
             self.changed()
         elif wid in PROBLEM_FIELDS:
             if self._loading:
                 return
             set_path(self.source.problem, PROBLEM_FIELDS[wid], _typed(event.value, wid in TEXT_KEYS))
+            if wid == "ed-ref-function":
+                self._restub()
             self.changed()
 
     @on(Select.Changed, "#ed-size-type")
@@ -365,7 +397,7 @@ class ProblemEditorScreen(Screen[Path | None]):
             ref.pop("block", None)
         editor = self.query_one("#ed-ref-source", CodeEditor)
         editor.set_kind(rtype)
-        if self.new and not self.dirty_reference:
+        if (self.new and not self.dirty_reference) or is_reference_stub(editor.text):
             func = ref.get("function") or f"{self.directory.name}_ref"
             editor.load_text(reference_stub(rtype, str(func), self.source.inputs))
             self.source.reference_text = editor.text
@@ -429,7 +461,36 @@ class ProblemEditorScreen(Screen[Path | None]):
 
     @on(ArgsPane.Changed)
     def _args_changed(self) -> None:
+        self._restub()
         self.changed()
+
+    @on(ArgsPane.Renamed)
+    def _arg_renamed(self, message: ArgsPane.Renamed) -> None:
+        """A scalar's new name replaces the old one wherever an expression used it."""
+        if not rename_in_problem(self.source, message.old, message.new):
+            return
+        self.query_one(ArgsPane).refresh_table(select=self.query_one(ArgsPane).current)
+        loading, self._loading = self._loading, True  # the fields show the source; not a new edit
+        for wid, path in PROBLEM_FIELDS.items():
+            for field in self.query(f"#{wid}"):
+                if isinstance(field, Input) and field.value != _show(_get(self.source.problem, path)):
+                    field.value = _show(_get(self.source.problem, path))
+        self.query_one("#ed-cases", TextArea).load_text(_yaml_block(self.source.problem.get("cases")))
+        self._applied["ed-cases"] = self.query_one("#ed-cases", TextArea).text
+        self.call_after_refresh(lambda: setattr(self, "_loading", loading))
+
+    def _restub(self) -> None:
+        """A reference that is still the generated stub follows the args (its signature is theirs)."""
+        editor = self.query_one("#ed-ref-source", CodeEditor)
+        if not is_reference_stub(editor.text):
+            return
+        ref = self.source.problem.get("reference") or {}
+        func = str(ref.get("function") or f"{self.directory.name}_ref")
+        stub = reference_stub(self.source.reference_type, func, self.source.inputs)
+        if stub != editor.text:
+            editor.load_text(stub)
+            self.source.reference_text = stub
+            self._applied["ed-ref-source"] = stub
 
     @on(ArgsPane.PickFile)
     def _pick_for_buffer(self, message: ArgsPane.PickFile) -> None:
@@ -520,7 +581,11 @@ class ProblemEditorScreen(Screen[Path | None]):
         self.query_one("#ed-signature", Static).update(
             sanitize(f"expects: {result.signature}") if result.ok else "expects: (fix the error shown below first)"
         )
-        if result.ok:
+        if result.ok and is_reference_stub(self.source.reference_text or ""):
+            # It compiles and matches the boundary, but it traps: not a problem that can run yet.
+            self._status("! the checks pass, but the reference is still the stub (it fails when run): "
+                         "write its body on the Reference tab", "warning")  # fmt: skip
+        elif result.ok:
             n = len(result.warnings)
             self._status(f"✓ --check OK{f' ({n} warning' + ('s' if n != 1 else '') + ')' if n else ''}", "ok")
         else:
@@ -578,7 +643,26 @@ class ProblemEditorScreen(Screen[Path | None]):
 
     @on(Button.Pressed, "#editor-cancel")
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        """Esc: leave, asking first when there are edits (they are lost)."""
+        if not self.dirty and self._catch_up_clean():
+            self.dismiss(None)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.dismiss(None)
+
+        what = "the new problem is not created" if self.new else "nothing is written"
+        self.app.push_screen(ConfirmScreen("Leave without saving?", f"Your edits are lost; {what}.",
+                                           yes="Discard"), answered)  # fmt: skip
+
+    def _catch_up_clean(self) -> bool:
+        """No edit is waiting in a field either (typed just before Esc, its message not yet handled)."""
+        for field in self.query(Input):
+            wid = field.id or ""
+            if wid in PROBLEM_FIELDS and field.value != _show(_get(self.source.problem, PROBLEM_FIELDS[wid])):
+                return False
+        return all(area.text == self._applied.get(area.id or "", area.text) for area in self.query(TextArea))
 
     def action_keys(self) -> None:
         from cacao_tui.ui.editor.args_pane import ARGS_KEYS
@@ -588,6 +672,11 @@ class ProblemEditorScreen(Screen[Path | None]):
         self.app.push_screen(KeysScreen(sections, "Tab / shift+tab move between fields."))
 
     def action_next_tab(self) -> None:
+        """The next tab, with the focus on the tab bar: a field left focused in the hidden tab pulled
+        the view straight back to its own tab (TabbedContent follows the focus). Tab from the bar
+        goes into the tab's first field (the forms themselves take no focus: the order is the same
+        however fast the keys come)."""
         tabs = self.query_one("#editor-tabs", TabbedContent)
         i = TABS.index(tabs.active) if tabs.active in TABS else -1
         tabs.active = TABS[(i + 1) % len(TABS)]
+        self.set_focus(tabs.query_one(Tabs))

@@ -9,6 +9,7 @@ replayed once; the steering keys then queue commands for a later --resume, as th
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import ClassVar
 
@@ -27,6 +28,7 @@ from cacao_tui.ui.app import DETACH, CacaoApp
 from cacao_tui.ui.home.help import KeysScreen
 from cacao_tui.ui.home.keys import ATTACHED, ATTACHED_NOTE
 from cacao_tui.ui.home.text_screen import TextScreen
+from cacao_tui.ui.run_view import ProcessEnded
 from cacao_tui.ui.screens.dialogs import ConfirmScreen
 from cacao_tui.ui.screens.main import MainScreen
 
@@ -68,7 +70,7 @@ class AttachApp(CacaoApp):
         self.poll_interval = poll_interval
         self._saw_start = False
         self._told_replaced = False
-        self._told_early_exit = False
+        self._told_end = False
         super().__init__(engine=self.control, bus=bus)
 
     def _log_line(self, line: str, branch: str | None) -> None:
@@ -84,24 +86,48 @@ class AttachApp(CacaoApp):
 
     def poll_run_log(self) -> None:
         """Feed what the run appended to its log into the view, as the engine's bus would."""
-        for event in self.follower.poll():
-            if isinstance(event, ev.RunStarted):
-                self._saw_start = True
-                self.control.default_max_iter = event.max_iter
-            self.bus.emit(event)
+        self._feed(self.follower.poll())
         if self.follower.replaced and not self._told_replaced:
             self._told_replaced = True
             self.notify("A new run replaced this one's output/ (it was archived): reopen the problem to follow it",
                         severity="warning", timeout=10)  # fmt: skip
+        if not self._told_end and self.view.finished is None:
+            self._notice_end()
+
+    def _feed(self, events: list[ev._Event]) -> None:
+        for event in events:
+            if isinstance(event, ev.RunStarted):
+                self._saw_start = True
+                self.control.default_max_iter = event.max_iter
+            self.bus.emit(event)
+
+    def _notice_end(self) -> None:
+        """The run's process is gone and its log has no end: say so once, and why (its launch log)."""
         started = self.started
-        if started is not None and not self._told_early_exit and not self._saw_start:
+        if started is not None:
             code = started.exit_code()
-            if code is not None:
-                self._told_early_exit = True
-                for line in log_tail(started.log, lines=4):
-                    self.bus.log(line, level="error")
-                self.notify(f"The run ended at once (exit {code}); l shows its launch log", severity="error",
-                            timeout=10)  # fmt: skip
+            if code is None:
+                return
+            how, phase = f"exit {code}", f"ended (exit {code})"
+        elif self.control.is_running():
+            return
+        else:  # a run this app did not start: nobody holds its directory any more
+            how, phase = "its process is gone", "killed"
+        while batch := self.follower.poll():  # all it wrote before it ended (a long log: several reads)
+            self._feed(batch)
+        if any(isinstance(e, ev.RunFinished) for e in self._events):
+            return
+        self._told_end = True
+        if not self._saw_start:
+            phase = "failed to start"
+        self._events.append(ProcessEnded(phase, time.time()))  # folded in after the events before it
+        if not self._saw_start:
+            for line in log_tail(self.control.layout.output / LAUNCH_LOG, lines=4):
+                self.bus.log(line, level="error")
+            self.notify(f"The run failed to start ({how}); l shows its launch log", severity="error", timeout=10)
+        elif self.started is not None:
+            self.notify(f"The run ended without finishing ({how}); R on the home screen resumes it",
+                        severity="warning", timeout=10)  # fmt: skip
 
     def is_live(self) -> bool:
         return self.control.is_running()
@@ -124,8 +150,8 @@ class AttachApp(CacaoApp):
         self.push_screen(
             ConfirmScreen(
                 "Stop the whole run?",
-                "SIGTERM to the run's process: every branch stops cleanly; --resume (R on the home screen) "
-                "continues it later.",
+                "Every branch stops cleanly (SIGTERM to the run's process); R on the home screen "
+                "resumes it later.",
                 yes="Stop",
             ),
             answered,

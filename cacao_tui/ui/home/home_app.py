@@ -13,9 +13,10 @@ from cacao_tui.ui.home.attach import APP_CSS
 from cacao_tui.ui.home.home_screen import HomeChoice, HomeScreen
 from cacao_tui.ui.home.keys import HOME
 from cacao_tui.ui.sigterm import SigtermExit
+from cacao_tui.ui.terminal_colours import TerminalColours
 
 
-class HomeApp(SigtermExit, App[HomeChoice | None]):
+class HomeApp(SigtermExit, TerminalColours, App[HomeChoice | None]):
     CSS_PATH = APP_CSS
     TITLE = "cacao"
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Footer, Input, Static
 
 from cacao_tui.engine.control import SteeringError
 from cacao_tui.runs.catalog import ProblemEntry, scan_problems
@@ -27,16 +28,17 @@ from cacao_tui.runs.problem_trash import TrashError, move_to_trash
 from cacao_tui.runs.remote_control import stop_run
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.ui import keymap
-from cacao_tui.ui.formatting import safe_text
+from cacao_tui.ui.formatting import fit_path, safe_text
 from cacao_tui.ui.home.editor_hook import edit_problem_screen, new_problem_screen
 from cacao_tui.ui.home.help import KeysScreen
-from cacao_tui.ui.home.keys import HOME, home_sections
-from cacao_tui.ui.home.rows import COLUMNS, describe, row_cells
+from cacao_tui.ui.home.keys import HOME, HOME_FIND, home_sections
+from cacao_tui.ui.home.rows import COLUMNS, HISTORY_CELLS, SORTS, WIDE_AT, WIDE_COLUMNS, describe, row_cells, sort_key
 from cacao_tui.ui.home.run_dialog import RunDialog
 from cacao_tui.ui.home.text_screen import TextScreen
 from cacao_tui.ui.screens.clone import CloneScreen
 from cacao_tui.ui.screens.dialogs import ConfirmScreen
 from cacao_tui.ui.screens.results import ResultsScreen
+from cacao_tui.ui.widgets.gpu_panel import GpuPanel
 from cacao_tui.ui.widgets.table_sync import KeyTable
 from ktt.problem.errors import display_path
 
@@ -68,12 +70,13 @@ def check_text(problem_dir: Path) -> tuple[bool, str]:
 
 
 class HomeScreen(Screen[None]):
-    BINDINGS = keymap.bindings(HOME)
+    BINDINGS: ClassVar = [*keymap.bindings(HOME), *keymap.bindings(HOME_FIND)]
     DEFAULT_CSS = """
     HomeScreen #home-header { height: 1; padding: 0 1; background: $boost; text-style: bold; }
     HomeScreen #home-table { height: 1fr; }
     HomeScreen #home-detail { height: auto; max-height: 8; padding: 0 1; border-top: solid $primary; }
     HomeScreen #home-empty { padding: 1 2; color: $text-muted; height: auto; }
+    HomeScreen #home-filter { dock: bottom; height: 3; display: none; }
     """
 
     def __init__(self, folder: Path, select: Path | None = None, **kwargs: object) -> None:
@@ -82,6 +85,10 @@ class HomeScreen(Screen[None]):
         self.entries: dict[str, ProblemEntry] = {}
         self._select = select.name if select is not None else None
         self.scans = 0
+        self.sort_by = SORTS[0]
+        self.needle = ""  # the / filter: rows whose name holds it
+        self.wide = False  # the dashboard's columns (WIDE_AT columns and more)
+        self._all: list[ProblemEntry] = []
 
     def compose(self) -> ComposeResult:
         with Vertical(id="home"):
@@ -89,11 +96,14 @@ class HomeScreen(Screen[None]):
             yield KeyTable(COLUMNS, id="home-table")
             yield Static("", id="home-empty")
             yield Static("", id="home-detail")
+        yield Input(placeholder="filter: part of a name (Enter keeps it, Esc clears it)", id="home-filter")
+        yield GpuPanel(id="home-gpus")
         yield Footer()
 
     def on_mount(self) -> None:
         self.table = self.query_one("#home-table", KeyTable)
         self.table.focus()
+        self._fit_columns()
         self.refresh_list()
         self.set_interval(REFRESH_S, self.refresh_list)
 
@@ -109,22 +119,58 @@ class HomeScreen(Screen[None]):
 
     def show_entries(self, entries: list[ProblemEntry]) -> None:
         self.scans += 1
+        self._all = entries
         self.entries = {e.key: e for e in entries}
         running = sum(1 for e in entries if e.last.live is not None)
         header = f"cacao · {len(entries)} problem{'s' if len(entries) != 1 else ''}"
         if running:
             header += f" · {running} running"
         header += f" · {safe_text(display_path(self.folder))}"
+        if self.sort_by != SORTS[0]:
+            header += f" · sorted by {self.sort_by}"
+        shown = sorted((e for e in entries if self.needle in e.name.lower()), key=lambda e: sort_key(e, self.sort_by))
+        if self.needle:
+            header += f" · filter “{safe_text(self.needle)}”: {len(shown)} shown"
         self.query_one("#home-header", Static).update(Text(header))
-        self.table.sync({e.key: row_cells(e) for e in entries})
+        rows = {e.key: row_cells(e, wide=self.wide) for e in shown}
+        if self.table.order() != list(rows)[: self.table.row_count] or len(rows) < self.table.row_count:
+            keep = self.current().key if self.current() is not None else None
+            self.table.clear()  # another order (a sort, a filter): rebuilt, the cursor on its row
+            self.table.sync(rows)
+            if keep in rows and self._select is None:
+                self._select = keep
+        else:
+            self.table.sync(rows)
         empty = self.query_one("#home-empty", Static)
-        empty.display = not entries
+        empty.display = not shown
         if not entries:
             empty.update(f"No problems in {safe_text(str(self.folder))} yet.\nn creates one; ? lists the keys.")
-        if self._select is not None and self._select in self.entries:
+        elif not shown:
+            empty.update(f"No problem's name holds “{safe_text(self.needle)}”: Esc clears the filter.")
+        if self._select is not None and self._select in rows:
             self.table.move_cursor(row=self.table.get_row_index(self._select))
             self._select = None
         self._show_detail()
+
+    def on_resize(self) -> None:
+        self._fit_columns()
+
+    def _fit_columns(self) -> None:
+        """The dashboard's columns from WIDE_AT columns on, the compact ones below; the widths
+        spread the table over the screen."""
+        wide = self.size.width >= WIDE_AT
+        if wide == self.wide and self.table.columns:
+            return
+        self.wide = wide
+        if wide:
+            spare = max(0, self.size.width - 150)
+            widths = {"name": 22 + spare // 3, "status": 22, "best": 13, "history": HISTORY_CELLS + 10 + spare // 3,
+                      "tokens": 8, "cost": 8, "gpu": 9, "when": 6}  # fmt: skip
+            self.table.set_columns(WIDE_COLUMNS, widths)
+        else:
+            self.table.set_columns(COLUMNS)
+        if self._all:
+            self.show_entries(self._all)
 
     def current(self) -> ProblemEntry | None:
         if not self.table.row_count:
@@ -134,7 +180,8 @@ class HomeScreen(Screen[None]):
 
     def _show_detail(self) -> None:
         entry = self.current()
-        self.query_one("#home-detail", Static).update(describe(entry) if entry is not None else "")
+        panel = self.query_one("#home-detail", Static)
+        panel.update(describe(entry, width=max(20, panel.size.width - 2)) if entry is not None else "")
 
     @on(DataTable.RowHighlighted, "#home-table")
     def _highlighted(self) -> None:
@@ -221,7 +268,8 @@ class HomeScreen(Screen[None]):
             self.app.notify(f"Moved {entry.name} to {target} (nothing is lost)", timeout=8)
             self.refresh_list()
 
-        detail = f"{entry.directory} moves to {self.folder / '.trash'}/ with its runs; nothing is deleted."
+        trash = fit_path(display_path(self.folder / ".trash"), 56)
+        detail = f"It moves, with its runs, to\n{trash}/\nNothing is deleted."
         self.app.push_screen(ConfirmScreen(f"Delete {entry.name}?", detail, yes="Delete"), answered)
 
     def _start_dialog(self, title: str, preset: RunOptions) -> None:
@@ -288,7 +336,7 @@ class HomeScreen(Screen[None]):
                 self.app.notify(f"Asked pid {pid} to stop cleanly; R resumes it later", timeout=8)
             self.refresh_list()
 
-        detail = f"{live.describe()}\nSIGTERM: running steps are cancelled cleanly; R (resume) continues it later."
+        detail = f"{live.describe()}\nRunning steps are cancelled cleanly; R (resume) continues it later."
         self.app.push_screen(ConfirmScreen(f"Stop the run of {entry.name}?", detail, yes="Stop"), answered)
 
     def action_launch_log(self) -> None:
@@ -300,6 +348,9 @@ class HomeScreen(Screen[None]):
         body = "\n".join(lines) if lines else f"{path}: no launch log (runs started from the app write one)"
         self.app.push_screen(TextScreen(f"Launch log · {entry.name}", body))
 
+    def action_toggle_gpus(self) -> None:
+        self.app.notify(self.query_one(GpuPanel).toggle(), timeout=4)
+
     def action_quit(self) -> None:
         """Leave the app; runs started from it are processes of their own and go on."""
         self.app.exit(None)
@@ -309,3 +360,42 @@ class HomeScreen(Screen[None]):
 
     def action_cursor_up(self) -> None:
         self.table.action_cursor_up()
+
+    def action_cursor_last(self) -> None:
+        if self.table.row_count:
+            self.table.move_cursor(row=self.table.row_count - 1)
+
+    def action_cursor_first(self) -> None:
+        if self.table.row_count:
+            self.table.move_cursor(row=0)
+
+    def action_sort(self) -> None:
+        self.sort_by = SORTS[(SORTS.index(self.sort_by) + 1) % len(SORTS)]
+        self.app.notify(f"Sorted by {self.sort_by} (s: next order)", timeout=3)
+        self.show_entries(self._all)
+
+    def action_filter(self) -> None:
+        box = self.query_one("#home-filter", Input)
+        box.display = True
+        box.value = self.needle
+        box.focus()
+
+    @on(Input.Changed, "#home-filter")
+    def _filter_typed(self, event: Input.Changed) -> None:
+        self.needle = event.value.strip().lower()
+        self.show_entries(self._all)
+
+    @on(Input.Submitted, "#home-filter")
+    def _filter_kept(self) -> None:
+        self.query_one("#home-filter", Input).display = bool(self.needle)
+        self.table.focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#home-filter", Input)
+        if not box.display and not self.needle:
+            return
+        self.needle = ""
+        box.value = ""
+        box.display = False
+        self.table.focus()
+        self.show_entries(self._all)

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from cacao_tui.ui.keymap import Key
 
+# Footer labels only for the most used keys (help, open, run, results, new, edit, quit): an
+# 80-column footer holds them all; the rest are on ? and in the command palette.
 HOME: tuple[Key, ...] = (
     Key("question_mark", "help", "help", "Show this help", display="?", section="App"),
     Key("enter,o", "open", "open", "Open the problem's run: live ones attached, finished ones read-only",
         display="enter", section="Problem"),
     Key("r", "run", "run", "Run the problem… (the run dialog; the run is a process of its own)", section="Run"),
-    Key("R", "resume", "resume", "Resume its interrupted run… (the run dialog, --resume)", section="Run"),
-    Key("a", "rerun", "rerun", "Run it again with the last run's settings… (the run dialog, filled in)",
+    Key("R", "resume", "", "Resume its interrupted run… (the run dialog, --resume)", section="Run"),
+    Key("a", "rerun", "", "Run it again with the last run's settings… (the run dialog, filled in)",
         section="Run"),
     Key("b", "results", "results", "Results of its last run (best, per-case table, branches)", section="Problem"),
-    Key("c", "check", "check", "Check the problem (like --check: loads and compiles the reference)",
+    Key("c", "check", "", "Check the problem (like --check: loads and compiles the reference)",
         section="Problem"),
     Key("n", "new", "new", "New problem… (the problem editor)", section="Problem"),
     Key("e", "edit", "edit", "Edit the problem… (the problem editor)", section="Problem"),
@@ -24,6 +26,8 @@ HOME: tuple[Key, ...] = (
     Key("S", "stop_run", "", "Stop the problem's live run (asks first; SIGTERM: a clean stop, --resume continues)",
         section="Run"),
     Key("l", "launch_log", "", "Show the run's launch log (what the run process printed)", section="Run"),
+    Key("g", "toggle_gpus", "", "GPU panel: load, memory, clock, heat, power, lock holder (NVML)",
+        section="App"),
     Key("q,ctrl+q", "quit", "quit", "Quit the app; runs go on (they are processes of their own)", display="q"),
 )
 
@@ -31,6 +35,15 @@ HOME_MOVING: tuple[Key, ...] = (
     Key("j,down", "cursor_down", "", "Next problem", display="j ↓"),
     Key("k,up", "cursor_up", "", "Previous problem", display="k ↑"),
     Key("ctrl+p", "command_palette", "", "Command palette: every action by name", display="ctrl+p"),
+)
+
+# Finding a problem in a long list (bound on the home screen, listed under "Moving around").
+HOME_FIND: tuple[Key, ...] = (
+    Key("G,end", "cursor_last", "", "Last problem", display="G end"),
+    Key("home", "cursor_first", "", "First problem"),
+    Key("slash", "filter", "", "Filter the list by name (Enter keeps the filter, Esc clears it)", display="/"),
+    Key("s", "sort", "", "Sort by name, last run (live first), best (best first) or when (newest first)"),
+    Key("escape", "clear_filter", "", "Clear the filter", display="esc"),
 )
 
 RUN_DIALOG: tuple[Key, ...] = (
@@ -57,6 +70,6 @@ def home_sections() -> list[tuple[str, list[Key]]]:
     sections: dict[str, list[Key]] = {"Problem": [], "Run": [], "App": []}
     for key in HOME:
         sections.setdefault(key.section, []).append(key)
-    sections["Moving around"] = list(HOME_MOVING)
+    sections["Moving around"] = [*HOME_MOVING, *HOME_FIND]
     sections["Run dialog"] = [*RUN_DIALOG, *RUN_DIALOG_MOVING]
     return list(sections.items())

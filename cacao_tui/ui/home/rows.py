@@ -8,8 +8,18 @@ import time
 from rich.text import Text
 
 from cacao_tui.runs.catalog import ProblemEntry
-from cacao_tui.runs.last_run import KILLED, NOT_RUN, RUNNING, STARTING, UNREADABLE, LastRun
-from cacao_tui.ui.formatting import NONE, fmt_ms, fmt_speedup, safe_text
+from cacao_tui.runs.last_run import FAILED_START, KILLED, NOT_RUN, RUNNING, STARTING, UNREADABLE, LastRun
+from cacao_tui.ui.formatting import (
+    NONE,
+    fit_path,
+    fmt_cost,
+    fmt_count,
+    fmt_ms,
+    fmt_result,
+    fmt_seconds,
+    safe_text,
+    spark_text,
+)
 from ktt.problem.errors import display_path
 
 COLUMNS = (
@@ -20,6 +30,23 @@ COLUMNS = (
     ("best", "best"),
     ("when", "when"),
 )
+# From WIDE_AT columns the table becomes a dashboard: the run's best-time history, its tokens,
+# cost and GPU time, with the space to show them (the last column's width takes what is left).
+WIDE_AT = 140
+HISTORY_CELLS = 24
+WIDE_COLUMNS = (
+    ("name", "problem"),
+    ("ref", "ref"),
+    ("cases", "cases"),
+    ("status", "last run"),
+    ("best", "best"),
+    ("history", "best time, each improvement"),
+    ("tokens", "tokens"),
+    ("cost", "cost"),
+    ("gpu", "GPU time"),
+    ("when", "when"),
+)
+SORTS = ("name", "last run", "best", "when")  # s cycles them
 
 STATUS_LOOK: dict[str, tuple[str, str]] = {
     RUNNING: ("▶", "bold cyan"),
@@ -28,6 +55,7 @@ STATUS_LOOK: dict[str, tuple[str, str]] = {
     "budget": ("$", "yellow"),
     "no result": ("∅", "yellow"),
     "failed": ("!", "red"),
+    FAILED_START: ("!", "red"),
     "interrupted": ("■", "yellow"),
     KILLED: ("✗", "red"),
     UNREADABLE: ("?", "red"),
@@ -58,37 +86,75 @@ def status_text(last: LastRun) -> Text:
     return text
 
 
-def row_cells(entry: ProblemEntry, now: float | None = None) -> tuple[object, ...]:
+def best_text(last: LastRun) -> str:
+    """The best's figure as every view labels it: score ×S with cases, else ×S (or the time)."""
+    if last.speedup is None and last.score is None:
+        return fmt_ms(last.best_ms)
+    return fmt_result(last.speedup, last.score)
+
+
+def row_cells(entry: ProblemEntry, now: float | None = None, *, wide: bool = False) -> tuple[object, ...]:
     """The row's cells; a problem whose files defeat them gets a row that says so (the list survives it)."""
     try:
-        return _cells(entry, now)
+        return _cells(entry, now, wide)
     except Exception as exc:  # one hostile problem must not take the home screen down
         why = Text(safe_text(f"cannot be shown: {type(exc).__name__}")[:60], style="red")
-        return (Text(safe_text(entry.key)), Text("invalid", style="red"), NONE, why, NONE, NONE)
+        cells: list[object] = [NONE] * len(WIDE_COLUMNS if wide else COLUMNS)
+        cells[0], cells[1], cells[3] = Text(safe_text(entry.key)), Text("invalid", style="red"), why
+        return tuple(cells)
 
 
-def _cells(entry: ProblemEntry, now: float | None) -> tuple[object, ...]:
+def _cells(entry: ProblemEntry, now: float | None, wide: bool) -> tuple[object, ...]:
     last = entry.last
     name = Text(safe_text(entry.name), style="bold" if last.status == RUNNING else "")
+    extra: tuple[object, ...] = ()
+    if wide:
+        history = Text(spark_text(last.history, HISTORY_CELLS), style="green")
+        if last.history:
+            history.append(f" {fmt_ms(last.history[-1])}", style="dim")
+        tokens = fmt_count(last.tokens) if last.tokens else NONE
+        extra = (history, tokens, fmt_cost(last.cost_usd), fmt_seconds(last.gpu_s))
     if entry.error:
-        return (name, Text("invalid", style="red"), NONE, status_text(last), NONE, fmt_when(last.when, now))
-    best = fmt_speedup(last.speedup) if last.speedup is not None else fmt_ms(last.best_ms)
+        cells = (name, Text("invalid", style="red"), NONE, status_text(last), NONE)
+        return (*cells, *extra, fmt_when(last.when, now))
+    best: str | Text = best_text(last)
+    previous = last.previous
+    if last.best_ms is None and previous is not None and previous.best_ms is not None:
+        # A run that failed to start archived the one before it: that result stays in view, marked.
+        best = Text(f"{best_text(previous)} prev", style="dim")
     return (
         name,
         REFERENCE_NAMES.get(entry.reference or "", entry.reference or NONE),
         str(entry.cases) if entry.cases is not None else NONE,
         status_text(last),
         best,
+        *extra,
         fmt_when(last.when, now),
     )
 
 
-def describe(entry: ProblemEntry) -> Text:
-    """The panel under the table: where it is, what is wrong with it, what its run is doing."""
+def sort_key(entry: ProblemEntry, by: str) -> tuple[object, ...]:
+    """Rows in ``by`` order (SORTS): name; last run (live first); best (fastest first); when (newest first)."""
+    last = entry.last
+    if by == "last run":
+        order = (RUNNING, STARTING, FAILED_START, KILLED, "failed", "interrupted", "no result", "budget", "ok", NOT_RUN)
+        return (order.index(last.status) if last.status in order else len(order), entry.name)
+    if by == "best":
+        figure = last.score if last.score is not None else last.speedup
+        return (figure is None, -(figure or 0.0), last.best_ms if last.best_ms is not None else 0.0, entry.name)
+    if by == "when":
+        return (last.when is None, -(last.when or 0.0), entry.name)
+    return (entry.name,)
+
+
+def describe(entry: ProblemEntry, width: int = 78) -> Text:
+    """The panel under the table: where it is, what is wrong with it, what its run is doing.
+    ``width``: the panel's; the path is cut from the left to fit on the name's line."""
     last = entry.last
     text = Text()
     text.append(safe_text(entry.name), style="bold")
-    text.append(f"  {safe_text(display_path(entry.directory))}", style="dim")
+    room = max(10, width - len(entry.name) - 2)
+    text.append(f"  {fit_path(safe_text(display_path(entry.directory)), room)}", style="dim")
     if entry.error:
         text.append(f"\n✗ {safe_text(entry.error)}", style="red")
     else:
@@ -102,7 +168,7 @@ def describe(entry: ProblemEntry) -> Text:
     if last.provider:
         text.append(f" · {safe_text(last.provider)}")
     if last.best_ms is not None:
-        text.append(f" · best {fmt_ms(last.best_ms)} {fmt_speedup(last.speedup)}")
+        text.append(f" · best {fmt_ms(last.best_ms)} {best_text(last)}")
     if last.when is not None:
         with contextlib.suppress(OverflowError, OSError, ValueError):
             text.append(f" · {time.strftime('%Y-%m-%d %H:%M', time.localtime(last.when))}", style="dim")
@@ -112,5 +178,11 @@ def describe(entry: ProblemEntry) -> Text:
     elif last.status == KILLED:
         text.append("\nits process ended without finishing · R resumes it", style="yellow")
     if last.message:
-        text.append(f"\n{safe_text(last.message)[:300]}", style="dim")
+        text.append(f"\n{safe_text(last.message)[:300]}", style="red" if last.status == FAILED_START else "dim")
+    previous = last.previous
+    if previous is not None:
+        text.append(f"\nthe run before ({last.previous_where}): ", style="dim")
+        text.append_text(status_text(previous))
+        if previous.best_ms is not None:
+            text.append(f" · best {fmt_ms(previous.best_ms)} {best_text(previous)}")
     return text

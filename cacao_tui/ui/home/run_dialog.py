@@ -21,6 +21,7 @@ from cacao_tui.runs.providers import ProviderStatus, auto_choice, provider_statu
 from cacao_tui.settings import DEFAULTS
 from cacao_tui.ui import keymap
 from cacao_tui.ui.home.keys import RUN_DIALOG
+from cacao_tui.ui.widgets.tick_box import TickBox
 
 AUTO = "auto"
 
@@ -165,9 +166,9 @@ class RunDialog(ModalScreen[RunOptions | None]):
                 yield Label("")
                 yield Static("", classes="spacer")
             with Horizontal(classes="run-row"):
-                yield Checkbox("Dry run (no GPU)", p.dry_run, id="dry_run")
-                yield Checkbox("Single-shot", p.single_shot, id="single_shot")
-                yield Checkbox("Resume", p.resume, id="resume")
+                yield TickBox("Dry run (no GPU)", p.dry_run, id="dry_run")
+                yield TickBox("Single-shot", p.single_shot, id="single_shot")
+                yield TickBox("Resume", p.resume, id="resume")
             yield Static("", id="run-errors")
             with Horizontal(id="run-buttons"):
                 yield Button("Start (ctrl+s)", variant="primary", id="run-start")

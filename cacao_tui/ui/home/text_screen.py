@@ -1,4 +1,7 @@
-"""A read-only page of text (a --check summary, a launch log); Esc closes it."""
+"""A read-only page of text (a --check summary, a launch log); Esc closes it.
+
+Lines keep their layout (tables, aligned columns) and scroll sideways: ← → (and the mouse) move
+across a line wider than the page, as ↑ ↓ j k g G move through the lines."""
 
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ class TextScreen(ModalScreen[None]):
     BINDINGS = keymap.bindings(keymap.CLOSE)
     DEFAULT_CSS = """
     TextScreen > #text-page { width: 100; height: 90%; }
-    TextScreen #text-body { width: auto; }
+    TextScreen #text-scroll { overflow-x: auto; }
+    TextScreen #text-body { width: auto; text-wrap: nowrap; }
     """
 
     def __init__(self, title: str, body: str = "", *, style: str = "") -> None:

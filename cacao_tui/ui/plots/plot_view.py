@@ -14,20 +14,47 @@ import plotext as plt
 from rich.text import Text
 from textual.widget import Widget
 
+from cacao_tui.ui.formatting import safe_text
+
 Draw = Callable[[Any, int, int], None]  # draw(plotext module, width, height)
+LegendEntry = tuple[str, str, str]  # label, plotext colour, the mark drawn before it
 
 COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red", "white")
 
 
+def with_legend(draw: Draw, entries: list[LegendEntry]) -> Draw:
+    """``draw`` with a legend line under the figure (plotext's own sits on the plot, over the lines)."""
+    draw.legend = entries  # type: ignore[attr-defined]
+    return draw
+
+
+def legend_line(entries: list[LegendEntry], width: int, color: bool) -> str:
+    parts, used = [], 0
+    for raw, colour, mark in entries:
+        label = safe_text(raw)  # branch names come from the model
+        piece = f"{mark * 2} {label}"
+        if used + len(piece) + 2 > width:
+            break
+        parts.append(plt.colorize(mark * 2, colour) + f" {label}" if color else piece)
+        used += len(piece) + 2
+    return "  " + "  ".join(parts)
+
+
 def render_figure(draw: Draw, width: int, height: int, color: bool = True) -> str:
     """The figure as text with ANSI colours (or without, for NO_COLOR and tests)."""
+    legend: list[LegendEntry] = getattr(draw, "legend", [])
     plt.clf()
-    plt.plotsize(max(width, 20), max(height, 6))
+    plt.plotsize(max(width, 20), max(height - (1 if legend else 0), 6))
     plt.theme("clear")
     draw(plt, width, height)
     text = plt.build()
     plt.clf()
-    return text if color else plt.uncolorize(text)
+    if not color:
+        text = plt.uncolorize(text)
+    if not legend:
+        return text
+    # plotext ends its figure with a newline: the legend takes the row it reserved, not one more.
+    return text.removesuffix("\n") + "\n" + legend_line(legend, width, color)
 
 
 class PlotView(Widget):

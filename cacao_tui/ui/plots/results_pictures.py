@@ -19,7 +19,7 @@ class ResultsPictures(Horizontal, can_focus=True):
     """Focusable, so Tab brings the pictures into view where the results view scrolls (80x24)."""
 
     DEFAULT_CSS = """
-    ResultsPictures { height: 14; }
+    ResultsPictures { height: 40vh; min-height: 14; }
     ResultsPictures:focus { background: $boost; }
     ResultsPictures #results-history { width: 2fr; }
     ResultsPictures #results-case-bars { width: 1fr; }
@@ -29,11 +29,11 @@ class ResultsPictures(Horizontal, can_focus=True):
         yield PlotView(id="results-history", empty="no timed iteration yet")
         yield PlotView(id="results-case-bars")
 
-    def show(self, loaded: LoadedResults) -> None:
+    def show(self, loaded: LoadedResults, floor_ms: float | None = None) -> None:
         r = loaded.results
         series = history_series(r.branches) if r else []
         self.query_one("#results-history", PlotView).set_draw(
-            history_draw(series, r.reference_ms if r else None), empty="no timed iteration yet"
+            history_draw(series, r.reference_ms if r else None, floor_ms), empty="no timed iteration yet"
         )
         cases = r.best.cases if r and r.best and r.cases else []
         bars = self.query_one("#results-case-bars", PlotView)

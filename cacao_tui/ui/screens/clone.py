@@ -12,6 +12,16 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from cacao_tui.ui import keymap
+from cacao_tui.ui.formatting import fit_path
+from ktt.problem.errors import display_path
+
+
+def suggested_name(source: Path) -> str:
+    """``NAME_v2`` (or v3, ...): the first that is free beside the problem."""
+    k = 2
+    while (source.parent / f"{source.name}_v{k}").exists():
+        k += 1
+    return f"{source.name}_v{k}"
 
 
 class CloneScreen(ModalScreen[Path | None]):
@@ -26,9 +36,11 @@ class CloneScreen(ModalScreen[Path | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog form", id="clone"):
             yield Static(f"Clone {self._source.name}", classes="dialog-title")
-            yield Static(f"Copies {self._source} without output/ and archive/.", classes="dialog-text")
-            yield Label("New name")
-            yield Input(placeholder=f"{self._source.name}_v2", id="clone-name")
+            where = fit_path(display_path(self._source), 56)
+            yield Static(f"Copies {where}\nwithout output/ and archive/ (its runs).", classes="dialog-text")
+            yield Label("New name (a directory beside it)")
+            # The suggestion is the field's value, not a placeholder: Enter takes what it shows.
+            yield Input(suggested_name(self._source), id="clone-name")
             yield Static("", classes="form-errors", id="clone-errors")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Clone", variant="primary", id="clone-go")
@@ -58,7 +70,7 @@ class CloneScreen(ModalScreen[Path | None]):
         try:
             done = await asyncio.to_thread(clone_problem, self._source, name)
         except (CloneError, OSError) as exc:
-            errors.update(f"✗ {exc}")
+            errors.update(f"✗ {str(exc).removeprefix('--clone: ')}")  # the dialog's words, not the flag's
             return
         self.app.notify(f"Copied {done.files} file(s) to {done.target}", timeout=8)
         self.dismiss(done.target)

@@ -55,7 +55,7 @@ class QuitScreen(ModalScreen[QuitChoice]):
         with Vertical(classes="dialog"):
             yield Static(f"{self._branch_count} branch(es) still running.", classes="dialog-title")
             yield Static(
-                "Stop: every branch stops cleanly; --resume continues later.\n"
+                "Stop: every branch stops cleanly; resuming the run continues it later.\n"
                 "Detach: the app closes and the run goes on, printing progress lines.",
                 classes="dialog-text",
             )

@@ -15,12 +15,13 @@ from textual.widgets import Footer, TabbedContent
 
 from cacao_tui.engine import events as ev
 from cacao_tui.engine.control import EngineControl
+from cacao_tui.runs.gpu_status import GpuSample
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.ui import keymap
-from cacao_tui.ui.disk import load_selection, read_all_branches, read_run_started
+from cacao_tui.ui.disk import load_selection, read_all_branches, read_run_started, seed_from_disk
 from cacao_tui.ui.home.editor_hook import new_problem_screen
 from cacao_tui.ui.log_store import LogEntry, LogStore
-from cacao_tui.ui.run_view import RUN, RunView, Selection, seed_from_disk, touches
+from cacao_tui.ui.run_view import INTERRUPTED, RUN, ProcessEnded, RunView, Selection, touches
 from cacao_tui.ui.screens.clone import CloneScreen
 from cacao_tui.ui.screens.dialogs import ConfirmScreen
 from cacao_tui.ui.screens.help import HelpScreen
@@ -29,6 +30,7 @@ from cacao_tui.ui.screens.steering import DecisionScreen, MessageScreen, RevertS
 from cacao_tui.ui.widgets.best_sparkline import BestSparkline
 from cacao_tui.ui.widgets.branch_tree import BranchTree
 from cacao_tui.ui.widgets.details import DetailsPane
+from cacao_tui.ui.widgets.gpu_panel import GpuPanel
 from cacao_tui.ui.widgets.log_pane import LogPane
 from cacao_tui.ui.widgets.status_bar import StatusBar
 
@@ -52,6 +54,7 @@ class MainScreen(Screen[None]):
         self._progress: dict[tuple[str, int], ev.TuningProgress | ev.TuningFinished] = {}
         self.details_loads = 0  # how often the selection's files were read (tests, benchmark)
         self.ready = False  # set once the run's files were read; the app flushes events only then
+        self._announced: set[tuple[str, float]] = set()
 
     @property
     def run_layout(self) -> RunLayout:
@@ -64,6 +67,7 @@ class MainScreen(Screen[None]):
                 yield BranchTree(id="tree")
                 yield BestSparkline(id="sparkline")
             yield DetailsPane(self.store, id="details")
+        yield GpuPanel(on_samples=self._gpu_samples, id="gpus")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -110,9 +114,12 @@ class MainScreen(Screen[None]):
             if isinstance(event, ev.TuningProgress | ev.TuningFinished):
                 self._progress[(event.branch, event.iteration)] = event
                 # Drawn only while the Tuning tab shows; activating it draws the latest.
-                if self.details.active_tab == "tuning" and self._shows_iteration(event.branch, event.iteration):
+                shown = self._shows_iteration(event.branch, event.iteration)
+                if self.details.active_tab == "tuning" and shown and not self._ended(event.branch, event.iteration):
                     self._draw_progress(event)
             if not isinstance(event, ev.LogLine | ev.TuningProgress) and touches(event, sel):
+                self._stale = True
+            if isinstance(event, ev.RunFinished | ProcessEnded):  # what was on its way reads as ended
                 self._stale = True
             if isinstance(event, ev.RunFinished):
                 self._announce_finish(event)
@@ -126,7 +133,7 @@ class MainScreen(Screen[None]):
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id == "tuning":
-            shown = [e for (b, i), e in self._progress.items() if self._shows_iteration(b, i)]
+            shown = [e for (b, i), e in self._progress.items() if self._shows_iteration(b, i) and not self._ended(b, i)]
             if shown and isinstance(shown[-1], ev.TuningProgress):
                 self._draw_progress(shown[-1])
 
@@ -140,10 +147,16 @@ class MainScreen(Screen[None]):
         return current is None or current == iteration
 
     def _announce_finish(self, e: ev.RunFinished) -> None:
+        key = (e.status, e.ts)  # once per end of the run: a view fed twice (a seed, a re-read log) says it once
+        if key in self._announced:
+            return
+        self._announced.add(key)
         if e.best_ms is not None:
-            from cacao_tui.ui.formatting import fmt_ms, fmt_speedup
+            from cacao_tui.ui.formatting import fmt_ms, fmt_result
 
-            best = f"best {fmt_ms(e.best_ms)} {fmt_speedup(e.speedup)} ({e.best_branch})"
+            best = f"best {fmt_ms(e.best_ms)} {fmt_result(e.speedup, e.score)} ({e.best_branch})"
+        elif self.view.info is not None and self.view.info.dry_run:
+            best = "a dry run times nothing, its kernels were compile-checked"
         else:
             best = "no valid kernel"
         self.notify(f"Run finished ({e.status}): {best}. b: results, q: quit.", timeout=10)
@@ -173,9 +186,17 @@ class MainScreen(Screen[None]):
             return
         self.details_loads += 1
         progress = None
+        ended = None
         if data.iteration is not None:
             progress = self._progress.get((data.iteration.branch, data.iteration.index))
-        self.details.show(data, progress)
+            ended = self._ended(data.iteration.branch, data.iteration.index)
+        self.details.show(data, progress, ended)
+
+    def _ended(self, branch: str, iteration: int) -> str | None:
+        """How the iteration was cut short (interrupted, killed), or None while it may go on."""
+        b = self.view.branches.get(branch)
+        it = b.iterations.get(iteration) if b is not None else None
+        return it.status if it is not None and it.status in (INTERRUPTED, "killed") else None
 
     # ---- actions (keys and command palette) -----------------------------------------
     def _branch(self) -> str | None:
@@ -334,7 +355,25 @@ class MainScreen(Screen[None]):
     async def action_quit(self) -> None:
         await self.app.action_quit()
 
+    def _gpu_samples(self, samples: list[GpuSample]) -> None:
+        bar = self.query_one(StatusBar)  # the first read may come before this screen's on_mount
+        bar.gpu_samples = samples
+        bar.update_bar()
+
+    def action_toggle_gpus(self) -> None:
+        self.notify(self.query_one(GpuPanel).toggle(), timeout=4)
+
+    def action_toggle_maximize(self) -> None:
+        """z: the focused pane (tree, a tab's contents) fills the screen; z or Esc again restores it."""
+        if self.maximized is not None:
+            self.minimize()
+        elif self.focused is None or not self.maximize(self.focused):
+            self.notify("Tab to a pane first (the tree, a tab's contents), then z", severity="warning")
+
     def action_escape(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+            return
         log = self.details.query_one(LogPane)
         if log.needle:
             log.action_clear_filter()

@@ -11,16 +11,17 @@ from rich.syntax import Syntax
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
+from textual.containers import HorizontalScroll, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
+from textual.widgets.data_table import ColumnKey
 
 from cacao_tui.store.layout import RunLayout
-from cacao_tui.store.results import FROM_FILE, LoadedResults, load_results
+from cacao_tui.store.results import DRY_RUN_BEST, FROM_FILE, LoadedResults, load_results
 from cacao_tui.store.results_export import ExportError, export_results
 from cacao_tui.store.state import BranchSummary
 from cacao_tui.ui import keymap
-from cacao_tui.ui.disk import read_text_quietly
+from cacao_tui.ui.disk import best_floor_ms, read_text_quietly
 from cacao_tui.ui.formatting import (
     NONE,
     STATUS_STYLES,
@@ -28,13 +29,14 @@ from cacao_tui.ui.formatting import (
     fmt_cost,
     fmt_count,
     fmt_ms,
+    fmt_result,
     fmt_speedup,
     safe_text,
     safe_value,
     status_icon,
 )
 from cacao_tui.ui.plots.results_pictures import ResultsPictures
-from cacao_tui.ui.widgets.case_table import case_table, score_line
+from cacao_tui.ui.widgets.case_table import case_table, natural_width, score_line
 from cacao_tui.ui.widgets.scroll_pane import ScrollPane
 from cacao_tui.ui.widgets.table_sync import KeyTable
 from ktt.reference_times import NO_BASELINE
@@ -71,7 +73,9 @@ def results_header(loaded: LoadedResults, layout: RunLayout) -> Text:
     if r.best is not None:
         b = r.best
         text.append("best ", style="bold")
-        text.append(f"{fmt_ms(b.time_ms)} {fmt_speedup(b.speedup)}", style="bold green")
+        text.append(f"{fmt_ms(b.time_ms)} {fmt_result(b.speedup, b.score if r.cases else None)}", style="bold green")
+        if r.cases:  # the score ranks; the primary case's own speedup is labelled as such
+            text.append(f" · primary case {fmt_speedup(b.speedup)}")
         text.append(f" · {b.branch}/iter{b.iteration} · {fmt_config(b.config)}")
         if b.superseded:
             text.append(" · superseded by a revert, still the fastest measured", style="yellow")
@@ -79,6 +83,8 @@ def results_header(loaded: LoadedResults, layout: RunLayout) -> Text:
             text.append("\n")
             text.append_text(score_line(b.score, b.cases))
         text.append(f"\n{safe_text(b.kernel_path)}", style="dim")
+    elif r.dry_run:
+        text.append(f"no best: {DRY_RUN_BEST}", style="dim")
     elif r.cases:
         text.append("no kernel has a valid result on every case, so none has a score", style="dim")
     else:
@@ -147,31 +153,38 @@ class ResultsScreen(Screen[None]):
     async def load(self) -> None:
         # Names, reasons and notes come from the run's files: terminal-safe before they are shown.
         loaded = safe_value(await asyncio.to_thread(load_results, self._layout))
+        best = loaded.results.best if loaded.results else None
+        floor_ms = await asyncio.to_thread(best_floor_ms, self._layout, best) if best is not None else None
         self._loaded = loaded
-        self.query_one(ResultsPictures).show(loaded)
+        self.query_one(ResultsPictures).show(loaded, floor_ms)
         self.query_one("#results-header", Static).update(results_header(loaded, self._layout))
         best = loaded.results.best if loaded.results else None
         if best is not None and best.cases and loaded.results and loaded.results.cases:
-            cases = Static(case_table(best.cases), id="results-cases")
-            for stale in self.query("#results-cases"):
+            table = Static(case_table(best.cases), id="results-cases")
+            table.styles.width = natural_width(table.content)  # whole: the scroll around it shows the rest
+            cases = HorizontalScroll(table, id="results-cases-scroll")
+            for stale in self.query("#results-cases-scroll"):
                 await stale.remove()
             await self.query_one("#results", VerticalScroll).mount(cases, after="#results-header")
         branches = sorted(loaded.results.branches, key=_sort_key) if loaded.results else []
         self._branches = {b.name: b for b in branches}
         rows = {}
+        scored = bool(loaded.results and loaded.results.cases)  # with cases every figure is a score
         for b in branches:
-            status = Text(f"{status_icon(b.status)} {b.status}", style=STATUS_STYLES.get(b.status, ""))
+            shown = loaded.shown_status(b.status)
+            status = Text(f"{status_icon(shown)} {shown}", style=STATUS_STYLES.get(shown, ""))
             at = f"iter{b.best_iteration}" if b.best_iteration is not None else NONE
             rows[b.name] = (
                 b.name,
                 status,
                 str(b.iterations),
                 fmt_ms(b.best_ms),
-                fmt_speedup(b.speedup),
+                fmt_result(b.speedup, b.score if scored else None),
                 at,
                 b.stop_reason or "",
             )
         table = self.query_one("#results-branches", KeyTable)
+        table.columns[ColumnKey("speedup")].label = Text("score" if scored else "speedup")
         table.sync(rows)
         table.focus()
         if branches:

@@ -10,7 +10,7 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from cacao_tui.ui import keymap
-from cacao_tui.ui.formatting import ITER_STYLES, STATUS_STYLES, fmt_ms, fmt_speedup, status_icon
+from cacao_tui.ui.formatting import ITER_STYLES, STATUS_STYLES, fmt_ms, fmt_result, status_icon
 from cacao_tui.ui.run_view import RUN, BranchView, IterationView, RunView, Selection
 
 
@@ -21,8 +21,8 @@ def branch_label(b: BranchView) -> Text:
     text.append(f" {b.iterations_done}/{b.max_iter}", style="dim")
     if b.best_ms is not None:
         text.append(f" {fmt_ms(b.best_ms)}", style="green")
-        if b.speedup is not None:
-            text.append(f" {fmt_speedup(b.speedup)}", style="bold green")
+        if b.speedup is not None or b.score is not None:
+            text.append(f" {fmt_result(b.speedup, b.score)}", style="bold green")
     return text
 
 
@@ -44,14 +44,14 @@ def run_label(view: RunView) -> Text:
     text.append(view.info.problem if view.info else "run", style="bold")
     text.append(f" · {view.phase}", style="dim")
     if view.best_ms is not None:
-        text.append(f" {fmt_ms(view.best_ms)} {fmt_speedup(view.best_speedup)}", style="green")
+        text.append(f" {fmt_ms(view.best_ms)} {fmt_result(view.best_speedup, view.best_score)}", style="green")
     return text
 
 
 class BranchTree(Tree[Selection]):
     """Relabels only what changed; the cursor stays on its node while nodes are added."""
 
-    BINDINGS = keymap.bindings(keymap.TREE)
+    BINDINGS = keymap.bindings(keymap.TREE + keymap.SIDEWAYS)  # a long label: → (or z, the whole screen)
 
     class SelectionChanged(Message):
         def __init__(self, selection: Selection) -> None:
@@ -68,6 +68,9 @@ class BranchTree(Tree[Selection]):
 
     def on_mount(self) -> None:
         self.root.expand()
+
+    def action_scroll_columns(self, columns: int) -> None:
+        self.scroll_relative(x=columns, animate=False)
 
     def _relabel(self, key: object, node: TreeNode[Selection], label: Text) -> None:
         plain = label.markup
@@ -103,7 +106,11 @@ class BranchTree(Tree[Selection]):
                 key = (name, index)
                 it_node = self._iterations.get(key)
                 if it_node is None:
-                    it_node = node.add_leaf(f"iter{index}", data=Selection(name, index))
+                    # A branch's iterations first, then its sub-branches, whichever arrived first:
+                    # the same tree however the events were batched.
+                    first_child = next((c for c in node.children if c.data is not None and c.data.iteration is None),
+                                       None)  # fmt: skip
+                    it_node = node.add_leaf(f"iter{index}", data=Selection(name, index), before=first_child)
                     self._iterations[key] = it_node
                 self._relabel(key, it_node, iteration_label(it))
 

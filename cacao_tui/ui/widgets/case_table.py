@@ -7,10 +7,12 @@ The results view and the Tuning tab both show it through this module, so they ag
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from typing import Protocol
 
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
@@ -81,6 +83,12 @@ def score_line(score: float | None, cases: Sequence[CaseRow]) -> Text:
     return text
 
 
+def natural_width(renderable: RenderableType) -> int:
+    """The cells a renderable takes when nothing squeezes it (a table at its columns' full width)."""
+    console = Console(width=10_000, file=io.StringIO())
+    return Measurement.get(console, console.options, renderable).maximum
+
+
 def case_block(cases: Sequence[CaseRow], score: float | None, title: str = "") -> RenderableType:
     """The score line (with a title before it) and the table, as one renderable."""
     head = Text(f"{title} · ", style="bold") if title else Text()
@@ -107,7 +115,10 @@ class CaseTable(Static):
             self.clear()
             return
         block = case_block(cases, score, title)
-        self.update(Group(block, Text(extra, style="dim")) if extra else block)
+        shown = Group(block, Text(extra, style="dim")) if extra else block
+        # Its natural width (and the padding): a scrolling parent shows what a narrow pane cannot.
+        self.styles.width = natural_width(shown) + 2
+        self.update(shown)
         self.add_class("-shown")
 
     def clear(self) -> None:

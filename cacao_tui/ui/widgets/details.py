@@ -11,7 +11,7 @@ from textual.widgets import TabbedContent, TabPane
 
 from cacao_tui.engine.events import TuningFinished, TuningProgress
 from cacao_tui.ui.disk import SelectionDetails
-from cacao_tui.ui.formatting import STATUS_STYLES, fmt_ms, fmt_speedup, status_icon
+from cacao_tui.ui.formatting import STATUS_STYLES, fmt_ms, fmt_result, fmt_speedup, status_icon
 from cacao_tui.ui.log_store import LogStore
 from cacao_tui.ui.run_view import RunView, Selection
 from cacao_tui.ui.widgets.case_table import CaseRow
@@ -32,7 +32,8 @@ def selection_header(view: RunView, selection: Selection) -> Text:
         text.append(f" · {view.phase}" + (f": {view.phase_message}" if view.phase_message else ""))
         text.append(f" · {len(view.branches)} branch(es), {sum(b.active for b in view.branches.values())} active")
         if view.best_ms is not None:
-            text.append(f" · best {fmt_ms(view.best_ms)} {fmt_speedup(view.best_speedup)} ({view.best_branch})")
+            best = fmt_result(view.best_speedup, view.best_score)
+            text.append(f" · best {fmt_ms(view.best_ms)} {best} ({view.best_branch})")
         if view.info is not None:
             text.append(f"\n{view.info.problem_dir}", style="dim")
         return text
@@ -43,7 +44,8 @@ def selection_header(view: RunView, selection: Selection) -> Text:
         it = b.iterations.get(selection.iteration)
         text.append(f" · iter{selection.iteration} {it.status if it else ''}")
     text.append(f" · {b.iterations_done}/{b.max_iter} iterations")
-    text.append(f" · best {fmt_ms(b.best_ms)} {fmt_speedup(b.speedup)}" if b.best_ms is not None else " · no time yet")
+    best = f" · best {fmt_ms(b.best_ms)} {fmt_result(b.speedup, b.score)}"
+    text.append(best if b.best_ms is not None else " · no time yet")
     if b.parent:
         text.append(f" · from {b.parent}", style="dim")
     if b.reason:
@@ -112,8 +114,11 @@ class DetailsPane(Vertical):
             cases, score, where, extra = best.cases, best.score, f"{best.branch}/iter{best.iteration} (branch best)", ""
         self.tuning.show_cases(cases, score, f"per case · {where}", extra)
 
-    def show(self, data: SelectionDetails, progress: TuningProgress | TuningFinished | None) -> None:
-        """Fill the file-backed tabs from what was read for the selection."""
+    def show(
+        self, data: SelectionDetails, progress: TuningProgress | TuningFinished | None, ended: str | None = None
+    ) -> None:
+        """Fill the file-backed tabs from what was read for the selection. ``ended``: how the shown
+        iteration was cut short (interrupted, killed), so no pane says it is still waiting."""
         sel = data.selection
         it = data.iteration
         where = f"{it.branch}/iter{it.index}" if it else sel.label
@@ -122,9 +127,9 @@ class DetailsPane(Vertical):
         state = it.state if it else None
         run = state.run if state else None
         tuning = it.tuning if it else None
-        self.tuning.show_files(where, tuning, run.ran if run else None, run.message if run else None)
+        self.tuning.show_files(where, tuning, run.ran if run else None, run.message if run else None, ended)
         self._show_cases(data, where)
-        if isinstance(progress, TuningProgress) and (tuning is None or tuning.summary is None):
+        if isinstance(progress, TuningProgress) and (tuning is None or tuning.summary is None) and ended is None:
             self.tuning.show_progress(progress)
         self.query_one(ProfilePane).show(
             where,

@@ -34,8 +34,11 @@ class LogLineHighlighter(Highlighter):
 
 
 class ScrollLog(Log):
-    BINDINGS = keymap.bindings(keymap.SCROLL)
+    BINDINGS = keymap.bindings(keymap.SCROLL + keymap.SIDEWAYS)  # a long line: → ten columns a press
     highlighter = LogLineHighlighter()
+
+    def action_scroll_columns(self, columns: int) -> None:
+        self.scroll_relative(x=columns, animate=False)
 
 
 class LogPane(Vertical):

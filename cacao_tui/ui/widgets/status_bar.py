@@ -7,8 +7,10 @@ from collections.abc import Callable
 
 from rich.text import Text
 
-from cacao_tui.ui.formatting import fmt_cost, fmt_count, fmt_elapsed, fmt_gpus, fmt_ms, fmt_speedup
+from cacao_tui.runs.gpu_status import GpuSample
+from cacao_tui.ui.formatting import fmt_cost, fmt_count, fmt_elapsed, fmt_gpus, fmt_ms, fmt_result
 from cacao_tui.ui.run_view import RunView
+from cacao_tui.ui.widgets.gpu_panel import gpu_summary
 from cacao_tui.ui.widgets.text_line import TextLine
 
 
@@ -20,6 +22,7 @@ class StatusBar(TextLine):
         self._view = view
         self._clock = clock
         self._started = clock()
+        self.gpu_samples: list[GpuSample] = []  # NVML's latest (the GPU panel reads them)
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self.update_bar)
@@ -34,18 +37,23 @@ class StatusBar(TextLine):
             if v.info.dry_run:
                 problem.append(" dry-run", style="yellow")
             out.append((9, problem))
-        out.append((8, Text(v.phase, style="cyan")))
+        out.append((8, Text(v.phase, style="bold red" if v.ended_at is not None else "cyan")))
         start = v.info.ts if v.info is not None else self._started
-        end = v.finished.ts if v.finished is not None else self._clock()
+        end = v.finished.ts if v.finished is not None else v.ended_at or self._clock()
         out.append((8, Text(fmt_elapsed(end - start))))
         tokens = Text(f"{fmt_count(v.input_tokens)}↑ {fmt_count(v.output_tokens)}↓ {fmt_cost(v.cost_usd)}")
         if v.llm_errors:
             tokens.append(f" ({v.llm_errors} err)", style="red")
         out.append((7, tokens))
         if v.best_ms is not None:
-            out.append((6, Text(f"best {fmt_ms(v.best_ms)} {fmt_speedup(v.best_speedup)}", style="green")))
+            out.append((6, Text(f"best {fmt_ms(v.best_ms)} {fmt_result(v.best_speedup, v.best_score)}", style="green")))
         if v.info is not None:
-            out.append((5, Text(fmt_gpus(v.info.gpus, None))))
+            gpus = Text(fmt_gpus(v.info.gpus, None))
+            live = {g.index: g for g in self.gpu_samples}
+            for index in v.info.gpus if not v.info.dry_run else []:
+                if index in live:
+                    gpus.append(f" {gpu_summary(live[index])}", style="bold" if len(v.info.gpus) == 1 else "")
+            out.append((5, gpus))
             out.append((4, Text(f"{v.info.provider}/{v.info.model}")))
             if v.info.gpu_name:
                 out.append((3, Text(v.info.gpu_name, style="dim")))

@@ -21,6 +21,26 @@ class KeyTable(DataTable[object]):
         for key, label in columns:
             self.add_column(label, key=key)
 
+    def action_cursor_last(self) -> None:
+        if self.row_count:
+            self.move_cursor(row=self.row_count - 1)
+
+    def action_cursor_first(self) -> None:
+        if self.row_count:
+            self.move_cursor(row=0)
+
+    def set_columns(self, columns: Sequence[tuple[str, str]], widths: Mapping[str, int] | None = None) -> None:
+        """Replace the columns (and drop the rows: the caller syncs them again)."""
+        self.clear(columns=True)
+        self._column_spec = tuple(columns)
+        self.column_keys = tuple(key for key, _ in columns)
+        for key, label in columns:
+            self.add_column(label, key=key, width=(widths or {}).get(key))
+
+    def order(self) -> list[str]:
+        """The row keys, top to bottom."""
+        return [str(key.value) for key in self.rows]
+
     def sync(self, rows: Mapping[str, Sequence[object]]) -> int:
         """Make the table show exactly ``rows`` (key -> cells); returns how many cells changed."""
         changed = 0

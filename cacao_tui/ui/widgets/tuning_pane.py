@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import HorizontalScroll, Vertical
 from textual.widgets import ProgressBar
 
 from cacao_tui.engine.events import TuningFinished, TuningProgress
@@ -41,7 +41,8 @@ class TuningPane(Vertical):
         yield TextLine("", id="tuning-counts")
         yield ProgressBar(total=1, show_eta=False, id="tuning-progress")  # never indeterminate: it animates
         yield TextLine("", id="tuning-failures")
-        yield CaseTable(id="tuning-cases")
+        with HorizontalScroll(id="tuning-cases-scroll"):  # wider than the pane: ← → scroll it
+            yield CaseTable(id="tuning-cases")
         yield KeyTable(COLUMNS, id="tuning-top")
 
     def _counts(
@@ -56,15 +57,24 @@ class TuningPane(Vertical):
             text.append(f" · {extra}")
         self.query_one("#tuning-counts", TextLine).update(text)
 
-    def show_files(self, where: str, tuning: TuningView | None, ran: bool | None, message: str | None) -> None:
-        """What the iteration's tune/ files say (after tuning, or while results.jsonl grows)."""
+    def show_files(
+        self, where: str, tuning: TuningView | None, ran: bool | None, message: str | None, ended: str | None = None
+    ) -> None:
+        """What the iteration's tune/ files say (after tuning, or while results.jsonl grows).
+        ``ended``: the iteration was cut short (interrupted, killed): it waits for nothing."""
         header = f"Tuning · {where}"
         if ran is False:
             header += " · not tuned" + (f" ({message})" if message else "")
         self.query_one("#tuning-header", TextLine).update(header)
         bar = self.query_one("#tuning-progress", ProgressBar)
+        bar.display = ended is None or (tuning is not None and tuning.summary is not None)
         if tuning is None or (tuning.evaluated == 0 and tuning.summary is None):
-            self._counts("waiting", 0, 0, 0, None)
+            if ended is not None:
+                counts = Text(f"{ended} ", style="yellow")
+                counts.append("not tuned: the iteration ended before its tuning", style="dim")
+                self.query_one("#tuning-counts", TextLine).update(counts)
+            else:
+                self._counts("waiting", 0, 0, 0, None)
             bar.update(total=1, progress=0)
             self.query_one("#tuning-failures", TextLine).update(by_status_text({}))
             self.query_one("#tuning-top", KeyTable).sync({})
@@ -79,7 +89,7 @@ class TuningPane(Vertical):
             bar.update(total=max(1, summary.evaluated), progress=summary.evaluated)
         if tuning.top_case is not None:  # the top table ranks one case; the per-case table has them all
             extra += (" · " if extra else "") + f"top: case {safe_text(tuning.top_case)}"
-        self._counts("done" if summary else "search", tuning.evaluated, tuning.valid, space, best, extra)
+        self._counts("done" if summary else ended or "search", tuning.evaluated, tuning.valid, space, best, extra)
         self.query_one("#tuning-failures", TextLine).update(by_status_text(tuning.by_status))
         self._show_top(tuning)
 

@@ -1,0 +1,42 @@
+"""``cacao --dir P --resume`` without ``--provider`` goes on with the run's own provider and model
+(its context.json): a replay run resumes as a replay, with no API key set (it used to stop at
+"needs ANTHROPIC_API_KEY ..."); ``--provider`` given still wins."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from cacao_tui.launch import _provider_asked
+from cacao_tui.problem import load_problem
+from cacao_tui.run_request import RunRequest
+from tests.pathenv import child_pythonpath
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _keyless_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_API_BASE", "_BASE_URL"))}
+    env.pop("LLM_PROVIDER", None)
+    return {**env, "HOME": str(home), "PYTHONPATH": child_pythonpath()}
+
+
+def test_a_replay_run_resumes_as_a_replay_without_a_key(tmp_path: Path) -> None:
+    problem = tmp_path / "mmul"
+    shutil.copytree(REPO / "problems" / "mmul", problem, ignore=shutil.ignore_patterns("output", "archive"))
+    env = _keyless_env(tmp_path)
+    base = [sys.executable, "-m", "cacao_tui", "--dir", str(problem), "--dry-run", "--no-ui", "--max-iter", "1"]
+    first = subprocess.run([*base, "--provider", "replay"], capture_output=True, text=True, env=env, timeout=240)
+    assert first.returncode == 0, first.stderr[-2000:]
+    again = subprocess.run([*base, "--resume"], capture_output=True, text=True, env=env, timeout=240)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert again.stdout.startswith("cacao: resuming mmul · replay/replay · dry run (no GPU)")
+    # The choice itself: --provider wins; --model replaces the run's model; a fresh run asks the environment.
+    loaded = load_problem(problem)
+    assert _provider_asked(RunRequest(loaded, resume=True)) == ("replay", "replay")
+    assert _provider_asked(RunRequest(loaded, resume=True, model="m")) == ("replay", "m")
+    assert _provider_asked(RunRequest(loaded, resume=True, provider="openai")) == ("openai", None)
+    assert _provider_asked(RunRequest(loaded)) == (None, None)
