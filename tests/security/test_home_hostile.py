@@ -43,7 +43,7 @@ def _log_lines(problem: Path, *lines: str) -> None:
 
 
 def hostile_folder(folder: Path) -> Path:
-    """Four problems whose run files each broke the home screen, and one ordinary one."""
+    """Five problems whose run files each broke (or would hang) the home screen, and one ordinary one."""
     folder.mkdir()
     deep = copy_problem(folder, "deep_json")
     _log_lines(deep, '{"type": "run_finished", "status": ' + "[" * 100_000 + "]" * 100_000 + "}")
@@ -56,13 +56,18 @@ def hostile_folder(folder: Path) -> Path:
     (pid / "output.lock").write_text(json.dumps(note))
     escapes = copy_problem(folder, "escapes")
     _log_lines(escapes, json.dumps({"type": "run_finished", "status": ESC, "message": ESC, "best_ms": 1.0}))
+    fifo = copy_problem(folder, "fifo_summary")
+    _log_lines(fifo, json.dumps({"type": "run_finished", "status": "ok"}))
+    summary = RunLayout(fifo).branch("b1").iteration(1).tune_summary
+    summary.parent.mkdir(parents=True)
+    os.mkfifo(summary)  # the home screen's GPU time reads every tuning's summary.json
     copy_problem(folder, "plain")
     return folder
 
 
 def test_the_catalog_reads_every_hostile_problem(tmp_path: Path) -> None:
     entries = {e.key: e for e in scan_problems(hostile_folder(tmp_path / "problems"))}
-    assert sorted(entries) == ["deep_json", "escapes", "huge_number", "huge_pid", "plain"]
+    assert sorted(entries) == ["deep_json", "escapes", "fifo_summary", "huge_number", "huge_pid", "plain"]
     assert entries["huge_pid"].last.live is None
     assert entries["huge_number"].last.best_ms is None  # no float holds it: not shown, not a crash
     for entry in entries.values():
@@ -83,8 +88,8 @@ def test_the_home_screen_survives_every_hostile_problem(tmp_path: Path) -> None:
                 if isinstance(app.screen, HomeScreen) and app.home.scans >= 2:
                     break
             assert app.is_running and app.home.scans >= 2, "the refresh worker died"
-            assert app.home.table.row_count == 5
-            for key in ("deep_json", "escapes", "huge_number", "huge_pid", "plain"):
+            assert app.home.table.row_count == 6
+            for key in ("deep_json", "escapes", "fifo_summary", "huge_number", "huge_pid", "plain"):
                 app.home.table.get_row(key)
 
     asyncio.run(go())
