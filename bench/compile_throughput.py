@@ -54,7 +54,7 @@ EXAMPLES = {
 ARCH = "sm_90"
 
 
-def requests(name: str, work: Path, n: int, seed: int) -> tuple[list, int, int]:
+def requests(name: str, work: Path, n: int, seed: int, arch: str = ARCH) -> tuple[list, int, int]:
     """(requests for n sampled configurations, distinct programs in the whole space, space size)."""
     problem_dir, kernel, spec_path = EXAMPLES[name]
     problem = load_problem(problem_dir)
@@ -62,7 +62,7 @@ def requests(name: str, work: Path, n: int, seed: int) -> tuple[list, int, int]:
     shape = problem.primary
     space = SearchSpace(spec.tune_params, spec.restrictions, shape.scalars)
     keys = space.enumerate(200_000) or []
-    ctx = CompileContext(problem, spec, KernelSource.read(kernel), WorkDir(work), ARCH)
+    ctx = CompileContext(problem, spec, KernelSource.read(kernel), WorkDir(work), arch)
     ctx._inputs_hpp(shape)
     all_reqs = [ctx.request(space.config(k), shape) for k in keys]
     distinct = len({cache_key(effective_request(r)) for r in all_reqs})

@@ -73,7 +73,7 @@ def _check(args: argparse.Namespace) -> int:
     print(safe_text(render_check(problem, steps, times), keep_newlines=True))  # names, descriptions: problem files
     n = len(problem.warnings)
     note = f" ({n} warning{'s' if n != 1 else ''})" if n else ""
-    print(f"\nOK: {display_path(problem.directory)} is a valid problem{note}")
+    print(f"\nOK: {safe_text(display_path(problem.directory))} is a valid problem{note}")
     return EXIT_OK
 
 

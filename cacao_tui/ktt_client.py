@@ -18,6 +18,7 @@ from typing import Protocol
 from pydantic import ValidationError
 
 from cacao_tui.subprocesses import ProcessResult, run_streaming
+from ktt.capped_read import MIB, read_bytes_capped
 from ktt.procs import child_env
 from ktt.protocol import (
     EXIT_ENVIRONMENT,
@@ -31,6 +32,7 @@ from ktt.protocol import (
 )
 
 CHECK_TIMEOUT_S = 300.0
+MAX_SUMMARY_BYTES = 4 * MIB  # a tuner's summary.json, read back when its last line was lost
 DEVICE_TIMEOUT_S = 120.0
 
 
@@ -224,7 +226,7 @@ class KttTuner:
         if data is None:
             summary_file = request.out_dir / "summary.json"
             if summary_file.exists() and not result.timed_out:
-                return TuneSummary.model_validate_json(summary_file.read_text(encoding="utf-8"))
+                return TuneSummary.model_validate_json(read_bytes_capped(summary_file, MAX_SUMMARY_BYTES))
             raise _failure(result, "ktt tune")
         return TuneSummary.model_validate(data)
 

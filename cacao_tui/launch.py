@@ -24,14 +24,21 @@ from cacao_tui.engine.events import EventBus, JobPlaced, LLMCallEvent, LLMCallPr
 from cacao_tui.engine.gpu import arch_of, detect_gpus, gpu_problem
 from cacao_tui.engine.scheduler import GpuScheduler
 from cacao_tui.headless import HeadlessRenderer
-from cacao_tui.llm import LLMError, create_llm, llm_timeout_s, load_env, load_llm_settings, select_provider
+from cacao_tui.llm import LLMError, create_llm, llm_environment, llm_timeout_s, load_llm_settings, select_provider
 from cacao_tui.llm.recording import CallRecord
 from cacao_tui.llm.tracked import RetryNotice
 from cacao_tui.nodes.context import NoDevices, RunDeps
 from cacao_tui.run_request import RunRequest
 from cacao_tui.settings import DEFAULTS
 from cacao_tui.store.archive import ArchiveError, prepare_output
-from cacao_tui.store.atomic import DiskFull, StateFileError, disk_full, on_disk_full, read_model_or_none
+from cacao_tui.store.atomic import (
+    DiskFull,
+    StateFileError,
+    disk_full,
+    on_disk_full,
+    read_model_or_none,
+    remove_crash_leftovers,
+)
 from cacao_tui.store.layout import RunLayout, UnsafeLayout, check_contained
 from cacao_tui.store.original_run import is_original_output, refusal
 from cacao_tui.store.run_lock import RunLocked, acquire_run_lock, held_here
@@ -42,6 +49,7 @@ from ktt.problem.inputs_hpp import write_inputs_hpp
 from ktt.reference_times import ReferenceTimeError, read_reference_times
 from ktt.sandbox import landlock_abi
 from ktt.sandbox import status as sandbox_status
+from ktt.terminal_text import safe_text
 
 EXIT_OK = 0
 EXIT_NO_RESULT = 1
@@ -83,10 +91,13 @@ def _gpu_info(request: RunRequest, problem: Problem) -> GpuInfo:
 
 
 def _claim_directory(layout: RunLayout, *, walk_output: bool) -> None:
-    """One run per problem directory (its lock, before anything is archived), writing only inside it."""
+    """One run per problem directory (its lock, before anything is archived), writing only inside it.
+
+    The layout is checked before the lock is taken, so a run refused for an output/ link leaves
+    no output.lock; ``main`` abandons the lock of a run refused after this."""
     try:
-        lock = acquire_run_lock(layout.problem_dir)
         check_contained(layout, walk_output=walk_output)
+        lock = acquire_run_lock(layout.problem_dir)
     except (RunLocked, UnsafeLayout) as exc:
         raise LaunchError(str(exc)) from None
     if lock.took_over is not None:
@@ -133,14 +144,16 @@ def _refuse_original_run(request: RunRequest, layout: RunLayout) -> None:
 def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     problem = request.problem
     _refuse_original_run(request, RunLayout(problem.directory))
-    load_env(problem.directory)
-    choice = select_provider(*_provider_asked(request))
+    llm_env = llm_environment(problem.directory)  # keys and choices of .env files; os.environ untouched
+    for note in llm_env.notes:
+        print(f"cacao: warning: {safe_text(note)}", file=sys.stderr)
+    choice = select_provider(*_provider_asked(request), env=llm_env.values)
     for warning in choice.warnings:
-        print(f"cacao: warning: {warning}", file=sys.stderr)
+        print(f"cacao: warning: {safe_text(warning)}", file=sys.stderr)
     step_choices = {}  # models of single steps (--model-plan, --model-decide): chosen before anything is written
     for node, wanted in (("plan", request.model_plan), ("decide", request.model_decide)):
         if wanted is not None:
-            step_choices[node] = select_provider(wanted[0] or choice.provider, wanted[1])
+            step_choices[node] = select_provider(wanted[0] or choice.provider, wanted[1], env=llm_env.values)
     llm_settings = load_llm_settings().with_cli(reasoning=request.reasoning, max_tokens=request.max_tokens)
     cluster = parse_cluster(request.cluster)
     make_tuner = tuner_factory()  # ktt, unless CACAO_TUNER names another (cacao_tui/tuners.py)
@@ -209,10 +222,11 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         on_call=on_call,
         on_retry=on_retry,
         on_progress=lambda p: bus.emit(LLMCallProgress(progress=p)),
-        timeout_s=llm_timeout_s(request.llm_timeout_s),
+        timeout_s=llm_timeout_s(request.llm_timeout_s, llm_env.values),
         max_concurrent=request.llm_concurrency,
         settings=llm_settings,
         cache_scope=problem.name,
+        env=llm_env.values,
     )
     step_llms = {}
     for node, step_choice in step_choices.items():
@@ -225,14 +239,17 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
             on_call=on_call,
             on_retry=on_retry,
             on_progress=lambda p: bus.emit(LLMCallProgress(progress=p)),
-            timeout_s=llm_timeout_s(request.llm_timeout_s),
+            timeout_s=llm_timeout_s(request.llm_timeout_s, llm_env.values),
             max_concurrent=request.llm_concurrency,
             settings=llm_settings,
             cache_scope=problem.name,
+            env=llm_env.values,
         )
         step_llms[node].usage = llm.usage  # one run: one set of totals, one budget
     # Archive only now: a replay source inside output/ has been read into memory above.
-    if not request.resume:
+    if request.resume:
+        remove_crash_leftovers(layout.output)  # temp files of the writers the earlier run's kill stopped
+    else:
         try:
             prepare_output(problem.directory, resume=False, no_clean=request.no_clean)
         except ArchiveError as exc:
@@ -359,7 +376,11 @@ def main(request: RunRequest) -> int:
     try:
         engine, bus = build_engine(request)
     except (ProblemError, LaunchError, LLMError, ClusterError, UnknownTuner) as exc:
-        print(f"cacao: {exc}" if not isinstance(exc, ProblemError) else str(exc), file=sys.stderr)
+        lock = held_here(request.problem.directory)
+        if lock is not None:
+            lock.abandon()  # refused before the run began: a lock file it made goes too
+        line = f"cacao: {exc}" if not isinstance(exc, ProblemError) else str(exc)
+        print(safe_text(line, keep_newlines=True), file=sys.stderr)  # names and link targets are escaped where quoted
         return EXIT_USAGE
     try:
         if request.front_end != "app":

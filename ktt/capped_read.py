@@ -1,7 +1,10 @@
 """Reading files from a problem directory or a model's output: regular files only, size-capped.
 
 A header linked to /dev/zero, a FIFO named like a reference, or a 2 GB "kernel" must end in one
-line, not a hang or an out-of-memory kill. The file is opened without blocking (a FIFO with no
+line, not a hang or an out-of-memory kill. This is the one reader of such files, ktt's and
+cacao_tui's alike: whole files under a cap (``read_bytes_capped``), the head or the tail of one
+of any size (a kernel shown, a log), the lines of a JSON-lines log up to a budget, and
+``parse_json`` for what they hold. The file is opened without blocking (a FIFO with no
 writer would otherwise block the open itself), checked with ``fstat`` on the open descriptor (so
 a swap between check and read changes nothing), and read no further than its cap.
 """
@@ -11,10 +14,14 @@ from __future__ import annotations
 import errno
 import importlib.machinery
 import importlib.util
+import json
+import math
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -54,10 +61,13 @@ def _describe(mode: int) -> str:
     return "not a regular file"
 
 
-def read_bytes_capped(path: Path | str, limit: int, *, follow_links: bool = True) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes; ReadRefused (an OSError) otherwise.
+def open_regular(path: Path | str, *, follow_links: bool = True) -> tuple[int, os.stat_result]:
+    """A read-only descriptor of a regular file and its ``fstat``; ReadRefused (an OSError) otherwise.
 
-    With ``follow_links=False`` a symbolic link (the last part of the path) is refused too.
+    Opened without blocking (a FIFO with no writer would block the open itself, ignoring
+    signals), checked on the open descriptor (a swap after the check changes nothing). With
+    ``follow_links=False`` a symbolic link (the last part of the path) is refused too. The
+    caller closes the descriptor.
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     if not follow_links:
@@ -72,6 +82,19 @@ def read_bytes_capped(path: Path | str, limit: int, *, follow_links: bool = True
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise ReadRefused(path, f"{_describe(st.st_mode)}, not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def read_bytes_capped(path: Path | str, limit: int, *, follow_links: bool = True) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; ReadRefused (an OSError) otherwise.
+
+    With ``follow_links=False`` a symbolic link (the last part of the path) is refused too.
+    """
+    fd, st = open_regular(path, follow_links=follow_links)
+    try:
         if st.st_size > limit:
             raise ReadRefused(path, f"{st.st_size:,} bytes, larger than the limit of {limit:,}")
         chunks: list[bytes] = []
@@ -89,9 +112,73 @@ def read_bytes_capped(path: Path | str, limit: int, *, follow_links: bool = True
         os.close(fd)
 
 
-def read_text_capped(path: Path | str, limit: int, *, errors: str = "strict") -> str:
+def read_head(path: Path | str, limit: int, *, follow_links: bool = False) -> tuple[bytes, bool]:
+    """The first ``limit`` bytes of a regular file of any size, and whether there was more."""
+    fd, _ = open_regular(path, follow_links=follow_links)
+    try:
+        data = os.pread(fd, limit + 1, 0)
+    finally:
+        os.close(fd)
+    return data[:limit], len(data) > limit
+
+
+def read_tail(path: Path | str, limit: int, *, follow_links: bool = False) -> tuple[bytes, os.stat_result]:
+    """The last ``limit`` bytes of a regular file of any size (a log), and its ``fstat``."""
+    fd, st = open_regular(path, follow_links=follow_links)
+    try:
+        start = max(0, st.st_size - limit)
+        return os.pread(fd, limit, start), st
+    finally:
+        os.close(fd)
+
+
+def iter_lines_capped(path: Path | str, limit: int, *, follow_links: bool = False) -> Iterator[bytes]:
+    """The lines of a regular file (a JSON-lines log), stopping after ``limit`` bytes in all.
+
+    The file is opened at once (a FIFO or a link is ReadRefused before the first line); a line
+    longer than what is left of the budget ends the iteration.
+    """
+    fd, _ = open_regular(path, follow_links=follow_links)
+    f = os.fdopen(fd, "rb")
+    return _lines(f, limit)
+
+
+def _lines(f: Any, limit: int) -> Iterator[bytes]:
+    with f:
+        left = limit
+        while left > 0:
+            line = f.readline(left)
+            if not line:
+                return
+            left -= len(line)
+            if not line.endswith(b"\n") and left <= 0:
+                return  # cut at the budget: not a whole line
+            yield line
+
+
+def finite_number(value: object) -> float | None:
+    """A JSON number from an untrusted file as a finite float; None for anything else (a bool, a
+    string, a 400-digit integer that no float holds, NaN)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def parse_json(data: str | bytes) -> Any:
+    """``json.loads`` for untrusted text: nesting too deep for the parser is a ValueError, not a RecursionError."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
+def read_text_capped(path: Path | str, limit: int, *, errors: str = "strict", follow_links: bool = True) -> str:
     """UTF-8 text of a regular file of at most ``limit`` bytes (UnicodeDecodeError when strict)."""
-    return read_bytes_capped(path, limit).decode("utf-8", errors=errors)
+    return read_bytes_capped(path, limit, follow_links=follow_links).decode("utf-8", errors=errors)
 
 
 def describe_read_error(exc: OSError | UnicodeDecodeError) -> str:

@@ -7,13 +7,14 @@ for each case. Compiler messages are mapped to lines of the kernel file. Launche
 a kernel the source does not define are listed in ``missing_kernels``.
 
 Bounds (docs/SECURITY.md): a kernel above ``MAX_KERNEL_BYTES`` is refused before anything
-runs; each compile is cut off at ``KTT_COMPILE_TIMEOUT_S`` (ktt.nvrtc), and once one compile
-of the kernel was cut off the remaining ones are not started (the same source would spin
-again), so a check lasts about one compile timeout at worst. A compile that was cut off
-still runs in its thread (a thread cannot be killed): ``exit_code`` ends the process
-without the interpreter's shutdown, which NVRTC running under it would crash. NVRTC is
-warmed up before the compile threads start: its untimed warm-up compile, run in a thread
-next to a spinning compile, blocked behind it and held the check for good.
+runs. What the cache does not hold is compiled in a small compile pool (ktt.compile_pool),
+as ``ktt tune`` does: each compile in a process of its own, under the pool's memory limit
+(``KTT_COMPILE_MEMORY_MB``: a kernel that makes NVRTC allocate without end is one
+``out of memory`` error, and the check goes on) and cut off at ``KTT_COMPILE_TIMEOUT_S``
+by killing its process; once one compile of the kernel was cut off the remaining ones are
+not started (the same source would spin again), so a check lasts about one compile
+timeout at worst. Its work directory is ``ktt-check-<pid>-*`` in the temporary directory,
+removed at its end, and by the next check or tune when a kill left it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import random
 import sys
 import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ktt import sandbox
@@ -38,10 +38,11 @@ from ktt.candidates import (
     target_arch,
 )
 from ktt.capped_read import MAX_KERNEL_BYTES, describe_read_error, read_text_capped
-from ktt.compile_cache import compile_cached, default_cache_dir
+from ktt.compile_cache import default_cache_dir, lookup
+from ktt.compile_pool import CompilePool, remove_stale_dirs
 from ktt.expressions import ExpressionError
 from ktt.launch_program import iter_launches
-from ktt.nvrtc import CompileOutput, CompileRequest, compile_timeout_s, kernel_definition_lines, warm_up
+from ktt.nvrtc import CompileOutput, CompileRequest, compile_timeout_s, kernel_definition_lines
 from ktt.occupancy import launch_occupancy, parse_ptxas_log
 from ktt.problem import ProblemError
 from ktt.problem.model import Problem, Shape, strip_c_comments
@@ -53,6 +54,7 @@ from ktt.workdir import WorkDir
 
 ENUMERATION_LIMIT = 200_000
 COMPILE_THREAD = "ktt-sandboxed-compile"  # the name ktt.sandbox gives a compile's thread
+MAX_CHECK_WORKERS = 4
 VERBOSE_PTXAS = "-Xptxas=-v"  # registers, spills and shared memory per kernel, in the program log
 
 
@@ -169,54 +171,16 @@ def check_kernel(
             return report
 
     kernel = KernelSource(kernel_source, kernel_path.resolve() if kernel_path else Path(kernel_name), kernel_name)
-    with tempfile.TemporaryDirectory(prefix="ktt-check-") as tmp:
+    tmp_root = tempfile.gettempdir()
+    remove_stale_dirs(tmp_root)  # work directories of checks that were killed
+    with tempfile.TemporaryDirectory(prefix=f"ktt-check-{os.getpid()}-", dir=tmp_root) as tmp:
         work = WorkDir(work_dir or Path(tmp))
         ctx = CompileContext(problem, tspec, kernel, work, arch_name)
         jobs: list[tuple[Config, Shape]] = [(space.config(k), problem.primary) for k in chosen]
         jobs += [(space.config(chosen[0]), case) for case in problem.shapes[1:]]
-        cache = str(cache_dir or default_cache_dir())
-        limit_s = compile_timeout_s()
-        cut_off = threading.Event()  # a compile of this kernel did not finish in time
-
-        def run(job: tuple[Config, Shape]) -> tuple[CheckedConfig, CompileOutput | None, list[dict] | None]:
-            config, shape = job
-            if cut_off.is_set():
-                skipped = f"not compiled: a compile of this kernel did not finish within {limit_s:g} s"
-                return CheckedConfig(config=config, ok=False, error=skipped, shape=shape.name), None, None
-            try:
-                launches, _ = launch_plan(tspec, config, shape)
-            except ExpressionError as exc:
-                return (
-                    CheckedConfig(config=config, ok=False, error=f"launch geometry: {exc}", shape=shape.name),
-                    None,
-                    None,
-                )
-            problem_text = geometry_problems(launches)
-            out, _ = compile_cached(verbose(ctx.request(config, shape)), cache)
-            if not out.ok and out.seconds >= limit_s:
-                cut_off.set()
-            resources = parse_ptxas_log(out.log) if out.ok else []
-            checked = CheckedConfig(
-                config=config,
-                ok=out.ok and problem_text is None,
-                compile_s=round(out.seconds, 4),
-                diagnostics=protocol_diagnostics(out),
-                shape=shape.name,
-                error=out.first_error() or problem_text,
-                binary_sha256=hashlib.sha256(out.cubin).hexdigest() if out.ok and out.cubin else None,
-                resources=resources,
-                occupancy=launch_occupancy(iter_launches(launches), resources, arch_name),
-            )
-            return checked, out, launches
-
         for shape in {s.name: s for _, s in jobs}.values():
             ctx._inputs_hpp(shape)
-        # NVRTC's first use, here and not in the threads: a warm-up compile has no time limit,
-        # and one started next to a kernel that spins waited behind it for good.
-        warm_up(arch_name)
-        with ThreadPoolExecutor(max_workers=min(4, len(jobs))) as ex:
-            outcomes = list(ex.map(run, jobs))
-
+        outcomes = _compile_jobs(ctx, tspec, jobs, str(cache_dir or default_cache_dir()), arch_name)
     report.configs = [c for c, _, _ in outcomes]
     report.sampled = len(chosen)
     wanted = [launch.kernel for launch in tspec.kernel_launches()]
@@ -234,6 +198,67 @@ def check_kernel(
             hint = '; it is defined but not extern "C"' if name in defined_kernels(kernel_source) else ""
             report.message = f"launches name kernel {name!r}, which {kernel_name} does not define{hint}"
     return report
+
+
+Outcome = tuple[CheckedConfig, CompileOutput | None, list[dict] | None]
+
+
+def _compile_jobs(
+    ctx: CompileContext, tspec: TuningSpec, jobs: list[tuple[Config, Shape]], cache: str, arch: str
+) -> list[Outcome]:
+    """Each job's outcome, in order: geometry first, then the cache, then the compile pool for the rest."""
+    limit_s = compile_timeout_s()
+    outcomes: list[Outcome | None] = [None] * len(jobs)
+    plans: dict[int, list[dict]] = {}
+    todo: list[int] = []
+    for i, (config, shape) in enumerate(jobs):
+        try:
+            plans[i], _ = launch_plan(tspec, config, shape)
+        except ExpressionError as exc:
+            checked = CheckedConfig(config=config, ok=False, error=f"launch geometry: {exc}", shape=shape.name)
+            outcomes[i] = (checked, None, None)
+            continue
+        found = lookup(verbose(ctx.request(config, shape)), cache)
+        if found is not None:
+            outcomes[i] = _outcome(config, shape, found[0], plans[i], arch)
+        else:
+            todo.append(i)
+    if todo:
+        workers = min(MAX_CHECK_WORKERS, len(todo), os.cpu_count() or 1)
+        with CompilePool(workers, cache, timeout_s=limit_s, pch=False) as pool:
+            # At most one compile per worker is handed over, so none starts after a cut-off one.
+            futures = {i: pool.submit(verbose(ctx.request(*jobs[i]))) for i in todo[:workers]}
+            cut_off = False  # a compile of this kernel did not finish in time: the same source would spin again
+            for n, i in enumerate(todo):
+                config, shape = jobs[i]
+                if i not in futures:
+                    skipped = f"not compiled: a compile of this kernel did not finish within {limit_s:g} s"
+                    outcomes[i] = (CheckedConfig(config=config, ok=False, error=skipped, shape=shape.name), None, None)
+                    continue
+                out, _ = futures[i].result()
+                cut_off = cut_off or out.timed_out
+                if not cut_off and n + workers < len(todo):
+                    following = todo[n + workers]
+                    futures[following] = pool.submit(verbose(ctx.request(*jobs[following])))
+                outcomes[i] = _outcome(config, shape, out, plans[i], arch)
+    return [o for o in outcomes if o is not None]
+
+
+def _outcome(config: Config, shape: Shape, out: CompileOutput, launches: list[dict], arch: str) -> Outcome:
+    problem_text = geometry_problems(launches)
+    resources = parse_ptxas_log(out.log) if out.ok else []
+    checked = CheckedConfig(
+        config=config,
+        ok=out.ok and problem_text is None,
+        compile_s=round(out.seconds, 4),
+        diagnostics=protocol_diagnostics(out),
+        shape=shape.name,
+        error=out.first_error() or problem_text,
+        binary_sha256=hashlib.sha256(out.cubin).hexdigest() if out.ok and out.cubin else None,
+        resources=resources,
+        occupancy=launch_occupancy(iter_launches(launches), resources, arch),
+    )
+    return checked, out, launches
 
 
 def check_files(

@@ -172,22 +172,30 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
+def lookup(req: CompileRequest, cache_dir: str | None) -> tuple[CompileOutput, str] | None:
+    """What ``compile_cached`` would answer without compiling (a refusal or a cache hit), else None."""
+    req = effective_request(req)
+    key = cache_key(req)
+    refused = precheck(req)
+    if refused is not None:
+        return refused, key
+    hit = CompileCache(cache_dir).get(key)
+    return (hit, key) if hit is not None else None
+
+
 def compile_cached(req: CompileRequest, cache_dir: str | None, pch_dir: str | None = None) -> tuple[CompileOutput, str]:
     """Compile through the cache; returns the output and its key. Safe to call from pool workers.
 
     ``pch_dir``: a kernel that starts with heavy includes may use (and make) a precompiled
     header there (ktt.pch; the compile pool's private directory).
     """
+    found = lookup(req, cache_dir)
+    if found is not None:
+        return found
     req = effective_request(req)
     key = cache_key(req)
-    refused = precheck(req)
-    if refused is not None:
-        return refused, key
     cache = CompileCache(cache_dir)
-    hit = cache.get(key)
-    if hit is not None:
-        return hit, key
     out = compile_cubin(req, pch_dir=pch_dir)
-    if not out.timed_out:
+    if not out.timed_out and not out.out_of_memory:  # both depend on the machine, not the source
         cache.put(key, out)
     return out, key

@@ -10,6 +10,11 @@ thread hands out jobs, so that
   recorded as a compile timeout and the pool keeps its size for the rest of the run;
 - a worker that dies in the middle of a compile (NVRTC crashed, the OOM killer) costs
   one failed configuration, not the pool;
+- each worker's address space is limited (``RLIMIT_AS``, ``compile_memory_limit_mb``), so a
+  kernel that makes NVRTC allocate without end (a 600-byte macro bomb took 2.5 GB) fails as
+  ``out of memory`` at the limit instead of taking the machine's memory: NVRTC's front end
+  reports it as a compile error, and where LLVM aborts the worker instead (``LLVM ERROR: out
+  of memory``, read from the worker's captured stderr) the pool reports the same;
 - jobs run in priority order (``submit(..., priority=)``, lower first, then submission
   order), so the search can say which configuration it wants first;
 - two configurations that compile the same program (a parameter the source never reads:
@@ -32,6 +37,7 @@ import heapq
 import itertools
 import multiprocessing
 import os
+import resource
 import shutil
 import signal
 import tempfile
@@ -44,19 +50,85 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from ktt.compile_cache import cache_key, compile_cached, effective_request
-from ktt.nvrtc import CompileDiagnostic, CompileOutput, CompileRequest, compile_timeout_s, warm_up
+from ktt.nvrtc import (
+    CompileDiagnostic,
+    CompileOutput,
+    CompileRequest,
+    compile_timeout_s,
+    out_of_memory_message,
+    warm_up,
+)
 from ktt.procs import arm_parent_death_signal, pid_alive
 
 SHUTDOWN_GRACE_S = 0.5
 WATCH_S = 0.5
 KILL_GRACE_S = 1.0  # past its time limit, a compile gets this long to report its own timeout
+# The address space a compile worker may map (RLIMIT_AS). A worker maps about 1.5 GiB before
+# it compiles anything (Python, cuda.core, NVRTC and its 1 GiB PCH heap, reserved in the
+# forkserver); the heaviest normal compile measured (bench/compile_memory.py: a cub kernel
+# making its precompiled header) peaked at 1.6 GiB mapped, 0.47 GiB resident. docs/SECURITY.md
+# has the figures.
+COMPILE_MEMORY_MB = 4 * 1024
+MEMORY_ENV = "KTT_COMPILE_MEMORY_MB"  # the user's environment only (a problem's .env never reaches ktt)
+_ERR_TAIL = 4096  # bytes of a dead worker's stderr looked at for the out-of-memory message
+_OOM_WORDS = ("out of memory", "std::bad_alloc", "cannot allocate memory")
 
 
-def _worker_init(tuner_pid: int) -> None:
-    """Die with the forkserver (the parent) and with the tuner (watched from a thread)."""
+def compile_memory_limit_mb() -> int:
+    """A compile worker's address-space limit in MiB: ``KTT_COMPILE_MEMORY_MB``, else the default; 0: none."""
+    with contextlib.suppress(ValueError):
+        value = int(os.environ.get(MEMORY_ENV, ""))
+        if value >= 0:
+            return value
+    return COMPILE_MEMORY_MB
+
+
+def _limit_address_space(limit_mb: int) -> None:
+    """RLIMIT_AS for this process, never above a limit already in force."""
+    if limit_mb <= 0:
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    want = limit_mb * 1024 * 1024
+    if hard != resource.RLIM_INFINITY:
+        want = min(want, hard)
+    if soft == resource.RLIM_INFINITY or soft > want:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+
+
+def _capture_stderr(path: str | None) -> int | None:
+    """Point fd 2 at ``path`` (so the pool can read what NVRTC printed before it aborted); the
+    old stderr's duplicate, to forward what a job printed, or None when not captured."""
+    if path is None:
+        return None
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    saved = os.dup(2)
+    os.dup2(fd, 2)
+    os.close(fd)
+    return saved
+
+
+def _forward_stderr(saved: int | None) -> None:
+    """Copy what the last job printed to the real stderr and empty the capture (an fstat when it printed nothing)."""
+    if saved is None:
+        return
+    with contextlib.suppress(OSError):
+        size = os.fstat(2).st_size
+        if size:
+            os.write(saved, os.pread(2, min(size, 64 * 1024), 0))
+            os.ftruncate(2, 0)
+            os.lseek(2, 0, os.SEEK_SET)
+
+
+def _worker_init(tuner_pid: int, limit_mb: int = 0) -> None:
+    """Die with the forkserver (the parent) and with the tuner (watched from a thread); limit the address space."""
     arm_parent_death_signal()
     if os.getppid() == 1 or not pid_alive(tuner_pid):
         os._exit(1)
+    _limit_address_space(limit_mb)
 
     def watch() -> None:
         while pid_alive(tuner_pid):
@@ -84,9 +156,10 @@ def _warm_job(arch: str) -> None:
     warm_up(arch)
 
 
-def _worker_main(conn: Connection, tuner_pid: int) -> None:
+def _worker_main(conn: Connection, tuner_pid: int, limit_mb: int = 0, err_path: str | None = None) -> None:
     """One worker: run jobs from the pipe until told to stop; retire after a compile left a thread behind."""
-    _worker_init(tuner_pid)
+    _worker_init(tuner_pid, limit_mb)
+    saved_err = _capture_stderr(err_path)
     baseline = threading.active_count()
     while True:
         try:
@@ -100,9 +173,12 @@ def _worker_main(conn: Connection, tuner_pid: int) -> None:
             reply: tuple[str, Any] = ("ok", fn(*args))
         except BaseException as exc:  # handed to the caller's future
             reply = ("error", f"{type(exc).__name__}: {exc}")
-        # A sandboxed compile that hit its own time limit leaves its thread spinning: this
-        # process is spent. Say so with the result, then go (the pool starts a fresh one).
-        retire = threading.active_count() > baseline
+        _forward_stderr(saved_err)
+        # A sandboxed compile that hit its own time limit leaves its thread spinning, and one that
+        # reached the memory limit leaves the address space at its peak: this process is spent.
+        # Say so with the result, then go (the pool starts a fresh one).
+        out = reply[1][0] if reply[0] == "ok" and isinstance(reply[1], tuple) and reply[1] else None
+        retire = threading.active_count() > baseline or bool(getattr(out, "out_of_memory", False))
         try:
             conn.send((job_id, reply, retire))
         except (OSError, ValueError):
@@ -135,6 +211,7 @@ class _Job:
 class _Worker:
     process: Any
     conn: Connection
+    err_path: str | None = None  # its captured stderr (read when it dies)
     job: _Job | None = None
     deadline: float = 0.0
     retiring: bool = False
@@ -153,6 +230,7 @@ class PoolStats:
     pch_created: int = 0
     timeouts: int = 0
     crashes: int = 0
+    out_of_memory: int = 0  # compiles stopped at the memory limit (NVRTC's error or a worker that aborted)
     workers_replaced: int = 0
 
     def line(self) -> str:
@@ -161,6 +239,7 @@ class PoolStats:
             f"{self.compile_s / self.compiled if self.compiled else 0:.3f} s each), {self.cache_hits} from the cache, "
             f"{self.deduplicated} identical to one in flight, precompiled header used {self.pch_used} "
             f"(created {self.pch_created}), {self.timeouts} timed out, {self.crashes} crashed"
+            + (f", {self.out_of_memory} out of memory" if self.out_of_memory else "")
         )
 
 
@@ -175,6 +254,30 @@ def crash_output(req: CompileRequest, why: str) -> CompileOutput:
     message = f"the compiler process died ({why})"
     diag = CompileDiagnostic(req.display_name, None, None, "error", message)
     return CompileOutput(False, None, [diag], f"{req.display_name}: error: {message}", 0.0)
+
+
+def out_of_memory_output(req: CompileRequest, limit_mb: int, why: str) -> CompileOutput:
+    """A compile whose worker died at its address-space limit (LLVM aborts: ``LLVM ERROR: out of memory``)."""
+    message = f"{out_of_memory_message(limit_mb)} (the compiler process ended: {why})"
+    diag = CompileDiagnostic(req.display_name, None, None, "error", message)
+    return CompileOutput(False, None, [diag], f"{req.display_name}: error: {message}", 0.0, out_of_memory=True)
+
+
+def _err_tail(path: str | None) -> str:
+    """The end of a dead worker's captured stderr (a regular file of ours, read capped), '' when none."""
+    if path is None:
+        return ""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        size = os.fstat(fd).st_size
+        return os.pread(fd, _ERR_TAIL, max(0, size - _ERR_TAIL)).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
 
 
 class CompilePool:
@@ -196,14 +299,17 @@ class CompilePool:
         pch: bool = True,
         job: Callable[..., Any] | None = None,
         dedup: bool | None = None,
+        memory_limit_mb: int | None = None,
     ) -> None:
         self.workers = workers if workers is not None else default_workers()
         self.cache_dir = cache_dir
         self.timeout_s = timeout_s if timeout_s is not None else compile_timeout_s()
+        self.memory_limit_mb = memory_limit_mb if memory_limit_mb is not None else compile_memory_limit_mb()
         self.pch_dir: str | None = None
+        base = ""
         if pch and os.environ.get("KTT_NO_PCH") is None:
             base = cache_dir if cache_dir and os.path.isdir(cache_dir) else tempfile.gettempdir()
-            _remove_stale_stores(base)
+            remove_stale_dirs(base)
             with contextlib.suppress(OSError):  # mode 0700, ours; the pid lets a later pool clean up after a kill
                 self.pch_dir = tempfile.mkdtemp(prefix=f"pch-{os.getpid()}-", dir=base)
         self.stats = PoolStats()
@@ -220,7 +326,13 @@ class CompilePool:
         os.set_blocking(self._wake_w, False)
         self._thread: threading.Thread | None = None
         self._started = threading.Event()
+        self._err_dir: str | None = None  # the workers' captured stderr files
+        self._spawned = itertools.count()
         if self.workers > 0:
+            if base != tempfile.gettempdir():  # not cleaned just above
+                remove_stale_dirs(tempfile.gettempdir())
+            with contextlib.suppress(OSError):  # mode 0700; the pid lets a later pool clean up after a kill
+                self._err_dir = tempfile.mkdtemp(prefix=f"ktt-pool-{os.getpid()}-")
             self._ctx = multiprocessing.get_context("forkserver")
             self._ctx.set_forkserver_preload(["ktt.compile_pool", "ktt.nvrtc_heap"])
             self._thread = threading.Thread(target=self._dispatch, daemon=True, name="ktt-compile-pool")
@@ -323,8 +435,9 @@ class CompilePool:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._wake_w = -1  # the number may be reused: never write to it again
-        if self.pch_dir is not None:
-            shutil.rmtree(self.pch_dir, ignore_errors=True)
+        for d in (self.pch_dir, self._err_dir):
+            if d is not None:
+                shutil.rmtree(d, ignore_errors=True)
 
     def __enter__(self) -> CompilePool:
         return self
@@ -357,10 +470,12 @@ class CompilePool:
 
     def _spawn(self) -> _Worker:
         parent, child = self._ctx.Pipe()
-        proc = self._ctx.Process(target=_worker_main, args=(child, self._tuner_pid), daemon=True, name="ktt-compile")
+        err = os.path.join(self._err_dir, f"worker-{next(self._spawned)}.err") if self._err_dir else None
+        proc = self._ctx.Process(target=_worker_main, args=(child, self._tuner_pid, self.memory_limit_mb, err),
+                                 daemon=True, name="ktt-compile")  # fmt: skip
         proc.start()
         child.close()
-        return _Worker(proc, parent)
+        return _Worker(proc, parent, err)
 
     def _kill(self, w: _Worker) -> None:
         if w.process.pid is not None:
@@ -376,6 +491,9 @@ class CompilePool:
             self._kill(w)
         else:
             w.process.join(0.1)
+        if w.err_path is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(w.err_path)
         with self._lock:
             if w in self._pool:
                 self._pool.remove(w)
@@ -389,6 +507,8 @@ class CompilePool:
     def _count(self, out: Any) -> None:
         if not isinstance(out, CompileOutput):
             return
+        if out.out_of_memory and not out.cached:
+            self.stats.out_of_memory += 1
         if out.cached:
             self.stats.cache_hits += 1
         elif out.timed_out:
@@ -506,8 +626,18 @@ class CompilePool:
             why = f"signal {-code}" if code is not None and code < 0 else f"exit {code}"
             self.stats.crashes += 1
             req = job.args[0] if job.args else None
+            said = _err_tail(w.err_path)
+            oom = self.memory_limit_mb > 0 and any(word in said.lower() for word in _OOM_WORDS)
+            if said.strip():
+                with contextlib.suppress(OSError, ValueError):
+                    os.write(2, said[-_ERR_TAIL:].encode("utf-8", errors="replace"))  # what it said, as before
             if isinstance(req, CompileRequest):
-                self._finish(job, (crash_output(req, why), cache_key(effective_request(req))), count=False)
+                out = out_of_memory_output(req, self.memory_limit_mb, why) if oom else crash_output(req, why)
+                if oom:
+                    self.stats.out_of_memory += 1
+                self._finish(job, (out, cache_key(effective_request(req))), count=False)
+            elif oom:
+                self._finish(job, exc=MemoryError(f"a compile worker ran out of memory ({why})"))
             else:
                 self._finish(job, exc=RuntimeError(f"a compile worker died ({why})"))
         self._replace(w)
@@ -531,16 +661,23 @@ class CompilePool:
         self._replace(w)
 
 
-def _remove_stale_stores(base: str) -> None:
-    """Remove precompiled-header stores of pools whose process is gone (a tuner killed with SIGKILL)."""
+STALE_PREFIXES = ("pch-", "ktt-pool-", "ktt-check-")  # <prefix><pid>-<random>: private dirs of one process
+
+
+def remove_stale_dirs(base: str) -> None:
+    """Remove the private directories (precompiled-header stores, captured stderr, ``ktt check``'s
+    work directories) of processes that are gone: a tuner or a check killed with SIGKILL."""
     with contextlib.suppress(OSError):
         for e in os.scandir(base):
-            parts = e.name.split("-")
-            if len(parts) < 3 or parts[0] != "pch" or not parts[1].isdigit():
+            prefix = next((p for p in STALE_PREFIXES if e.name.startswith(p)), None)
+            if prefix is None:
+                continue
+            pid, sep, _ = e.name[len(prefix) :].partition("-")
+            if not sep or not pid.isdigit() or len(pid) > 9:
                 continue
             with contextlib.suppress(OSError):
                 st = e.stat(follow_symlinks=False)
-                if e.is_dir(follow_symlinks=False) and st.st_uid == os.getuid() and not pid_alive(int(parts[1])):
+                if e.is_dir(follow_symlinks=False) and st.st_uid == os.getuid() and not pid_alive(int(pid)):
                     shutil.rmtree(e.path, ignore_errors=True)
 
 

@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ktt.terminal_text import safe_line
+
 POLL_S = 0.25
 _MAX_NOTE = 4096
 
@@ -54,7 +56,7 @@ class GpuHolder:
         with contextlib.suppress(ValueError):
             when = dt.datetime.fromisoformat(self.since).astimezone().strftime("%H:%M:%S")
         text = f"pid {self.pid}, {self.what} since {when}"
-        return "".join(c if c.isprintable() else "?" for c in text[:200])
+        return safe_line(text, 200)
 
 
 def read_holder(path: Path) -> GpuHolder | None:

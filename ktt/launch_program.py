@@ -5,7 +5,9 @@ programs"). Everything that does not depend on the device is settled here, in th
 orchestrator, before the configuration reaches the GPU: each launch's grid, block, shared
 memory and scalar arguments for every pass (a body that reads its loop variable is
 evaluated once per pass, one that does not is evaluated once), the pass counts, the swap
-partners' sizes, and the cap on launches per run. A bad value is one ExpressionError
+partners' sizes, the cap on launches per run and the cap on evaluated nodes (launches, loops
+and the passes of loops whose body reads its variable: nested loops whose innermost body
+makes no launch at all cost no launches, so they are bounded by this one). A bad value is one ExpressionError
 naming the tuning.yaml field, so the configuration fails as ``launch_failed`` without
 costing GPU time. Only the ``until`` flags are left to the worker (ktt.sequence).
 
@@ -38,6 +40,11 @@ from ktt.spec import (
 from ktt.tensor_map import TensorMapGeometry, geometry_problem
 
 Node = dict[str, Any]
+# Nodes one evaluation may build: each launch, each repeat block and each pass of a block
+# evaluated per pass (reaching the cap: 2.1 s, 89 MB here). 10,000 passes of two launches take
+# 30,001, the most per-pass nesting under MAX_LAUNCHES_PER_RUN about 80,000; before this cap, three
+# nested loops of 10,000 passes whose innermost made zero launches built 10^8 nodes (5 GB).
+MAX_PROGRAM_NODES = 100_000
 
 
 class _Budget:
@@ -53,6 +60,22 @@ class _Budget:
             raise ExpressionError(
                 f"{label}: the program makes more than {self.limit:,} launches per run "
                 "(until loops counted at max_passes); lower the pass counts"
+            )
+
+
+class _NodeCount:
+    """Counts the nodes one evaluation builds against MAX_PROGRAM_NODES."""
+
+    def __init__(self, limit: int = MAX_PROGRAM_NODES) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def add(self, label: str) -> None:
+        self.used += 1
+        if self.used > self.limit:
+            raise ExpressionError(
+                f"{label}: the program's loops evaluate more than {self.limit:,} launches, loops and passes "
+                "for one configuration; lower the pass counts"
             )
 
 
@@ -80,6 +103,7 @@ class _Evaluator:
     def __init__(self, sizes: dict[str, tuple[int, str]], budget: _Budget, loop_vars: set[str]) -> None:
         self.sizes = sizes
         self.budget = budget
+        self.nodes = _NodeCount()
         self.loop_vars = loop_vars
         # Values of expressions that read no loop variable: the same in every pass, computed once.
         self.cache: dict[tuple[int, bool], Number] = {}
@@ -100,6 +124,7 @@ class _Evaluator:
         nodes: list[Node] = []
         launches = 0
         for item in items:
+            self.nodes.add(item.label)
             if isinstance(item, Repeat):
                 node, n = self.repeat(item, env, loops)
             else:
@@ -166,7 +191,8 @@ class _Evaluator:
         inner = (*loops, rep.var)
         if rep.var in rep.names():
             bodies, total = [], 0
-            for p in range(passes):  # the budget stops this after MAX_LAUNCHES_PER_RUN launches
+            for p in range(passes):  # the budgets stop this: MAX_LAUNCHES_PER_RUN launches, MAX_PROGRAM_NODES nodes
+                self.nodes.add(rep.label)
                 body, n = self.items(rep.body, {**env, rep.var: p}, inner)
                 bodies.append(body)
                 total += n

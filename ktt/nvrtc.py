@@ -24,6 +24,7 @@ import functools
 import io
 import os
 import re
+import resource
 import struct
 import time
 from dataclasses import dataclass, field
@@ -79,6 +80,7 @@ class CompileOutput:
     timed_out: bool = False  # cut off at the time limit (never cached)
     pch: str = ""  # "used" or "created" when a precompiled header took part
     deduplicated: bool = False  # the output of an identical compile that was in flight
+    out_of_memory: bool = False  # stopped at the compile's memory limit (never cached: the limit is the machine's)
 
     @property
     def errors(self) -> list[CompileDiagnostic]:
@@ -379,9 +381,45 @@ def compile_cubin(req: CompileRequest, timeout_s: float | None = None, pch_dir: 
     diags = parse_log(text, req)
     if not ok and not any(d.severity == "error" for d in diags):
         diags.append(CompileDiagnostic(req.display_name, None, None, "error", text.strip() or "compilation failed"))
+    # NVRTC's front end says "catastrophic error: out of memory"; where the allocation that failed
+    # was the log's own, the only trace is a process at its address-space limit.
+    oom = not ok and (_OUT_OF_MEMORY.search(text) is not None or at_memory_limit())
+    if oom:
+        diags.insert(0, CompileDiagnostic(req.display_name, None, None, "error", out_of_memory_message()))
     diags = [_capped(d) for d in diags[:MAX_DIAGNOSTICS]]
     kernels = tuple(sorted(cubin_kernels(cubin))) if cubin else ()
-    return CompileOutput(ok, cubin, diags, text, seconds, False, kernels, pch=used)
+    return CompileOutput(ok, cubin, diags, text, seconds, False, kernels, pch=used, out_of_memory=oom)
+
+
+_OUT_OF_MEMORY = re.compile(r"out of memory|std::bad_alloc|cannot allocate memory", re.IGNORECASE)
+
+
+def at_memory_limit(fraction: float = 0.9) -> bool:
+    """True when this process has mapped at least ``fraction`` of its RLIMIT_AS (never without one).
+
+    Read only after a compile failed; a compile worker retires after an out-of-memory compile,
+    so a peak reached by an earlier compile never marks a later one."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return False
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            peak = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmPeak:")), 0)
+    except (OSError, ValueError, IndexError):
+        return False
+    return peak >= fraction * soft
+
+
+def out_of_memory_message(limit_mb: int | None = None) -> str:
+    """The one line a compile stopped by its memory limit reports (``limit_mb``: default, this process's RLIMIT_AS)."""
+    if limit_mb is None:
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        limit_mb = 0 if soft == resource.RLIM_INFINITY else soft // (1024 * 1024)
+    limit = f" of {limit_mb:,} MiB" if limit_mb else ""
+    return (
+        f"out of memory: the compiler reached the memory limit{limit} of a compile "
+        "(KTT_COMPILE_MEMORY_MB); a kernel that expands to this much (macros, unrolling, templates) is not compiled"
+    )
 
 
 def _capped(d: CompileDiagnostic) -> CompileDiagnostic:

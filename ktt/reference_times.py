@@ -29,15 +29,15 @@ import contextlib
 import datetime as dt
 import fcntl
 import json
-import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ktt.capped_read import read_bytes_capped
+from ktt.capped_read import describe_read_error, finite_number, parse_json, read_bytes_capped
 from ktt.results import write_json_atomic
+from ktt.terminal_text import safe_line
 
 MAX_BYTES = 1024 * 1024
 ORIGINAL_KEY = "reference_time_us"
@@ -156,18 +156,25 @@ def _text(value: Any) -> str | None:
 
 
 def _check_value(path: Path, field: str, value: Any, unit: str) -> None:
-    ok = value is None or (
-        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
-    )
-    if not ok:
+    number = finite_number(value)
+    if value is not None and (number is None or number <= 0):
         raise ReferenceTimeError(
-            f"{path}: {field}: {json.dumps(value)[:40]} is not a positive number of {unit} (or null: no baseline)"
+            f"{path}: {field}: {short_json(value)} is not a positive number of {unit} (or null: no baseline)"
         )
+
+
+def short_json(value: Any) -> str:
+    """At most 40 characters of a value from the file, on one terminal-safe line (deep or huge values too)."""
+    try:
+        text = json.dumps(value) if not isinstance(value, int) or abs(value) < 10**40 else f"{str(value)[:20]}..."
+    except (ValueError, RecursionError, TypeError):
+        text = f"<{type(value).__name__}>"
+    return safe_line(text[:40])
 
 
 def parse_reference_times(path: Path, text: str, primary: str) -> ReferenceTimes:
     try:
-        raw = json.loads(text)
+        raw = parse_json(text)
     except ValueError as exc:
         raise ReferenceTimeError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(raw, dict):
@@ -186,7 +193,7 @@ def parse_reference_times(path: Path, text: str, primary: str) -> ReferenceTimes
     if "provenance" in raw and not isinstance(raw["provenance"], dict):
         raise ReferenceTimeError(f"{path}: provenance: expected an object")
     if "source" in raw and raw["source"] not in ("measured", "seeded"):
-        raise ReferenceTimeError(f"{path}: source: {json.dumps(raw['source'])[:40]} is neither measured nor seeded")
+        raise ReferenceTimeError(f"{path}: source: {short_json(raw['source'])} is neither measured nor seeded")
     raw["cases"] = cases
     return ReferenceTimes(path, primary, form, raw, exists=True)
 
@@ -194,11 +201,11 @@ def parse_reference_times(path: Path, text: str, primary: str) -> ReferenceTimes
 def read_reference_times(path: Path, primary: str) -> ReferenceTimes:
     """The file at ``path`` (an empty one, in the original's form, when there is none)."""
     try:
-        data = read_bytes_capped(path, MAX_BYTES)
+        data = read_bytes_capped(path, MAX_BYTES, follow_links=False)  # a link to a host file is never read
     except FileNotFoundError:
         return ReferenceTimes(path, primary, "original", {}, exists=False)
     except OSError as exc:
-        raise ReferenceTimeError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        raise ReferenceTimeError(f"{path}: cannot be read ({describe_read_error(exc)})") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -210,7 +217,11 @@ def read_reference_times(path: Path, primary: str) -> ReferenceTimes:
 def _file_lock(path: Path) -> Iterator[None]:
     """Tunings on several GPUs may fill in the same file: one read-modify-write at a time."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path.parent / f".{path.name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    lock = path.parent / f".{path.name}.lock"
+    try:  # never through a link, never blocking on a FIFO
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise ReferenceTimeError(f"{lock}: cannot lock ({exc.strerror}); remove it if it is not a plain file") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

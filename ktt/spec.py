@@ -50,7 +50,7 @@ from ktt.toolkit import normalize_arch
 ParamValue = int | float | str
 Config = dict[str, ParamValue]
 
-IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_THREADS_PER_BLOCK = 1024
 MAX_STREAMS = 8
 DEFAULT_STATIC_SHARED_LIMIT = 48 * 1024

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_ARCH = "sm_90"
-_ARCH = re.compile(r"^(?:sm_|compute_)?(\d+)([af]?)$")
+_ARCH = re.compile(r"^(?:sm_|compute_)?(\d+)([af]?)\Z")
 FIRST_ARCH_SPECIFIC = 90  # sm_90a is the first arch-specific target
 
 

@@ -433,9 +433,9 @@ class RayTuner:
         """Reference times the node measured come back, unless another job wrote the file meanwhile."""
         if returned is None or returned == sent:
             return
-        try:
-            now = head.read_bytes() if head.exists() else None
-        except OSError:
+        try:  # a regular file of the head's output/, never through a link
+            now = read_capped(head) if head.exists() or head.is_symlink() else None
+        except (OSError, BundleError):
             return
         if now == sent:
             write_text_atomic(head, returned.decode("utf-8", errors="replace"))

@@ -72,7 +72,11 @@ def read_branch_config(branch: BranchLayout, default_max_iter: int) -> BranchCon
 def _config_lock(branch: BranchLayout) -> Iterator[None]:
     """Serialise read-modify-writes of branch_config.json between the app and CLI processes."""
     branch.root.mkdir(parents=True, exist_ok=True)
-    fd = os.open(branch.root / ".branch_config.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    path = branch.root / ".branch_config.lock"
+    try:  # never through a link (it would create a file where it points), never blocking on a FIFO
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise SteeringError(f"{path}: cannot lock ({exc.strerror}); remove it if it is not a plain file") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

@@ -21,8 +21,9 @@ from cacao_tui.llm.recording import CallRecord
 from cacao_tui.nodes.context import RunDeps
 from cacao_tui.store.atomic import StateFileError, read_model_or_none
 from cacao_tui.store.state import Context
+from ktt.capped_read import read_bytes_capped
 
-_RECORD = re.compile(r"^.+_\d{3,}\.json$")
+_RECORD = re.compile(r"^.+_\d{3,}\.json\Z")
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 
 
@@ -51,9 +52,7 @@ def restore_totals(deps: RunDeps) -> Restored:
     unreadable = 0
     for path in record_paths(deps.layout.output):
         try:
-            if path.stat().st_size > MAX_RECORD_BYTES:
-                raise ValueError("too large")
-            record = CallRecord.model_validate_json(path.read_bytes())
+            record = CallRecord.model_validate_json(read_bytes_capped(path, MAX_RECORD_BYTES, follow_links=False))
         except (OSError, ValueError, ValidationError):
             unreadable += 1
             continue

@@ -3,14 +3,14 @@ registry (``registry.PROVIDERS``) with adapters on the official SDKs (anthropic,
 openai/cerit, gemini), replay of recorded runs, and a scripted fake for tests. No SDK is
 imported until its provider is built.
 
-    load_env(problem_dir)
-    choice = select_provider(cli_provider, cli_model)
-    llm = create_llm(choice, record_root=output_dir, timeout_s=llm_timeout_s(args.llm_timeout), on_call=...)
+    env = llm_environment(problem_dir).values  # os.environ plus what the .env files may add
+    choice = select_provider(cli_provider, cli_model, env=env)
+    llm = create_llm(choice, record_root=output_dir, timeout_s=llm_timeout_s(args.llm_timeout, env), env=env, ...)
     resp = await llm.chat(messages, tools, ctx=CallContext(branch, iteration, "author"))
     plan = await llm.structured(messages, Plan, ctx=CallContext(branch, iteration, "plan"))
 """
 
-from cacao_tui.llm.env import load_env
+from cacao_tui.llm.env import LLMEnvironment, llm_environment
 from cacao_tui.llm.errors import BudgetExceeded, CallFailed, LLMError, ProviderError, ReplayMismatch, ReplyUnusable
 from cacao_tui.llm.factory import create_llm
 from cacao_tui.llm.models import ModelInfo
@@ -39,6 +39,7 @@ __all__ = [
     "CallRecord",
     "ChatRequest",
     "ChatResponse",
+    "LLMEnvironment",
     "LLMError",
     "LLMSettings",
     "Message",
@@ -60,8 +61,8 @@ __all__ = [
     "UsageSum",
     "UsageTotals",
     "create_llm",
+    "llm_environment",
     "llm_timeout_s",
-    "load_env",
     "load_llm_settings",
     "price_for",
     "recording_path",

@@ -25,11 +25,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from cacao_tui.llm.errors import LLMError
 from cacao_tui.llm.redaction import redact_data
 from cacao_tui.llm.types import CallKey, ChatResponse, Message, ToolSpec, Usage
-from cacao_tui.store.atomic import write_json_atomic
+from cacao_tui.store.atomic import MAX_STATE_BYTES, write_json_atomic
+from ktt.capped_read import read_bytes_capped
 
 RECORD_SCHEMA_VERSION = 1
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
-_RECORD_FILE = re.compile(r"^(?P<node>.+)_(?P<index>\d{3,})\.json$")
+_RECORD_FILE = re.compile(r"^(?P<node>.+)_(?P<index>\d{3,})\.json\Z")
 
 
 class AttemptRecord(BaseModel):
@@ -115,7 +116,7 @@ def record_files(output_dir: Path) -> list[Path]:
 
 def read_record(path: Path) -> CallRecord:
     try:
-        record = CallRecord.model_validate_json(path.read_text(encoding="utf-8"))
+        record = CallRecord.model_validate_json(read_bytes_capped(path, MAX_STATE_BYTES, follow_links=False))
     except (OSError, ValueError, ValidationError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise LLMError(f"cannot read LLM call record {path}: {first}") from None

@@ -28,7 +28,7 @@ def load_replay_source(source: Path) -> dict[CallKey, SessionEntry]:
         if not records:
             raise LLMError(f"replay source {source} holds no LLM call records (llm/*.json)")
         return {r.key: entry_from_record(r) for r in records}
-    if source.is_file():
+    if source.is_file() or source.exists():  # a FIFO or a device: read_session_file says what it is
         entries = read_session_file(source)
         if not entries:
             raise LLMError(f"replay session file {source} holds no calls")

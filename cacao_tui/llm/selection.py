@@ -98,7 +98,7 @@ def select_provider(
     settings_provider: object = _UNSET,
 ) -> ProviderChoice:
     """Pick the provider and model; raise LLMError (one line, naming the variable to set)
-    when the chosen provider has no key. Call ``load_env`` first so .env files count."""
+    when the chosen provider has no key. Pass ``env=llm_environment(...).values`` so .env files count."""
     env = os.environ if env is None else env
     if settings_provider is _UNSET:
         from cacao_tui import settings

@@ -34,7 +34,7 @@ from cacao_tui.llm.errors import LLMError
 from cacao_tui.llm.recording import CallRecord, read_records
 from cacao_tui.llm.types import CallKey, ChatResponse
 from cacao_tui.store.atomic import write_text_atomic
-from ktt.capped_read import MIB, describe_read_error, read_text_capped
+from ktt.capped_read import MIB, describe_read_error, parse_json, read_text_capped
 
 SESSION_FORMAT = "cacao-llm-session"
 MAX_SESSION_BYTES = 256 * MIB  # a problem directory's session.jsonl: read as a regular file up to this
@@ -88,9 +88,9 @@ def read_session_file(path: Path) -> dict[CallKey, SessionEntry]:
         if not text or text.startswith(("#", "//")):
             continue
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise LLMError(f"{path}:{lineno}: not a JSON object ({exc.msg})") from None
+            data = parse_json(text)  # nesting too deep is a ValueError, one line like any bad line
+        except ValueError as exc:
+            raise LLMError(f"{path}:{lineno}: not a JSON object ({getattr(exc, 'msg', exc)})") from None
         if isinstance(data, dict) and "format" in data:
             if data.get("format") != SESSION_FORMAT:
                 raise LLMError(f"{path}:{lineno}: unknown format {data.get('format')!r} (expected {SESSION_FORMAT!r})")

@@ -19,7 +19,7 @@ MAX_LLM_TIMEOUT_S = 24 * 3600.0
 
 def llm_timeout_s(cli_seconds: float | None, env: Mapping[str, str] | None = None) -> float:
     """Seconds per attempt; LLMError (one line) for an unusable ``CACAO_LLM_TIMEOUT``.
-    Call after ``load_env`` so a .env file can set it."""
+    Pass ``env=llm_environment(...).values`` so a .env file can set it."""
     if cli_seconds is not None:
         return _checked(cli_seconds, "--llm-timeout", str(cli_seconds))
     env = os.environ if env is None else env

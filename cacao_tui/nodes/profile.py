@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from cacao_tui.nodes.context import BranchView, RunDeps
 from cacao_tui.store.state import ProfileOutcome, TuneOutcome
+from ktt.capped_read import read_bytes_capped
 from ktt.diagnosis import diagnosis_lines
 from ktt.protocol import KernelProfile, ProfileReport
 
@@ -77,9 +78,7 @@ def diagnosis_text(kernels: list[KernelProfile]) -> str:
 
 def _read_report(path: Path) -> ProfileReport | None:
     try:
-        if not path.is_file() or path.stat().st_size > MAX_PROFILE_BYTES:
-            return None
-        return ProfileReport.model_validate_json(path.read_bytes())
+        return ProfileReport.model_validate_json(read_bytes_capped(path, MAX_PROFILE_BYTES, follow_links=False))
     except (OSError, ValueError, ValidationError):
         return None
 

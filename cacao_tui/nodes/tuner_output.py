@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from cacao_tui.store.layout import IterLayout
+from ktt.capped_read import iter_lines_capped, read_bytes_capped
 from ktt.mismatch import describe as describe_mismatches
 from ktt.protocol import ConfigResult, TuneSummary, ValidationReport
 
@@ -36,24 +37,19 @@ def read_results(path: Path) -> list[ConfigResult]:
 
 
 def _lines(path: Path) -> Iterator[str]:
-    try:
-        f = open(path, "rb")  # noqa: SIM115 - closed below; a generator owns it
+    try:  # a regular file, not a link, within MAX_RESULT_BYTES; a FIFO is never opened blocking
+        lines = iter_lines_capped(path, MAX_RESULT_BYTES)
     except OSError:
         return
-    with f:
-        total = 0
-        for n, raw in enumerate(f):
-            total += len(raw)
-            if n >= MAX_RESULT_LINES or total > MAX_RESULT_BYTES:
-                return
-            yield raw.decode("utf-8", errors="replace")
+    for n, raw in enumerate(lines):
+        if n >= MAX_RESULT_LINES:
+            return
+        yield raw.decode("utf-8", errors="replace")
 
 
 def read_summary(path: Path) -> TuneSummary | None:
     try:
-        if not path.is_file() or path.stat().st_size > MAX_SUMMARY_BYTES:
-            return None
-        return TuneSummary.model_validate_json(path.read_bytes())
+        return TuneSummary.model_validate_json(read_bytes_capped(path, MAX_SUMMARY_BYTES, follow_links=False))
     except (OSError, ValidationError, ValueError):
         return None
 

@@ -11,11 +11,11 @@ how many elements differ of how many and up to 8 of them (index, expected, got).
 from __future__ import annotations
 
 import asyncio
-import json
 
 from cacao_tui.ktt_client import TunerError, ValidateRequest
 from cacao_tui.nodes.context import BranchView, RunDeps
 from cacao_tui.nodes.tuner_output import config_text, validation_text
+from ktt.capped_read import parse_json
 from ktt.protocol import CheckReport, ValidateReport
 
 MAX_CONFIG_CHARS = 2000
@@ -34,7 +34,7 @@ def config_argument(value: object) -> dict[str, int | float | str] | None:
         if len(value) > MAX_CONFIG_CHARS:
             raise ValidateRefused("validate: config is too long")
         try:
-            value = json.loads(value)
+            value = parse_json(value)  # nesting too deep is a ValueError too
         except ValueError:
             raise ValidateRefused("validate: config must be an object of tune parameter values") from None
     if not isinstance(value, dict) or len(value) > MAX_PARAMS:

@@ -23,7 +23,7 @@ WRITABLE = ("kernels.cu", "tuning.yaml")
 # Every later step reads these files again through ``read_model_file``, capped the same.
 MAX_WRITE_BYTES = {"kernels.cu": MAX_KERNEL_BYTES, "tuning.yaml": MAX_SPEC_BYTES}
 CONFIG_ONLY = "this is a configuration-only iteration: kernels.cu stays as it is; change tuning.yaml"
-_ITER = re.compile(r"^iter(\d+)/(kernels\.cu|tuning\.yaml)$")
+_ITER = re.compile(r"^iter(\d+)/(kernels\.cu|tuning\.yaml)\Z")
 
 
 def read_model_file(path: Path) -> str:

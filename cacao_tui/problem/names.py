@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 MAX_NAME = 100
 
 

@@ -18,6 +18,7 @@ from ktt.peaks import NAMES as PEAK_NAMES
 from ktt.peaks import datasheet_peaks
 from ktt.problem.model import Buffer, Dim3, Problem, Shape
 from ktt.reference_times import ReferenceTimes
+from ktt.terminal_text import safe_line
 
 if TYPE_CHECKING:  # the preflight pulls in NVRTC; the summary only formats its steps
     from ktt.problem.preflight import Step
@@ -280,4 +281,6 @@ def render_check(problem: Problem, steps: list[Step] | None = None, times: Refer
         wrapped = textwrap.wrap(w, WRAP - LABEL_WIDTH - 2) or [""]
         warnings += [f"- {wrapped[0]}", *(f"  {more}" for more in wrapped[1:])]
     out += _section("warnings", warnings)
-    return "\n".join(out)
+    # One report line per entry: a line break inside a name (problem.yaml's name, a directory,
+    # a file name) would forge a line of the report, such as a second "OK: ..." (safe_line).
+    return "\n".join(safe_line(line) for line in out)

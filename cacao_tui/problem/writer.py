@@ -27,7 +27,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
@@ -43,6 +43,7 @@ from ktt.problem.inputs_hpp import CUDA_HEADERS
 from ktt.problem.legacy import LEGACY_KEYS, convert_inline_inputs, has_legacy_form
 from ktt.problem.loader import REFERENCE_FILES
 from ktt.problem.yaml_io import read_yaml_mapping, read_yaml_text, validate_model
+from ktt.terminal_text import safe_line
 
 # Entries of a problem directory that are a run's, not the definition's: never copied into a
 # staging directory; moved (renamed) into the saved directory.
@@ -348,8 +349,57 @@ def _link_or_copy(src: str, dst: str) -> None:
         shutil.copy2(src, dst)
 
 
+def _staged(staging: Path, name: str, file: Path, field: str, under: str = "") -> Path:
+    """Where ``name`` (a path relative to the problem, from the edited files) lands in ``staging``;
+    ProblemError, before anything is written, when it could land anywhere else: absolute, with
+    ``..``, through a link, or into the run's own entries (output/, archive/, the run lock)."""
+    rel = PurePosixPath(name)
+    parts = (*PurePosixPath(under).parts, *rel.parts) if under else rel.parts
+    why = None
+    if not name or rel.is_absolute() or "\\" in name or not parts:
+        why = "is not a path inside the problem directory"
+    elif any(part in ("..", "") for part in parts):
+        why = "climbs out of the problem directory (..)"
+    elif parts[0] in RUN_ENTRIES or parts[0].startswith(".cacao-") or parts[0] in SKIPPED:
+        why = f"would land in {parts[0]}, which is the run's, not the problem's"
+    if why is None:
+        here = staging
+        for part in parts[:-1]:
+            here = here / part
+            if here.is_symlink() or (here.exists() and not here.is_dir()):
+                why = f"passes through {part}, which is a link or not a directory"
+                break
+    if why is not None:
+        raise ProblemError(file, field, f"{safe_line(name, 80)!r} {why}; the editor writes only inside it")
+    return staging.joinpath(*parts)
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """Write ``path`` inside the staging directory: a link or file already there (copied from the
+    problem) is replaced, never written through."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_symlink() or path.exists():
+        path.unlink()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
 def _stage(source: ProblemSource, target: Path, staging: Path, existing: bool) -> None:
-    """Fill ``staging`` with the definition: the existing files (data hard-linked), then the edits."""
+    """Fill ``staging`` with the definition: the existing files (data hard-linked), then the edits.
+
+    Every path the edits name is checked first (``_staged``), so a refused one writes nothing.
+    """
+    files = render_files(source, target)
+    planned = [
+        (_staged(staging, name, target / "problem.yaml", "reference.file" if name == source.reference_name else ""),
+         text.encode("utf-8"))
+        for name, text in files.items()
+    ]  # fmt: skip
+    picked = [
+        (_staged(staging, name, target / "inputs.yaml", "file_name", under="inputs"), src)
+        for name, src in source.data_files.items()
+    ]
     if existing and target.is_dir():
         for entry in target.iterdir():
             if entry.name in RUN_ENTRIES or entry.name in SKIPPED or entry.name.startswith(".cacao-"):
@@ -361,22 +411,18 @@ def _stage(source: ProblemSource, target: Path, staging: Path, existing: bool) -
                 shutil.copytree(entry, dst, symlinks=True, copy_function=_link_or_copy)
             elif entry.is_file():
                 _link_or_copy(str(entry), str(dst))
-    for name, text in render_files(source, target).items():
-        path = staging / name
-        if path.is_symlink() or path.exists():
-            path.unlink()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    if source.converted_inline:
-        pass  # problem.yaml was rewritten without the inline keys; inputs.yaml now holds them
-    for name, picked in source.data_files.items():
-        dst = staging / "inputs" / name
-        if not dst.resolve().is_relative_to((staging / "inputs").resolve()):
-            raise ProblemError(target / "inputs.yaml", "file_name", f"{name!r} leaves the problem's inputs/")
+        # The copies may hold links the checks above could not see yet: check again, still before writing.
+        planned = [(_staged(staging, str(path.relative_to(staging)), target / "problem.yaml", "reference.file"), data)
+                   for path, data in planned]  # fmt: skip
+        picked = [(_staged(staging, str(dst.relative_to(staging)), target / "inputs.yaml", "file_name"), src)
+                  for dst, src in picked]  # fmt: skip
+    for path, data in planned:
+        _write_new(path, data)
+    for dst, src in picked:
         dst.parent.mkdir(parents=True, exist_ok=True)
         if dst.exists() or dst.is_symlink():
             dst.unlink()
-        shutil.copyfile(picked, dst)
+        shutil.copyfile(src, dst)
 
 
 def _rerooted(exc: ProblemError, staging: Path, target: Path) -> ProblemError:

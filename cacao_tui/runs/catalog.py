@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cacao_tui.problem import ProblemError, load_problem
-from cacao_tui.runs.last_run import LastRun, last_run
+from cacao_tui.runs.last_run import UNREADABLE, LastRun, last_run
 
 MAX_PROBLEMS = 500  # a folder with more is not a folder of problems; the rest are not listed
 TRASH = ".trash"  # deleted problems go to <folder>/.trash/ (hidden, so not listed)
@@ -70,8 +70,8 @@ def _load(directory: Path) -> _Loaded:
         loaded: _Loaded = (problem.name, problem.reference.type, len(problem.shapes), None)
     except ProblemError as exc:
         loaded = (directory.name, None, None, exc.line())
-    except (OSError, ValueError) as exc:
-        loaded = (directory.name, None, None, f"{directory}: {exc}")
+    except Exception as exc:  # one hostile problem must not take the list down: its row says why
+        loaded = (directory.name, None, None, f"{directory}: cannot be read ({type(exc).__name__}: {exc})"[:500])
     if len(_loaded) > 4 * MAX_PROBLEMS:
         _loaded.clear()
     _loaded[directory] = (signature, loaded)
@@ -82,7 +82,11 @@ def describe_problem(directory: Path) -> ProblemEntry:
     """One row: loads the problem (no compiling; --check does that; again only when its files
     changed) and reads its last run."""
     name, reference, cases, error = _load(directory)
-    return ProblemEntry(directory, name, reference, cases, error, last_run(directory))
+    try:
+        last = last_run(directory)
+    except Exception as exc:  # run files this version cannot read: shown on the row
+        last = LastRun(UNREADABLE, message=f"its output/ cannot be read ({type(exc).__name__}: {exc})"[:300])
+    return ProblemEntry(directory, name, reference, cases, error, last)
 
 
 def scan_problems(folder: Path) -> list[ProblemEntry]:

@@ -9,7 +9,6 @@ and the tail of the log are read, so a run with a large log costs the same as a 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import stat
 import time
@@ -21,6 +20,8 @@ from cacao_tui.runs.liveness import LiveRun, live_run
 from cacao_tui.store.archive import archived_runs
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import FinalResults
+from ktt.capped_read import finite_number, parse_json, read_bytes_capped
+from ktt.terminal_text import safe_line
 
 JUST_STARTED_S = 30.0  # a launch log with nothing after its first line, younger than this: still starting
 HEAD_BYTES = 64 * 1024
@@ -32,6 +33,7 @@ NOT_RUN = "not run"
 RUNNING = "running"
 STARTING = "starting"  # output.lock is held but the run log has no run_started yet
 KILLED = "killed"  # the log has no end and no process holds the directory: continue with --resume
+UNREADABLE = "unreadable"  # its files could not be read (the row says why)
 FAILED_START = "failed to start"  # a launch log but no run log: the run process ended before its first event
 
 
@@ -88,21 +90,28 @@ def _events(chunk: bytes) -> list[dict]:
         if not raw.strip():
             continue
         with contextlib.suppress(ValueError, UnicodeDecodeError):
-            data = json.loads(raw)
+            data = parse_json(raw)  # nesting too deep: a line like any other that does not parse
             if isinstance(data, dict) and isinstance(data.get("type"), str):
                 out.append(data)
     return out
 
 
 def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    return finite_number(value)  # a 400-digit number is no float: None, not an OverflowError
+
+
+def _text(value: object, limit: int = 300) -> str | None:
+    """A string of the log, as one terminal-safe line (an escape sequence must not retitle the pane)."""
+    return safe_line(value, limit) if isinstance(value, str) else None
+
+
+def _gpus(value: object) -> list[int]:
+    return [g for g in value[:64] if isinstance(g, int) and 0 <= g < 4096] if isinstance(value, list) else []
 
 
 def _final_results(path: Path) -> FinalResults | None:
-    try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_RESULTS_BYTES:
-            return None
-        return FinalResults.model_validate_json(path.read_bytes())
+    try:  # a regular file, not a link, capped, opened without blocking
+        return FinalResults.model_validate_json(read_bytes_capped(path, MAX_RESULTS_BYTES, follow_links=False))
     except (OSError, ValueError):
         return None
 
@@ -128,8 +137,8 @@ def _read_run(output: Path, live: LiveRun | None) -> LastRun:
         RUNNING if live else KILLED,
         when=mtime,
         dry_run=bool(info.get("dry_run")),
-        provider=str(info["provider"]) if isinstance(info.get("provider"), str) else None,
-        gpus=[g for g in info.get("gpus", []) if isinstance(g, int)] if isinstance(info.get("gpus"), list) else [],
+        provider=_text(info.get("provider"), 80),
+        gpus=_gpus(info.get("gpus")),
         live=live,
     )
     # The log's last part: after the last run_started (a --resume appends a new one).
@@ -137,8 +146,8 @@ def _read_run(output: Path, live: LiveRun | None) -> LastRun:
     part = events[last_start + 1 :]
     finished = next((e for e in reversed(part) if e["type"] == "run_finished"), None)
     if finished is not None and not live:
-        result.status = str(finished.get("status", "finished")).replace("_", " ")
-        result.message = finished.get("message") if isinstance(finished.get("message"), str) else None
+        result.status = (_text(finished.get("status"), 40) or "finished").replace("_", " ")
+        result.message = _text(finished.get("message"))
         result.best_ms, result.speedup = _number(finished.get("best_ms")), _number(finished.get("speedup"))
         result.score = _number(finished.get("score"))
     def key(e: dict) -> tuple[object, ...]:
@@ -185,11 +194,10 @@ def gpu_seconds(output: Path, stamp: float) -> float | None:
     branches = output / "branches"
     for summary in sorted(branches.glob("*/iter*/tune/summary.json")) if branches.is_dir() else []:
         with contextlib.suppress(OSError, ValueError):
-            if summary.is_symlink() or summary.stat().st_size > MAX_SUMMARY_BYTES:
-                continue
-            wall = json.loads(summary.read_bytes()).get("wall_s")
-            if isinstance(wall, int | float) and wall > 0:
-                total, found = total + float(wall), True
+            data = parse_json(read_bytes_capped(summary, MAX_SUMMARY_BYTES, follow_links=False))
+            wall = finite_number(data.get("wall_s")) if isinstance(data, dict) else None
+            if wall is not None and wall > 0:
+                total, found = total + wall, True
     if len(_gpu_cache) > 2000:
         _gpu_cache.clear()
     _gpu_cache[output] = (stamp, total if found else None)

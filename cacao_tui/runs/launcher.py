@@ -23,6 +23,8 @@ from pathlib import Path
 from cacao_tui.store.archive import ArchiveError, prepare_output
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.run_lock import RunLocked, acquire_run_lock, held_here
+from ktt.capped_read import read_tail
+from ktt.terminal_text import safe_text
 
 LAUNCH_LOG = "launch.log"
 LAUNCH_HEADER = "== "  # the line the app writes into the launch log before the run's own output
@@ -183,11 +185,14 @@ def start_detached(problem_dir: Path, options: RunOptions, *, python: str = sys.
 
 
 def log_tail(path: Path, lines: int = 5, limit: int = 16 * 1024) -> list[str]:
-    """The last lines of a launch log (what a run that ended at once said)."""
+    """The last lines of a launch log (what a run that ended at once said), terminal-safe.
+
+    A regular file only, never through a link (a log linked to a private key is not shown),
+    without blocking (a FIFO), its last ``limit`` bytes only (a link to /dev/zero is refused).
+    """
     try:
-        with path.open("rb") as f:
-            f.seek(max(0, path.stat().st_size - limit))
-            text = f.read().decode("utf-8", errors="replace")
+        data, _ = read_tail(path, limit, follow_links=False)
     except OSError:
         return []
-    return [line for line in text.splitlines() if line.strip()][-lines:]
+    text = data.decode("utf-8", errors="replace")
+    return [safe_text(line) for line in text.splitlines() if line.strip()][-lines:]

@@ -6,12 +6,11 @@ Only the names of the variables that are set are reported, never their values.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cacao_tui.llm.env import env_files
+from cacao_tui.llm.env import llm_environment
 from cacao_tui.llm.errors import LLMError
 from cacao_tui.llm.registry import PROVIDERS
 from cacao_tui.llm.selection import select_provider
@@ -27,19 +26,8 @@ class ProviderStatus:
 
 
 def run_environment(problem_dir: Path | None) -> dict[str, str]:
-    """os.environ plus what the run's .env files add (never overriding; os.environ untouched)."""
-    from dotenv import dotenv_values
-
-    env = dict(os.environ)
-    for path in env_files(problem_dir):
-        try:
-            values = dotenv_values(path)
-        except (OSError, ValueError):
-            continue
-        for key, value in values.items():
-            if value is not None and key not in env:
-                env[key] = value
-    return env
+    """os.environ plus what the run's .env files may add (never overriding; os.environ untouched)."""
+    return llm_environment(problem_dir).values
 
 
 def provider_statuses(env: Mapping[str, str]) -> list[ProviderStatus]:

@@ -28,6 +28,7 @@ from cacao_tui.engine.control import (
 from cacao_tui.runs.liveness import live_run
 from cacao_tui.store.atomic import StateFileError, read_model
 from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.run_lock import holds_lock, lock_path
 from cacao_tui.store.state import TERMINAL_BRANCH, BranchManifest
 
 NOT_LIVE = " (the run is not live: resuming it applies this)"
@@ -128,7 +129,7 @@ class RemoteControl:
 
     def holder_pid(self) -> int | None:
         live = live_run(self.layout.problem_dir)
-        return live.holder.pid if live is not None and live.here else None
+        return live.holder.pid if live is not None and live.verified else None
 
     async def stop(self) -> None:
         """SIGTERM to the run's process: a clean stop; --resume continues it."""
@@ -146,6 +147,10 @@ def stop_run(problem_dir: Path) -> int | None:
         return None
     if not live.here:
         raise SteeringError(f"the run is on {live.holder.host}; stop it there")
+    if not live.verified or not holds_lock(live.holder.pid, lock_path(problem_dir)):  # checked again, just before
+        raise SteeringError(
+            f"the run lock is held, but not by pid {live.holder.pid} that its note names; nothing was signalled"
+        )
     try:
         os.kill(live.holder.pid, signal.SIGTERM)
     except ProcessLookupError:

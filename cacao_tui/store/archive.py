@@ -4,6 +4,12 @@ The engine calls ``prepare_output`` once at the start of a run, before it writes
 It holds the directory's run lock first (``run_lock``): archiving another run's live
 output/ is what two concurrent runs did to each other. output/ and archive/ must be real
 directories of the problem (``layout.check_contained``): never a link to elsewhere.
+
+The hand-seeded ``reference_time.json`` survives a kill at any point: it is copied (a
+regular file, never through a link) into ``.cacao-output-next/`` before output/ is moved
+aside, and that directory is then renamed to be the new output/. A start that finds it
+left behind finishes the move (output/ missing) or drops it (output/ still there).
+A resumed run's output/ is cleaned of the temp files a killed writer left.
 """
 
 from __future__ import annotations
@@ -15,13 +21,16 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from cacao_tui.store.atomic import write_text_atomic
+from cacao_tui.store.atomic import remove_crash_leftovers, write_text_atomic
 from cacao_tui.store.layout import RunLayout, UnsafeLayout, check_contained
 from cacao_tui.store.run_lock import RunLocked, acquire_run_lock
+from ktt.capped_read import read_bytes_capped
+from ktt.reference_times import MAX_BYTES as MAX_SEED_BYTES
 
-ARCHIVE_ENTRY = re.compile(r"^output_(\d+)$")
+ARCHIVE_ENTRY = re.compile(r"^output_(\d+)\Z")
 # Files that alone do not make output/ a run worth archiving: a hand-seeded reference time.
 SEED_FILES = frozenset({"reference_time.json"})
+NEXT_OUTPUT = ".cacao-output-next"  # the new output/, with the seed in it, until it is renamed into place
 
 
 class ArchiveError(Exception):
@@ -114,15 +123,44 @@ def prepare_output(problem_dir: Path, resume: bool, no_clean: bool) -> PreparedO
         check_contained(layout, walk_output=resume or no_clean)
     except (RunLocked, UnsafeLayout) as exc:
         raise ArchiveError(str(exc)) from None
+    _finish_interrupted_move(layout)
     if resume or no_clean or not has_run(layout):
         layout.output.mkdir(parents=True, exist_ok=True)
+        if resume or no_clean:
+            remove_crash_leftovers(layout.output)
         return PreparedOutput(layout, None, True, False)
+    seed = _seed(layout)
+    staging = layout.problem_dir / NEXT_OUTPUT
+    if seed is not None:  # copied before output/ moves: a kill at any point leaves it somewhere we look
+        staging.mkdir()
+        write_text_atomic(staging / layout.reference_time.name, seed.decode("utf-8", errors="replace"))
     archived = archive_output(layout)
+    if seed is not None:
+        os.rename(staging, layout.output)
     layout.output.mkdir(parents=True, exist_ok=True)
-    carried = False
-    if archived is not None:
-        seeded = archived / layout.reference_time.name
-        if seeded.is_file():
-            write_text_atomic(layout.reference_time, seeded.read_text(encoding="utf-8"))
-            carried = True
-    return PreparedOutput(layout, archived, False, carried)
+    return PreparedOutput(layout, archived, False, seed is not None)
+
+
+def _seed(layout: RunLayout) -> bytes | None:
+    """output/reference_time.json's bytes to carry: a regular file within its cap, never through a
+    link (a link to a host JSON file is not copied; a run refuses it before this, see launch)."""
+    try:
+        return read_bytes_capped(layout.reference_time, MAX_SEED_BYTES, follow_links=False)
+    except OSError:
+        return None
+
+
+def _finish_interrupted_move(layout: RunLayout) -> None:
+    """A start killed between moving output/ aside and renaming the new one in left NEXT_OUTPUT."""
+    staging = layout.problem_dir / NEXT_OUTPUT
+    if staging.is_symlink() or (staging.exists() and not staging.is_dir()):
+        raise ArchiveError(f"{staging}: is not a directory cacao made; remove it (it is where a new output/ is made)")
+    if not staging.is_dir():
+        return
+    if not layout.output.exists() and not layout.output.is_symlink():
+        os.rename(staging, layout.output)  # the seed it holds is the new output/'s
+        return
+    seed = staging / layout.reference_time.name
+    if layout.output.is_dir() and not layout.reference_time.exists() and seed.is_file() and not seed.is_symlink():
+        os.rename(seed, layout.reference_time)
+    shutil.rmtree(staging, ignore_errors=True)

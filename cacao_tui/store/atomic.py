@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -25,9 +26,14 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
+from ktt.capped_read import MIB, describe_read_error, read_bytes_capped
+from ktt.procs import pid_alive
+
 M = TypeVar("M", bound=BaseModel)
 _FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 _TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+# A state file read back (manifests, iteration states, master.json, call records): larger is not ours.
+MAX_STATE_BYTES = 64 * MIB
 
 
 class DiskFull(OSError):
@@ -105,6 +111,33 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise
 
 
+# Temp files of a writer that was killed between create and rename: ours (``.NAME.PID.THREAD.tmp``)
+# and ktt's (``tempfile.mkstemp`` with prefix ``.NAME.``: eight random characters after it).
+_OUR_TEMP = re.compile(r"\A\..+\.(\d{1,9})\.\d+\.tmp\Z")
+_KTT_TEMP = re.compile(r"\A\..+\.(?:json|jsonl)\.[a-z0-9_]{8}\Z")
+MAX_CLEAN_WALK = 200_000
+
+
+def remove_crash_leftovers(root: Path) -> int:
+    """Remove temp files of killed writers under ``root`` (a resumed run's output/, under its lock);
+    a temp file of a writer that still runs (the app writing branch_config.json) is left. Links
+    are never followed. Returns how many were removed."""
+    removed = seen = 0
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        for name in files:
+            seen += 1
+            ours = _OUR_TEMP.match(name)
+            stale = (ours is not None and not pid_alive(int(ours.group(1)))) or _KTT_TEMP.match(name) is not None
+            if stale:
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(folder, name))
+                    removed += 1
+        if seen > MAX_CLEAN_WALK:
+            break
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
+    return removed
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     # pydantic's serialiser writes what json.dumps(indent=2, ensure_ascii=False) would (floats
     # may be spelled differently, 1e-05 as 0.00001), some ten times faster on a call record.
@@ -123,11 +156,15 @@ class StateFileError(Exception):
         super().__init__(f"{path}: {message}")
 
 
-def read_state_text(path: Path) -> str:
+def read_state_text(path: Path, limit: int = MAX_STATE_BYTES) -> str:
+    """A state file's text: a regular file, not a link, at most ``limit`` bytes, opened without
+    blocking (a FIFO or a link to /dev/zero under output/ is a StateFileError, never a hang)."""
     try:
-        return path.read_text(encoding="utf-8")
+        return read_bytes_capped(path, limit, follow_links=False).decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        raise StateFileError(path, "cannot read (No such file or directory)") from None
     except OSError as exc:
-        raise StateFileError(path, f"cannot read ({exc.strerror})") from None
+        raise StateFileError(path, f"cannot read ({describe_read_error(exc)})") from None
 
 
 def parse_model(text: str, path: Path, model: type[M]) -> M:
@@ -145,4 +182,4 @@ def read_model(path: Path, model: type[M]) -> M:
 
 
 def read_model_or_none(path: Path, model: type[M]) -> M | None:
-    return read_model(path, model) if path.exists() else None
+    return read_model(path, model) if path.exists() or path.is_symlink() else None

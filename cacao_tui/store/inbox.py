@@ -37,7 +37,7 @@ INBOX = "inbox"
 MAX_COMMAND_BYTES = 64 * 1024  # a command is small (a message: at most 4,000 characters); a bigger file is not ours
 MAX_PENDING = 100  # commands waiting at once (queued, not applied yet); also what one call reads
 MAX_COMMANDS = 1000  # commands ever queued on one branch (applied and pending)
-_ID = re.compile(r"^\d{20}-\d{1,10}-[0-9a-f]{6}$")
+_ID = re.compile(r"^\d{20}-\d{1,10}-[0-9a-f]{6}\Z")
 
 
 def inbox_dir(branch: BranchLayout) -> Path:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-BRANCH_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-ITER_DIR = re.compile(r"^iter(\d+)$")
+from ktt.terminal_text import safe_line
+
+BRANCH_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+ITER_DIR = re.compile(r"^iter(\d+)\Z")
 
 
 @dataclass(frozen=True)
@@ -147,15 +150,16 @@ def check_contained(layout: RunLayout, *, walk_output: bool = False) -> None:
 
     ``output/`` and ``archive/`` must each be absent or a real directory (a symbolic link
     would make the run write, or archive, wherever it points). With ``walk_output`` (a
-    run that writes into an existing output/: --resume, --no-clean), no entry inside
-    output/ may be a link either. The run itself creates no links, and the model's tools
-    write only kernels.cu and tuning.yaml, so a link there was put there by someone else.
+    run that writes into an existing output/: --resume, --no-clean), every entry inside
+    output/ must be a regular file or a directory: no link, FIFO, device or socket. The run
+    itself makes none, and the model's tools write only kernels.cu and tuning.yaml, so one
+    there was put there by someone else.
     """
     for path in (layout.output, layout.archive):
         if path.is_symlink():
-            target = os.readlink(path)
+            target = safe_line(os.readlink(path), 200)  # a link's text is anyone's: shown escaped
             raise UnsafeLayout(
-                f"{path}: is a symbolic link (to {target}); a run writes only into a real directory "
+                f"{safe_line(path)}: is a symbolic link (to {target}); a run writes only into a real directory "
                 f"inside the problem directory: remove the link (or move {path.name}/ back into the problem)"
             )
         if path.exists() and not path.is_dir():
@@ -167,9 +171,18 @@ def check_contained(layout: RunLayout, *, walk_output: bool = False) -> None:
         for name in (*dirs, *files):
             seen += 1
             full = os.path.join(root, name)
-            if os.path.islink(full):
+            try:
+                mode = os.lstat(full).st_mode
+            except OSError:
+                continue
+            if stat.S_ISLNK(mode):
                 raise UnsafeLayout(
-                    f"{full}: is a symbolic link inside output/; a run never makes links there: remove it"
+                    f"{safe_line(full)}: is a symbolic link inside output/; a run never makes links there: remove it"
+                )
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # a FIFO would hang the run's first write or read
+                raise UnsafeLayout(
+                    f"{safe_line(full)}: is not a regular file or a directory (a FIFO, a device or a socket); "
+                    "a run never makes one inside output/: remove it"
                 )
         if seen > MAX_WALK:
             return

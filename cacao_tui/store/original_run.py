@@ -25,7 +25,6 @@ directory is untrusted input like any other.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +39,7 @@ from cacao_tui.store.state import (
     OriginalBranchEntry,
     ParamValue,
 )
-from ktt.capped_read import read_bytes_capped
+from ktt.capped_read import parse_json, read_bytes_capped
 
 MAX_FILE_BYTES = 32 * 1024 * 1024  # an iteration's state.json carries its kernel and the tuner's output
 MAX_BRANCHES = 2000
@@ -81,7 +80,7 @@ def _read_json(path: Path, notes: list[str] | None = None) -> Any:
             notes.append(f"skipped {path}: {exc}")
         return None
     try:
-        return json.loads(data.decode("utf-8"))
+        return parse_json(data.decode("utf-8"))  # nesting too deep: a ValueError like any bad JSON
     except (UnicodeDecodeError, ValueError) as exc:
         if notes is not None:
             notes.append(f"skipped {path}: not valid JSON ({type(exc).__name__})")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cacao_tui.store.layout import RunLayout
+from ktt.capped_read import read_head
 
 REGENERABLE_SUFFIXES = frozenset({".cubin", ".ptx", ".fatbin", ".so", ".o", ".npy", ".npz", ".pyc"})
 REGENERABLE_PREFIXES = ("cacao_in_", "cacao_ref_")  # the original's dumps: <prefix>*.bin
@@ -51,9 +52,8 @@ def _in_regenerable_dir(relative: Path) -> bool:
 
 
 def _is_elf(path: Path) -> bool:
-    try:
-        with path.open("rb") as f:
-            return f.read(4) == ELF_MAGIC
+    try:  # a regular file, never a link or a FIFO (which would block the open)
+        return read_head(path, 4, follow_links=False)[0] == ELF_MAGIC
     except OSError:
         return False
 

@@ -3,7 +3,8 @@
 CSV: one row per branch (table ``branch``), one per case of the best kernel (table ``case``) and
 one per iteration of each branch (table ``iteration``), under one header, so a spreadsheet can
 filter by the first column. Markdown: the best result, then the same three tables. Names and
-texts come from run files, which are untrusted: cells are one line, pipes escaped, capped.
+texts come from run files, which are untrusted: cells are one line, pipes escaped, capped,
+and neutralised against formula injection (``csv_cell``: a cell starting with ``= + - @``).
 The file is written atomically (temp file, then rename).
 """
 
@@ -11,12 +12,14 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from pathlib import Path
 
 from cacao_tui.store.atomic import write_text_atomic
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.results import LoadedResults
 from ktt.reference_times import NO_BASELINE
+from ktt.terminal_text import safe_line
 
 FORMATS = {".csv": "csv", ".md": "markdown", ".markdown": "markdown"}
 CSV_COLUMNS = (
@@ -52,12 +55,25 @@ def export_format(path: Path) -> str:
     return fmt
 
 
+# A cell a spreadsheet would read as a formula: =, +, -, @, or a tab or CR before one.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
+
+
+def csv_cell(text: str) -> str:
+    """``text`` safe in a CSV or Markdown cell that a spreadsheet may open: one that starts like a
+    formula gets a leading ``'`` (OWASP's advice), so ``=HYPERLINK(...)`` in a model's reason or a
+    directory name stays text. A plain number (``-1.5``, ``+3e-5``) is left as it is."""
+    if text.startswith(_FORMULA_START) and not _NUMBER.match(text):
+        return "'" + text
+    return text
+
+
 def _cell(value: object) -> str:
     if value is None:
         return ""
-    text = " ".join(str(value).split())
-    text = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
-    return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
+    text = safe_line(" ".join(str(value).split()), MAX_CELL)
+    return csv_cell(text)
 
 
 def _config(config: dict[str, object] | None) -> str:

@@ -25,10 +25,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ktt.capped_read import open_regular, parse_json, read_bytes_capped
 from ktt.procs import pid_alive
+from ktt.terminal_text import safe_line
 
 LOCK_NAME = "output.lock"
 _MAX_NOTE = 4096
+MAX_PID = 2**22  # the kernel's largest pid_max: a note naming a larger one is not a run's
+_MAX_PROC_LOCKS = 8 * 1024 * 1024
 
 
 class RunLocked(Exception):
@@ -48,7 +52,7 @@ class LockHolder:
         with contextlib.suppress(ValueError):
             when = dt.datetime.fromisoformat(self.started).astimezone().strftime("%Y-%m-%d %H:%M:%S")
         text = f"pid {self.pid} on {self.host}, started {when}" + (f": {self.command}" if self.command else "")
-        return _printable(text[:300])
+        return safe_line(text, 300)
 
     def gone(self) -> bool:
         """True when the holder was on this machine and its process no longer runs."""
@@ -60,6 +64,7 @@ class RunLock:
     path: Path
     fd: int
     took_over: LockHolder | None  # the note of a run that ended without releasing (killed)
+    created: bool = False  # this process made the lock file (there was none)
 
     def release(self) -> None:
         if self.fd < 0:
@@ -71,12 +76,17 @@ class RunLock:
         self.fd = -1
         _held.pop(_key(self.path.parent), None)
 
+    def abandon(self) -> None:
+        """Release for a run that was refused after taking the lock: a lock file it made goes too,
+        so a refused run leaves nothing in the problem directory. Unlinked while still held: a
+        process that opened it meanwhile is refused, one that starts later makes its own."""
+        if self.fd >= 0 and self.created:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+        self.release()
+
 
 _held: dict[str, RunLock] = {}  # problem directory (real path) -> the lock this process holds
-
-
-def _printable(text: str) -> str:
-    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
 
 
 def _key(problem_dir: Path) -> str:
@@ -96,17 +106,99 @@ def read_holder(path: Path) -> LockHolder | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        data = json.loads(os.read(fd, _MAX_NOTE).decode("utf-8", errors="replace") or "null")
-        return LockHolder(int(data["pid"]), str(data["host"]), str(data["started"]), str(data.get("command", "")))
+        data = parse_json(os.read(fd, _MAX_NOTE).decode("utf-8", errors="replace") or "null")
+        pid = data["pid"]
+        if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid < MAX_PID:
+            return None  # 10^30 in a note: not a process (os.kill would overflow)
+        return LockHolder(pid, str(data["host"])[:256], str(data["started"])[:64], str(data.get("command", ""))[:300])
     except (OSError, ValueError, TypeError, KeyError):
         return None
     finally:
         os.close(fd)
 
 
-def _open_lock_file(path: Path) -> int:
+def _proc_lock_pids(st: os.stat_result) -> set[int] | None:
+    """Pids holding a ``flock`` on the file ``st`` describes, from the kernel's /proc/locks (nothing is
+    taken, so a starting run is never in the way); None where /proc/locks cannot be read. The inode
+    alone is compared: on overlayfs the device /proc/locks names is the layer's, not the mount's."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644)
+        data = read_bytes_capped("/proc/locks", _MAX_PROC_LOCKS)
+    except OSError:
+        return None
+    pids: set[int] = set()
+    for line in data.decode("ascii", errors="replace").splitlines():
+        parts = line.split()
+        if len(parts) < 6 or parts[1] != "FLOCK":  # "->" lines are waiters, not holders
+            continue
+        ino = parts[5].rsplit(":", 1)[-1]
+        if ino.isdigit() and int(ino) == st.st_ino and parts[4].isdigit():
+            pids.add(int(parts[4]))
+    return pids
+
+
+def lock_is_held(path: Path) -> bool:
+    """True while some process holds the directory's run lock (the ``flock``, not the note)."""
+    try:
+        fd, st = open_regular(path, follow_links=False)
+    except OSError:
+        return False
+    try:
+        pids = _proc_lock_pids(st)
+        if pids is not None:
+            return bool(pids)
+        try:  # no /proc/locks: probe with a shared lock, released at once
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        return False
+    finally:
+        os.close(fd)
+
+
+def holds_lock(pid: int, path: Path) -> bool:
+    """True when process ``pid`` of this machine holds the run lock at ``path``: the kernel lists it
+    among the lock's holders (where it can tell) and it has the lock file open. Only then may it be
+    signalled: a note outlives a killed run, and its pid may since belong to anyone."""
+    if not 0 < pid < MAX_PID:
+        return False
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    pids = _proc_lock_pids(st)
+    if pids is not None and pid not in pids:
+        return False
+    if pids is None and not lock_is_held(path):
+        return False
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for name in fds:
+        try:
+            other = os.stat(f"/proc/{pid}/fd/{name}")
+        except OSError:
+            continue
+        if other.st_ino == st.st_ino and other.st_dev == st.st_dev:
+            return True
+    return False
+
+
+def _open_lock_file(path: Path) -> tuple[int, bool]:
+    """The lock file's descriptor, and whether this call created it (a refused run then removes it)."""
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    created = False
+    try:
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError:
+            try:
+                fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644)
+                created = True
+            except FileExistsError:  # another process made it a moment ago
+                fd = os.open(path, flags)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise RunLocked(f"{path}: is a symbolic link; remove it (a run's lock file must be a plain file)") from None
@@ -114,7 +206,7 @@ def _open_lock_file(path: Path) -> int:
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise RunLocked(f"{path}: is not a regular file; remove it (it is the run lock)")
-    return fd
+    return fd, created
 
 
 def acquire_run_lock(problem_dir: Path, command: str | None = None) -> RunLock:
@@ -127,7 +219,7 @@ def acquire_run_lock(problem_dir: Path, command: str | None = None) -> RunLock:
     if key in _held:
         return _held[key]
     path = lock_path(problem_dir)
-    fd = _open_lock_file(path)
+    fd, created = _open_lock_file(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -158,7 +250,7 @@ def acquire_run_lock(problem_dir: Path, command: str | None = None) -> RunLock:
         os.pwrite(fd, (json.dumps(note) + "\n").encode(), 0)
     except OSError:
         pass  # the lock is held; the note only helps the next run's message
-    lock = RunLock(path, fd, previous if previous is not None and previous.pid != os.getpid() else None)
+    lock = RunLock(path, fd, previous if previous is not None and previous.pid != os.getpid() else None, created)
     _held[key] = lock
     return lock
 

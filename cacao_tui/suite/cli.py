@@ -172,7 +172,7 @@ def suite_main(argv: Sequence[str]) -> int:
     print(f"suite: wrote {csv_path} and {md_path}")
     failed = [r.name for r in runs if r.exit_code != 0]
     if failed:
-        print(f"suite: {len(failed)} run(s) did not succeed: {', '.join(failed)} (see {out / 'logs'})")
+        print(safe_text(f"suite: {len(failed)} run(s) did not succeed: {', '.join(failed)} (see {out / 'logs'})"))
     return EXIT_FAILED if failed else EXIT_OK
 
 

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cacao_tui.store.atomic import write_text_atomic
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.results import load_results
+from cacao_tui.store.results_export import csv_cell
 from cacao_tui.ui.formatting import safe_text
+from ktt.capped_read import finite_number, iter_lines_capped, parse_json
+from ktt.terminal_text import safe_line
 
 MAX_RUN_LOG_BYTES = 256 * 1024 * 1024
 COLUMNS = ("problem", "status", "best speedup", "best ms", "run time s", "branches", "tokens", "cost usd", "ran on")
@@ -60,37 +62,41 @@ class _LogFacts:
     finished: str | None = None
 
 
+def _count(value: object) -> int:
+    """A token count from the log: a non-negative whole number, else 0 (a mistyped field is not a crash)."""
+    number = finite_number(value)
+    return int(number) if number is not None and 0 <= number < 1e18 else 0
+
+
 def _read_log(path: Path) -> _LogFacts:
+    """Facts from the run log: a regular file (never a FIFO or a link), read up to its cap."""
     facts = _LogFacts()
-    if not path.is_file():
+    try:
+        lines = iter_lines_capped(path, MAX_RUN_LOG_BYTES)
+    except OSError:
         return facts
-    read = 0
-    with open(path, "rb") as f:
-        for raw in f:
-            read += len(raw)
-            if read > MAX_RUN_LOG_BYTES:
-                break
-            try:
-                event = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                continue
-            if not isinstance(event, dict):
-                continue
-            ts = event.get("ts")
-            if isinstance(ts, int | float):
-                facts.first_ts = ts if facts.first_ts is None else facts.first_ts
-                facts.last_ts = ts
-            kind = event.get("type")
-            if kind == "llm_call":
-                run = event.get("run") if isinstance(event.get("run"), dict) else {}  # the run's totals so far
-                facts.tokens = int(run.get("input_tokens") or 0) + int(run.get("output_tokens") or 0)
-                facts.cost_usd = float(run.get("cost_usd") or 0.0)
-            elif kind == "job_placed":
-                where = f"{event.get('host', '?')}:GPU{event.get('gpu', '?')}"
-                if where not in facts.placements:
-                    facts.placements.append(where)
-            elif kind == "run_finished":
-                facts.finished = str(event.get("status"))
+    for raw in lines:
+        try:
+            event = parse_json(raw)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if not isinstance(event, dict):
+            continue
+        ts = finite_number(event.get("ts"))
+        if ts is not None:
+            facts.first_ts = ts if facts.first_ts is None else facts.first_ts
+            facts.last_ts = ts
+        kind = event.get("type")
+        if kind == "llm_call":
+            run = event.get("run") if isinstance(event.get("run"), dict) else {}  # the run's totals so far
+            facts.tokens = _count(run.get("input_tokens")) + _count(run.get("output_tokens"))
+            facts.cost_usd = max(0.0, finite_number(run.get("cost_usd")) or 0.0)
+        elif kind == "job_placed":
+            where = safe_line(f"{event.get('host', '?')}:GPU{event.get('gpu', '?')}", 80)
+            if where not in facts.placements and len(facts.placements) < 64:
+                facts.placements.append(where)
+        elif kind == "run_finished":
+            facts.finished = safe_line(event.get("status"), 40)
     return facts
 
 
@@ -109,7 +115,7 @@ def collect_row(problem_dir: Path) -> Row:
             row.speedup = results.best.speedup
         row.branches = results.total_branches or len(results.branches)
         if results.tokens:
-            row.tokens = int(results.tokens.get("input", 0)) + int(results.tokens.get("output", 0))
+            row.tokens = _count(results.tokens.get("input")) + _count(results.tokens.get("output"))
         if results.cost_usd is not None:
             row.cost_usd = results.cost_usd
     elif facts.finished:
@@ -131,17 +137,19 @@ def render_table(rows: list[Row]) -> str:
 
 
 def to_csv(rows: list[Row]) -> str:
+    """The rows as CSV; every cell neutralised for spreadsheets (``csv_cell``): a directory name, a
+    status or a host starting with ``=``, ``+``, ``-`` or ``@`` is text, never a formula."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(COLUMNS)
     for r in rows:
-        w.writerow(r.cells())
+        w.writerow([csv_cell(c) for c in r.cells()])
     return buf.getvalue()
 
 
 def to_markdown(rows: list[Row]) -> str:
     def cell(text: str) -> str:
-        return safe_text(text).replace("|", "\\|")
+        return csv_cell(safe_text(text)).replace("|", "\\|")
 
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(cell(c) for c in r.cells()) + " |" for r in rows]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cacao_tui.suite.slots import Slot, SlotPool
+from ktt.terminal_text import safe_text
 
 STOP_GRACE_S = 60.0
 
@@ -45,13 +46,23 @@ def unique_names(problems: list[Path]) -> list[str]:
     return names
 
 
+# A run's log: never written through a link, never waiting on a FIFO that someone put there.
+_LOG_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
 async def _run_one(run: SuiteRun, slot: Slot, flags: list[str], out: Path, say: Callable[[str], None]) -> None:
     argv = [sys.executable, "-m", "cacao_tui", "--dir", str(run.problem), "--no-ui", *slot.flags, *flags]
     run.slot = slot.label
     run.log = out / "logs" / f"{run.name}.log"
-    say(f"suite: {run.name}: started on {slot.label} of {socket.gethostname()}")
+    say(safe_text(f"suite: {run.name}: started on {slot.label} of {socket.gethostname()}"))  # a directory's name
     start = time.monotonic()
-    with open(run.log, "wb") as log:
+    try:
+        log_fd = os.open(run.log, _LOG_FLAGS, 0o644)
+    except OSError as exc:
+        run.exit_code, run.seconds = 2, 0.0
+        say(safe_text(f"suite: {run.name}: not started: cannot write {run.log} ({exc.strerror})"))
+        return
+    with os.fdopen(log_fd, "wb") as log:
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
@@ -71,7 +82,7 @@ async def _run_one(run: SuiteRun, slot: Slot, flags: list[str], out: Path, say: 
             raise
         finally:
             run.seconds = time.monotonic() - start
-    say(f"suite: {run.name}: finished on {slot.label} (exit {run.exit_code}) in {run.seconds:.1f} s")
+    say(safe_text(f"suite: {run.name}: finished on {slot.label} (exit {run.exit_code}) in {run.seconds:.1f} s"))
 
 
 async def run_suite(

@@ -19,20 +19,22 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from cacao_tui.engine import events as ev
-from cacao_tui.store.atomic import StateFileError, read_model
+from cacao_tui.store.atomic import MAX_STATE_BYTES, StateFileError, read_model
 from cacao_tui.store.layout import BRANCH_NAME, BranchLayout, IterLayout, RunLayout
 from cacao_tui.store.state import BranchConfig, BranchManifest, Context, IterState
 from cacao_tui.ui.formatting import safe_block, safe_event, safe_value
 from cacao_tui.ui.run_view import RunView, Selection
+from ktt.capped_read import iter_lines_capped, parse_json, read_bytes_capped, read_head
 from ktt.protocol import ConfigResult, ProfileReport, TuneSummary
 
 M = TypeVar("M", bound=BaseModel)
 TOP_CONFIGS = 10
 MAX_SOURCE_BYTES = 512 * 1024
+MAX_RESULT_BYTES = 32 * 1024 * 1024  # a tuning's results.jsonl read for the panes
 
 
 def read_quietly(path: Path, model: type[M]) -> M | None:
-    try:
+    try:  # read_model: a regular file, not a link, capped, opened without blocking
         return read_model(path, model) if path.exists() else None
     except (StateFileError, OSError):
         return None
@@ -48,13 +50,20 @@ def best_floor_ms(layout: RunLayout, best: object) -> float | None:
 
 
 def read_text_quietly(path: Path, limit: int = MAX_SOURCE_BYTES) -> str | None:
-    try:
-        with path.open("rb") as f:
-            data = f.read(limit + 1)
+    try:  # the head of a regular file (not a FIFO, a link or /dev/zero), whatever its size
+        data, cut = read_head(path, limit)
     except OSError:
         return None
-    text = safe_block(data[:limit].decode("utf-8", errors="replace"))
-    return text + "\n/* … cut at 512 KiB … */\n" if len(data) > limit else text
+    text = safe_block(data.decode("utf-8", errors="replace"))
+    return text + "\n/* … cut at 512 KiB … */\n" if cut else text
+
+
+def read_json_quietly(path: Path, limit: int = MAX_STATE_BYTES) -> Any:
+    """A JSON file of a run (a call record, master.json) as parsed data, or None when it cannot be read."""
+    try:
+        return parse_json(read_bytes_capped(path, limit, follow_links=False))
+    except (OSError, ValueError):
+        return None
 
 
 # ---- branches -----------------------------------------------------------------
@@ -183,6 +192,14 @@ def parse_llm_record(path: Path, data: dict[str, Any]) -> LLMCallView:
     known = _from_call_record(path, data)
     if known is not None:
         return known
+    try:
+        return _loose_record(path, data)
+    except (ValueError, TypeError, AttributeError, OverflowError, RecursionError):  # fields of any type
+        return LLMCallView(path=path, node=path.stem, index=0, error="an LLM call record this version cannot read")
+
+
+def _loose_record(path: Path, data: dict[str, Any]) -> LLMCallView:
+    """A record of another shape (an older format), read field by field."""
     stem_node, _, stem_index = path.stem.rpartition("_")
     node = _dig(data, "node", "key.node", "context.node") or stem_node or path.stem
     index = _dig(data, "index", "key.index")
@@ -219,10 +236,7 @@ def read_llm_calls(directory: Path) -> list[LLMCallView]:
         return []
     calls = []
     for path in sorted(directory.glob("*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
+        data = read_json_quietly(path)
         if isinstance(data, dict):
             calls.append(parse_llm_record(path, data))
     calls.sort(key=lambda c: (c.started_at, c.node, c.index))
@@ -251,7 +265,7 @@ class TuningView:
 def read_tuning(it: IterLayout) -> TuningView:
     view = TuningView(summary=read_quietly(it.tune_summary, TuneSummary))
     try:
-        lines = it.tune_results.read_text(encoding="utf-8").splitlines()
+        lines = list(iter_lines_capped(it.tune_results, MAX_RESULT_BYTES))
     except OSError:
         lines = []
     ok: list[ConfigResult] = []
@@ -362,11 +376,8 @@ def _load_selection(layout: RunLayout, selection: Selection) -> SelectionDetails
     details = SelectionDetails(selection)
     if selection.branch is None:
         details.llm_calls = read_llm_calls(layout.master_llm)
-        try:
-            master = json.loads(layout.master.read_text(encoding="utf-8"))
-            details.analysis = master.get("analysis") if isinstance(master, dict) else None
-        except (OSError, ValueError):
-            pass
+        master = read_json_quietly(layout.master)
+        details.analysis = master.get("analysis") if isinstance(master, dict) else None
         return details
     details.branch = read_branch_files(layout, selection.branch)
     index = selection.iteration
@@ -380,8 +391,5 @@ def _load_selection(layout: RunLayout, selection: Selection) -> SelectionDetails
 
 
 def read_llm_call(path: Path) -> LLMCallView | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    data = read_json_quietly(path)
     return safe_value(parse_llm_record(path, data)) if isinstance(data, dict) else None

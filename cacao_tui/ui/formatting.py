@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from ktt.terminal_text import safe_text as safe_text  # the one helper, re-exported for the app
+
 # Single-width glyphs that every terminal font over SSH draws; no emoji (their width varies).
 STATUS_ICONS: dict[str, str] = {
     "pending": "·",
@@ -182,39 +184,6 @@ def fmt_gpus(gpus: list[int], name: str | None) -> str:
 NAME_FIELDS = frozenset({"problem", "branch", "parent", "title", "provider", "model", "node", "gpu_name", "name"})
 
 E = TypeVar("E")
-
-
-def _escape(char: str) -> str:
-    code = ord(char)
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    if code < 0x10000:
-        return f"\\u{code:04x}"
-    return f"\\U{code:08x}"
-
-
-def safe_text(text: str, *, keep_newlines: bool = False) -> str:
-    """``text`` with every control, format (bidi) and separator character shown as an escape.
-
-    Printable text is returned unchanged (the same object). With ``keep_newlines`` a line
-    break and a tab stay as they are (a multi-line message, a kernel's source), a CR before a
-    line break is dropped (CRLF files), everything else is escaped.
-    """
-    if text.isprintable():
-        return text
-    if not keep_newlines:
-        return "".join(c if c.isprintable() else _escape(c) for c in text)
-    # Line by line: a kernel of 512 KiB is mostly printable lines, checked at C speed.
-    lines = text.split("\n")
-    for i, line in enumerate(lines):
-        if line.isprintable():
-            continue
-        if line.endswith("\r") and i < len(lines) - 1:
-            line = line[:-1]
-        if not line.replace("\t", "").isprintable():
-            line = "".join(c if c.isprintable() or c == "\t" else _escape(c) for c in line)
-        lines[i] = line
-    return "\n".join(lines)
 
 
 def safe_block(text: str | None) -> str | None:

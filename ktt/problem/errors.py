@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ktt.terminal_text import safe_line
+
 
 def display_path(path: Path | str) -> str:
     """A path as the user would type it: relative to the working directory when below it."""
@@ -30,8 +32,11 @@ class ProblemError(Exception):
         super().__init__(self.line())
 
     def line(self) -> str:
-        where = display_path(self.file)
-        text = f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        # The path and the field name come from the file system and the file: a line break in
+        # them would forge a line of output, so they are escaped; the message may hold a log.
+        where = safe_line(display_path(self.file))
+        field = safe_line(self.field)
+        text = f"{where}: {field}: {self.message}" if self.field else f"{where}: {self.message}"
         return text
 
     def __str__(self) -> str:

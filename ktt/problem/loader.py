@@ -40,8 +40,8 @@ from ktt.toolkit import normalize_arch
 # No GPU made so far has more memory than this; a buffer larger than it is a typo.
 MAX_GPU_BYTES = 288 * 10**9
 MAX_THREADS_PER_BLOCK = 1024
-IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-CASE_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+CASE_NAME = re.compile(r"^[A-Za-z0-9_-]+\Z")
 DEFAULT_SHAPE = "default"  # the one implicit shape of a problem without cases
 
 REFERENCE_FILES = {"cuda": "ref_kernel.cu", "cpu_c": "ref_cpu.c", "python": "ref.py"}

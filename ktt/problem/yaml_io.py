@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from ktt.capped_read import MAX_YAML_BYTES, describe_read_error, read_text_capped
 from ktt.problem.errors import ProblemError
+from ktt.terminal_text import safe_text
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -54,16 +55,9 @@ def short_repr(value: Any) -> str:
     return _one_line(text, 80)
 
 
-def _escape(char: str) -> str:
-    if char.isprintable():
-        return char
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
 def _one_line(text: str, limit: int) -> str:
     """At most ``limit`` characters on one line, control and bidi characters escaped."""
-    text = "".join(_escape(c) for c in text[: limit + 1])
+    text = safe_text(text[: limit + 1])
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.cluster.local_ray import LOCAL_ONLY, start_local_cluster
 from tests.pathenv import child_pythonpath
 
 NODES, GPUS_PER_NODE = 3, 2
@@ -19,21 +20,13 @@ NODES, GPUS_PER_NODE = 3, 2
 def ray_cluster() -> Iterator[object]:
     pytest.importorskip("ray", reason="Ray is the optional [cluster] extra")
     import ray
-    from ray.cluster_utils import Cluster
 
-    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "RAY_ADDRESS")}
+    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "RAY_ADDRESS", *LOCAL_ONLY)}
     # Ray's node code installs its own SIGTERM/SIGINT handlers in this process (they call sys.exit):
     # put back pytest's afterwards, so no later test meets them.
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     os.environ["PYTHONPATH"] = child_pythonpath()  # the nodes' workers import tests.cluster.fakes
-    store = 80 * 2**20
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={"num_cpus": 1, "num_gpus": 0, "object_store_memory": store, "include_dashboard": False},
-    )
-    nodes = [cluster.add_node(num_cpus=1, num_gpus=GPUS_PER_NODE, object_store_memory=store) for _ in range(NODES)]
-    cluster.wait_for_nodes()
-    cluster.gpu_nodes = nodes  # type: ignore[attr-defined]
+    cluster = start_local_cluster(NODES, GPUS_PER_NODE)  # bound to 127.0.0.1 only
     ray.init(address=cluster.address, log_to_driver=False, logging_level="ERROR", namespace="cacao")
     try:
         yield cluster

@@ -3,7 +3,6 @@ sent and what is recorded; ordinary code is left alone; scanning stays linear.""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 import pytest
 from wire_servers import DIALECTS, Dialect, WireServer
 
-from cacao_tui.llm import CallContext, LLMError, Message, ScriptedProvider, TrackedLLM, load_env, redact
+from cacao_tui.llm import CallContext, LLMError, Message, ScriptedProvider, TrackedLLM, llm_environment, redact
 from cacao_tui.llm.redaction import REDACTED, forget_env_file_values, known_secrets, redact_data
 
 CTX = CallContext("b1", 1, "author")
@@ -68,22 +67,14 @@ def test_known_values_come_from_the_registry_key_variables(monkeypatch: pytest.M
     assert redact("a short word") == "a short word"
 
 
-def test_values_from_env_files_are_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    saved = dict(os.environ)
-    try:
-        (tmp_path / ".env").write_text(
-            "MY_SERVICE_PASS=plain-looking-value\nLLM_MODEL=qwen3.5-122b-instruct\n"
-            "OPENAI_BASE_URL=http://127.0.0.1:9/v1\n"
-        )
-        load_env(tmp_path, cwd=tmp_path, config_dir=tmp_path)
-        assert redact("echo plain-looking-value") == f"echo {REDACTED}"
-        # Selection and endpoint variables are configuration, not secrets.
-        assert (
-            redact("qwen3.5-122b-instruct at http://127.0.0.1:9/v1") == "qwen3.5-122b-instruct at http://127.0.0.1:9/v1"
-        )
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+def test_values_from_env_files_are_secrets(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text(
+        "MY_SERVICE_PASS=plain-looking-value\nLLM_MODEL=qwen3.5-122b-instruct\nOPENAI_BASE_URL=http://127.0.0.1:9/v1\n"
+    )
+    llm_environment(tmp_path, cwd=tmp_path, config_dir=tmp_path, base={})
+    assert redact("echo plain-looking-value") == f"echo {REDACTED}"  # a value the run ignores is still a secret
+    # Selection and endpoint variables are configuration, not secrets.
+    assert redact("qwen3.5-122b-instruct at http://127.0.0.1:9/v1") == "qwen3.5-122b-instruct at http://127.0.0.1:9/v1"
 
 
 def test_redact_data_walks_nested_values() -> None:

@@ -1,12 +1,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from cacao_tui.llm import LLMError, load_env, select_provider
+from cacao_tui.llm import LLMError, llm_environment, select_provider
 from cacao_tui.llm.env import env_files
 
 ALL_KEYS = {
@@ -139,43 +138,36 @@ def test_cerit_api_base_alone_selects_cerit_which_then_needs_its_key() -> None:
     assert (choice.provider, choice.key_var, choice.base_url) == ("cerit", "CERIT_API_KEY", "https://cerit.example/v1")
 
 
-# -- .env loading -----------------------------------------------------------------------
+# -- .env loading (the hostile cases: tests/security/test_dotenv.py) ----------------------------
 
 
-@pytest.fixture
-def restore_environ() -> Iterator[None]:
-    saved = dict(os.environ)
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-
-
-def test_env_files_precedence(tmp_path: Path, restore_environ: None) -> None:
+def test_env_files_precedence(tmp_path: Path) -> None:
     problem, cwd, config = tmp_path / "problem", tmp_path / "cwd", tmp_path / "config"
     for d in (problem, cwd, config):
         d.mkdir()
-    (problem / ".env").write_text("OPENAI_API_KEY=from-problem\n")
-    (cwd / ".env").write_text("OPENAI_API_KEY=from-cwd\nGEMINI_API_KEY=from-cwd\n")
-    (config / ".env").write_text("OPENAI_API_KEY=from-config\nGEMINI_API_KEY=from-config\nANTHROPIC_API_KEY=cfg\n")
-    os.environ["ANTHROPIC_API_KEY"] = "from-real-env"
+    (problem / ".env").write_text("OPENAI_API_KEY=from-problem\nCERIT_API_KEY=from-problem\n")
+    (cwd / ".env").write_text("OPENAI_API_KEY=from-cwd\nGEMINI_API_KEY=from-cwd\nCERIT_API_KEY=from-cwd\n")
+    (config / ".env").write_text("OPENAI_API_KEY=from-config\nANTHROPIC_API_KEY=cfg\n")
+    before = dict(os.environ)
 
-    loaded = load_env(problem, cwd=cwd, config_dir=config)
-    assert loaded == [problem / ".env", cwd / ".env", config / ".env"]
-    assert os.environ["OPENAI_API_KEY"] == "from-problem"
-    assert os.environ["GEMINI_API_KEY"] == "from-cwd"
-    assert os.environ["ANTHROPIC_API_KEY"] == "from-real-env"  # never overridden
+    loaded = llm_environment(problem, cwd=cwd, config_dir=config, base={"ANTHROPIC_API_KEY": "from-real-env"})
+    assert loaded.files == [config / ".env", problem / ".env", cwd / ".env"]
+    assert loaded.values["OPENAI_API_KEY"] == "from-config"  # the user's own config before a problem's
+    assert loaded.values["CERIT_API_KEY"] == "from-problem"  # the problem's before the working directory's
+    assert loaded.values["GEMINI_API_KEY"] == "from-cwd"
+    assert loaded.values["ANTHROPIC_API_KEY"] == "from-real-env"  # the environment is never overridden
+    assert dict(os.environ) == before  # nothing is written to os.environ
 
 
 def test_env_files_skips_missing_and_duplicates(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text("X=1\n")
-    assert env_files(tmp_path, cwd=tmp_path, config_dir=tmp_path / "none") == [tmp_path / ".env"]
+    found = env_files(tmp_path, cwd=tmp_path, config_dir=tmp_path / "none")
+    assert [f.path for f in found] == [tmp_path / ".env"] and not found[0].user
     assert env_files(None, cwd=tmp_path / "a", config_dir=tmp_path / "b") == []
 
 
-def test_llm_provider_from_env_file_is_honoured(tmp_path: Path, restore_environ: None) -> None:
+def test_llm_provider_from_env_file_is_honoured(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text("LLM_PROVIDER=gemini\nGEMINI_API_KEY=g\nANTHROPIC_API_KEY=a\n")
-    load_env(tmp_path, cwd=tmp_path, config_dir=tmp_path)
-    choice = select_provider(None, None, settings_provider=None)
+    env = llm_environment(tmp_path, cwd=tmp_path, config_dir=tmp_path / "none", base={}).values
+    choice = select_provider(None, None, env=env, settings_provider=None)
     assert (choice.provider, choice.source) == ("gemini", "LLM_PROVIDER")

@@ -7,6 +7,8 @@ import json
 import os
 import shutil
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 from cacao_tui.engine import events as ev
@@ -46,8 +48,28 @@ def write_log(problem_dir: Path, events: list[ev._Event], *, mtime: float | None
     return layout.run_log
 
 
+_HOLDER = """
+import fcntl, json, os, socket, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.flock(fd, fcntl.LOCK_EX)
+note = {"pid": os.getpid(), "host": socket.gethostname(), "started": "2026-01-02T03:04:05+00:00", "command": "cacao"}
+os.ftruncate(fd, 0)
+os.pwrite(fd, (json.dumps(note) + "\\n").encode(), 0)
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+def start_holder(problem_dir: Path) -> subprocess.Popen[str]:
+    """A process that holds the directory's run lock (the flock) with its note, as a live run does."""
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(problem_dir / "output.lock")],
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    return proc
+
+
 def hold_note(problem_dir: Path, pid: int, host: str | None = None) -> None:
-    """The note a run leaves in output.lock (without the flock: only the note is read)."""
+    """The note a run leaves in output.lock, without the flock: what a killed run leaves (or anyone writes)."""
     note = {"pid": pid, "host": host or socket.gethostname(), "started": "2026-01-02T03:04:05+00:00",
             "command": f"cacao --dir {problem_dir.parent.name}/{problem_dir.name} --no-ui"}  # fmt: skip
     (problem_dir / "output.lock").write_text(json.dumps(note) + "\n")

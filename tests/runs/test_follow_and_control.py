@@ -6,8 +6,6 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,7 +20,7 @@ from cacao_tui.runs.remote_control import NOT_LIVE, RemoteControl
 from cacao_tui.store.atomic import write_model
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import BranchConfig, BranchManifest, Strategy
-from tests.runs.run_files import copy_problem, hold_note, started, write_log
+from tests.runs.run_files import copy_problem, hold_note, start_holder, started, write_log
 
 
 def test_follower_reads_appended_events_and_skips_junk(tmp_path: Path) -> None:
@@ -102,9 +100,8 @@ def test_remote_retry_of_a_finished_branch_queues_a_retry_decision(tmp_path: Pat
 
 def test_stop_sends_sigterm_to_the_holder_only(tmp_path: Path) -> None:
     problem = copy_problem(tmp_path)
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    holder = start_holder(problem)
     try:
-        hold_note(problem, holder.pid)
         control = RemoteControl(problem, 3)
         assert control.is_running() and control.holder_pid() == holder.pid
         asyncio.run(control.stop())
@@ -130,9 +127,13 @@ def test_delete_moves_the_problem_to_the_trash(tmp_path: Path) -> None:
     assert not problem.exists() and target.parent == tmp_path / ".trash"
     assert (target / "problem.yaml").is_file() and (target / "output" / "run.jsonl").is_file()
     again = copy_problem(tmp_path)
-    hold_note(again, os.getpid())
-    with pytest.raises(TrashError, match="a run is using it"):
-        move_to_trash(again)
+    holder = start_holder(again)
+    try:
+        with pytest.raises(TrashError, match="a run is using it"):
+            move_to_trash(again)
+    finally:
+        holder.kill()
+        holder.wait()
     assert again.is_dir()
 
 

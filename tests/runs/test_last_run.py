@@ -10,6 +10,7 @@ from pathlib import Path
 from cacao_tui.engine import events as ev
 from cacao_tui.runs.catalog import scan_problems
 from cacao_tui.runs.last_run import KILLED, NOT_RUN, RUNNING, last_run
+from cacao_tui.store.run_lock import acquire_run_lock
 from tests.runs.run_files import copy_problem, hold_note, started, write_log
 
 
@@ -44,10 +45,13 @@ def test_a_held_lock_is_running_with_its_holder(tmp_path: Path) -> None:
     problem = copy_problem(tmp_path)
     write_log(problem, [started(gpus=[1]), ev.RunFinished(status="ok")])
     write_log(problem, [started(resumed=True, gpus=[1])])  # --resume appends a new part
-    hold_note(problem, os.getpid())
-    last = last_run(problem)
+    lock = acquire_run_lock(problem)
+    try:
+        last = last_run(problem)
+    finally:
+        lock.release()
     assert last.status == RUNNING and last.live is not None and last.live.holder.pid == os.getpid()
-    assert last.gpus == [1]
+    assert last.live.verified and last.gpus == [1]
 
 
 def test_the_resumed_part_decides(tmp_path: Path) -> None:

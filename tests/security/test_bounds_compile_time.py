@@ -14,22 +14,14 @@ import time
 from pathlib import Path
 
 import pytest
-from bounds_problem import make_problem
+from bounds_problem import make_problem, scale_spec
 from test_orphans import spinning_kernel
 
 from tests.pathenv import child_pythonpath
 
 pytestmark = pytest.mark.timeout(180)
 
-SPEC = """tune_params:
-  BLOCK: [32, 64, 128, 256]
-  UNROLL: [1]
-  BEHAVIOUR: [0]
-launches:
-  - kernel: scale
-    grid: {x: (N + BLOCK - 1) / BLOCK}
-    block: {x: BLOCK}
-"""
+SPEC = scale_spec(32, 64, 128, 256)
 
 
 def ktt(command: str, root: Path, tmp_path: Path, *extra: str, env: dict[str, str] | None = None) -> tuple:

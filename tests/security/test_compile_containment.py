@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from bounds_problem import scale_spec
 
 from ktt import includes, nvrtc, sandbox
 from ktt.check import check_kernel
@@ -35,15 +36,7 @@ extern "C" __global__ void scale(const float* __restrict__ X, float* __restrict_
     if (i < N) Y[i] = 3.0f * X[i];
 }}
 """
-SPEC = """tune_params:
-  BLOCK: [64, 128]
-  UNROLL: [1]
-  BEHAVIOUR: [0]
-launches:
-  - kernel: scale
-    grid: {x: (N + BLOCK - 1) / BLOCK}
-    block: {x: BLOCK}
-"""
+SPEC = scale_spec(64, 128)
 
 
 @pytest.fixture

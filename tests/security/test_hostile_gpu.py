@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from bounds_problem import scale_spec
 from test_orphans import processes_with, spinning_kernel
 
 from tests.pathenv import child_pythonpath
@@ -27,15 +28,7 @@ pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "tests" / "ktt" / "data" / "tiny"
-SPEC = """tune_params:
-  BLOCK: [32, 64, 128, 256]
-  UNROLL: [1]
-  BEHAVIOUR: [0]
-launches:
-  - kernel: scale
-    grid: {x: (N + BLOCK - 1) / BLOCK}
-    block: {x: BLOCK}
-"""
+SPEC = scale_spec(32, 64, 128, 256)
 
 
 def problem_copy(tmp_path: Path, kernel: str) -> Path:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from bounds_problem import scale_spec
 
 from ktt.compile_pool import CompilePool
 from ktt.nvrtc import CompileRequest, compile_cubin
@@ -25,15 +26,7 @@ from tests.pathenv import child_pythonpath
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "tests" / "ktt" / "data" / "tiny"
-SPEC = """tune_params:
-  BLOCK: [64]
-  UNROLL: [1]
-  BEHAVIOUR: [0]
-launches:
-  - kernel: scale
-    grid: {x: (N + BLOCK - 1) / BLOCK}
-    block: {x: BLOCK}
-"""
+SPEC = scale_spec(64)
 
 
 def spinning_kernel(levels: int) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import os
 import signal
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from cacao_tui.engine import events as ev
 from cacao_tui.runs.launcher import RunOptions, Started
 from cacao_tui.store.atomic import write_model
 from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.run_lock import acquire_run_lock
 from cacao_tui.store.state import BranchConfig, BranchManifest, Strategy
 from cacao_tui.ui.home import home_screen as home_module
 from cacao_tui.ui.home.attach import AttachApp
@@ -34,7 +34,7 @@ from cacao_tui.ui.home.text_screen import TextScreen
 from cacao_tui.ui.run_view import Selection
 from cacao_tui.ui.screens.dialogs import ConfirmScreen
 from cacao_tui.ui.screens.results import ResultsScreen
-from tests.runs.run_files import T0, copy_problem, finished_run_events, hold_note, problems_folder, write_log
+from tests.runs.run_files import T0, copy_problem, finished_run_events, problems_folder, start_holder, write_log
 
 
 async def _ready(pilot, app: HomeApp) -> HomeScreen:
@@ -228,8 +228,7 @@ def test_clone_adds_and_selects_the_copy(tmp_path: Path) -> None:
 def test_stop_asks_then_sends_sigterm_to_the_run(tmp_path: Path) -> None:
     problem = copy_problem(tmp_path, "mmul")
     write_log(problem, finished_run_events()[:4])
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
-    hold_note(problem, holder.pid)
+    holder = start_holder(problem)
 
     async def go() -> None:
         app = HomeApp(tmp_path)
@@ -364,7 +363,7 @@ def test_attach_follows_a_live_log_and_steers_through_files(tmp_path: Path) -> N
     write_log(problem, events[:6])  # started, dispatched, two branches, b1 running
     _branch_files(problem, "b1-tiling", "running")
     _branch_files(problem, "b2-strip", "running")
-    hold_note(problem, os.getpid())  # live: this process "holds" it
+    lock = acquire_run_lock(problem)  # live: this process holds it
 
     async def go() -> None:
         app = AttachApp(problem, poll_interval=0.05)
@@ -393,14 +392,16 @@ def test_attach_follows_a_live_log_and_steers_through_files(tmp_path: Path) -> N
             await pilot.press("q")  # leaves at once: the run is not the app's
         assert app.return_value == "detach"
 
-    asyncio.run(go())
+    try:
+        asyncio.run(go())
+    finally:
+        lock.release()
 
 
 def test_attach_stop_asks_and_signals_only_when_confirmed(tmp_path: Path) -> None:
     problem = copy_problem(tmp_path, "mmul")
     write_log(problem, finished_run_events()[:4])
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
-    hold_note(problem, holder.pid)
+    holder = start_holder(problem)
 
     async def go() -> None:
         app = AttachApp(problem, poll_interval=0.05)

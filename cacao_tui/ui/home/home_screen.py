@@ -110,7 +110,11 @@ class HomeScreen(Screen[None]):
     # ---- the list ---------------------------------------------------------------------------
     @work(exclusive=True, group="home-scan")
     async def refresh_list(self) -> None:
-        entries = await asyncio.to_thread(scan_problems, self.folder)
+        try:  # each problem's trouble is on its row (runs.catalog); this is the folder's own
+            entries = await asyncio.to_thread(scan_problems, self.folder)
+        except Exception as exc:  # the list tries again at its next refresh
+            self.query_one("#home-header", Static).update(Text(safe_text(f"cacao · cannot list {self.folder}: {exc}")))
+            return
         self.show_entries(entries)
 
     def show_entries(self, entries: list[ProblemEntry]) -> None:

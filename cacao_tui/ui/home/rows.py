@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 from rich.text import Text
 
 from cacao_tui.runs.catalog import ProblemEntry
-from cacao_tui.runs.last_run import FAILED_START, KILLED, NOT_RUN, RUNNING, STARTING, LastRun
+from cacao_tui.runs.last_run import FAILED_START, KILLED, NOT_RUN, RUNNING, STARTING, UNREADABLE, LastRun
 from cacao_tui.ui.formatting import (
     NONE,
     fit_path,
@@ -57,6 +58,7 @@ STATUS_LOOK: dict[str, tuple[str, str]] = {
     FAILED_START: ("!", "red"),
     "interrupted": ("■", "yellow"),
     KILLED: ("✗", "red"),
+    UNREADABLE: ("?", "red"),
     NOT_RUN: ("·", "dim"),
 }
 REFERENCE_NAMES = {"cuda": "cuda", "cpu_c": "c", "python": "py"}
@@ -66,14 +68,17 @@ def fmt_when(ts: float | None, now: float | None = None) -> str:
     if ts is None:
         return NONE
     now = time.time() if now is None else now
-    if abs(now - ts) < 20 * 3600:
-        return time.strftime("%H:%M", time.localtime(ts))
-    return time.strftime("%m-%d", time.localtime(ts))
+    try:  # a file's time is anyone's: one far outside what localtime takes is shown as unknown
+        if abs(now - ts) < 20 * 3600:
+            return time.strftime("%H:%M", time.localtime(ts))
+        return time.strftime("%m-%d", time.localtime(ts))
+    except (OverflowError, OSError, ValueError):
+        return NONE
 
 
 def status_text(last: LastRun) -> Text:
     icon, style = STATUS_LOOK.get(last.status, ("?", ""))
-    text = Text(f"{icon} {last.status}", style=style)
+    text = Text(f"{icon} {safe_text(last.status)}", style=style)  # a word from the run's log
     if last.dry_run and last.status != NOT_RUN:
         text.append(" dry", style="dim")
     if last.status in (RUNNING, STARTING) and last.gpus and not last.dry_run:
@@ -89,6 +94,17 @@ def best_text(last: LastRun) -> str:
 
 
 def row_cells(entry: ProblemEntry, now: float | None = None, *, wide: bool = False) -> tuple[object, ...]:
+    """The row's cells; a problem whose files defeat them gets a row that says so (the list survives it)."""
+    try:
+        return _cells(entry, now, wide)
+    except Exception as exc:  # one hostile problem must not take the home screen down
+        why = Text(safe_text(f"cannot be shown: {type(exc).__name__}")[:60], style="red")
+        cells: list[object] = [NONE] * len(WIDE_COLUMNS if wide else COLUMNS)
+        cells[0], cells[1], cells[3] = Text(safe_text(entry.key)), Text("invalid", style="red"), why
+        return tuple(cells)
+
+
+def _cells(entry: ProblemEntry, now: float | None, wide: bool) -> tuple[object, ...]:
     last = entry.last
     name = Text(safe_text(entry.name), style="bold" if last.status == RUNNING else "")
     extra: tuple[object, ...] = ()
@@ -154,7 +170,8 @@ def describe(entry: ProblemEntry, width: int = 78) -> Text:
     if last.best_ms is not None:
         text.append(f" · best {fmt_ms(last.best_ms)} {best_text(last)}")
     if last.when is not None:
-        text.append(f" · {time.strftime('%Y-%m-%d %H:%M', time.localtime(last.when))}", style="dim")
+        with contextlib.suppress(OverflowError, OSError, ValueError):
+            text.append(f" · {time.strftime('%Y-%m-%d %H:%M', time.localtime(last.when))}", style="dim")
     if last.live is not None:
         text.append(f"\nheld by {last.live.describe()}", style="cyan")
         text.append("\nenter attaches · S stops the whole run", style="dim")
