@@ -26,7 +26,8 @@ from cacao_tui.engine.scheduler import GpuScheduler
 from cacao_tui.headless import HeadlessRenderer
 from cacao_tui.llm import LLMError, create_llm, llm_environment, llm_timeout_s, load_llm_settings, select_provider
 from cacao_tui.llm.recording import CallRecord
-from cacao_tui.llm.tracked import RetryNotice
+from cacao_tui.llm.selection import ProviderChoice
+from cacao_tui.llm.tracked import RetryNotice, TrackedLLM
 from cacao_tui.nodes.context import NoDevices, RunDeps
 from cacao_tui.run_request import RunRequest
 from cacao_tui.settings import DEFAULTS
@@ -213,24 +214,10 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     replay_from = request.replay_from
     if choice.provider == "replay" and replay_from is None:
         replay_from = problem.directory / "session.jsonl"
-    llm = create_llm(
-        choice,
-        record_root=layout.output,
-        budget_usd=settings.budget_usd,
-        budget_tokens=settings.budget_tokens,
-        replay_from=Path(replay_from) if replay_from else None,
-        on_call=on_call,
-        on_retry=on_retry,
-        on_progress=lambda p: bus.emit(LLMCallProgress(progress=p)),
-        timeout_s=llm_timeout_s(request.llm_timeout_s, llm_env.values),
-        max_concurrent=request.llm_concurrency,
-        settings=llm_settings,
-        cache_scope=problem.name,
-        env=llm_env.values,
-    )
-    step_llms = {}
-    for node, step_choice in step_choices.items():
-        step_llms[node] = create_llm(
+
+    def make_llm(step_choice: ProviderChoice) -> TrackedLLM:
+        """One model's TrackedLLM with the run's limits, records, retries and progress."""
+        return create_llm(
             step_choice,
             record_root=layout.output,
             budget_usd=settings.budget_usd,
@@ -245,6 +232,11 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
             cache_scope=problem.name,
             env=llm_env.values,
         )
+
+    llm = make_llm(choice)
+    step_llms = {}
+    for node, step_choice in step_choices.items():
+        step_llms[node] = make_llm(step_choice)
         step_llms[node].usage = llm.usage  # one run: one set of totals, one budget
     # Archive only now: a replay source inside output/ has been read into memory above.
     if request.resume:
