@@ -84,7 +84,8 @@ def test_nothing_is_hidden(size: tuple[int, int], tmp_path: Path) -> None:
         pane.wait_gone("launch log line")
         # The run view: its footer keeps / d b z q; z shows the focused tree whole.
         pane.keys("Enter")
-        view = pane.wait_text("finished")
+        pane.wait_text("finished")
+        view = pane.wait_text("z zoom")  # the run view's footer, painted after its body
         footer = _footer(view)
         for key in ("? help", "p pause", "/ filter", "d diff", "b results", "z zoom", "q quit"):
             assert key in footer, (key, footer)
