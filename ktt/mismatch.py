@@ -50,3 +50,22 @@ def describe(samples: list[Mismatch]) -> str:
         return "NaN/Inf" if v is None else f"{v:.6g}" if isinstance(v, float) else str(v)
 
     return "; ".join(f"[{m.index}] expected {show(m.expected)} got {show(m.got)}" for m in samples)
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays hold the same bytes (NaN equals NaN, -0.0 differs from 0.0)."""
+    return a.nbytes == b.nbytes and bool(np.array_equal(a.reshape(-1).view(np.uint8), b.reshape(-1).view(np.uint8)))
+
+
+def unchanged_output_warning(name: str, access: str) -> str:
+    """The warning for a validated output whose reference result is its init data in every input set:
+    a kernel that writes nothing there passes validation, under the init contract (EVALUATION.md)."""
+    fix = (
+        "set validation.poison_outputs: true in problem.yaml to catch it"
+        if access == "write"
+        else "give it init data that the reference changes to catch it"
+    )
+    return (
+        f"{name}: the reference leaves this output equal to its init data, so validation cannot tell a kernel "
+        f"that writes nothing from a right one; {fix}"
+    )

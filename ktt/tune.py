@@ -43,6 +43,7 @@ from ktt.candidates import CompileContext, KernelSource, target_arch
 from ktt.case_search import Candidate, CaseSearch, TuneError
 from ktt.compile_cache import default_cache_dir
 from ktt.compile_pool import CompilePool, default_workers
+from ktt.mismatch import unchanged_output_warning
 from ktt.problem import ProblemError, load_problem
 from ktt.problem.model import Problem, Shape, geometric_mean
 from ktt.protocol import (
@@ -389,6 +390,10 @@ class Tuner:
         if need_time and reply.get("reference_ms") is not None:
             self._measured(shape, float(reply["reference_ms"]), CUDA_REFERENCE_METHOD)
         search.floor_ms = reply.get("floor_ms")
+        for out in reply.get("unchanged_outputs") or []:
+            warning = unchanged_output_warning(str(out.get("name")), str(out.get("access")))
+            self.warnings.append(f"{shape.name}: {warning}" if self.multi else warning)
+            self.log(f"validation{self.label(shape)}: {warning}", "warning")
         if search.index == 0:
             peak = reply.get("peak_gflops", self.peak)  # without one (an older worker): the FP32 peak
             self.floor = FloorReport(

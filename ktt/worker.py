@@ -32,7 +32,7 @@ from ktt.compile_cache import compile_cached
 from ktt.device import CudaError, Gpu, KernelParams
 from ktt.gpu_checks import SOURCE as CHECKS_SOURCE
 from ktt.gpu_checks import GpuChecks
-from ktt.mismatch import WINDOW, first_mismatches
+from ktt.mismatch import WINDOW, first_mismatches, same_bits
 from ktt.nvrtc import CompileRequest, define_pairs
 from ktt.peaks import flops_peak, peak_gflops
 from ktt.problem import load_problem
@@ -152,7 +152,21 @@ class Session:
         if req.get("time_reference") and self.problem.reference.type == "cuda":
             reference_ms = self._cuda_reference(shape, 0, time_it=True)
         self.gpu.sync()
-        return {"ok": True, "reference_ms": reference_ms, **self.floor(shape)}
+        return {"ok": True, "reference_ms": reference_ms, "unchanged_outputs": self._unchanged(sets),
+                **self.floor(shape)}  # fmt: skip
+
+    def _unchanged(self, sets: tuple[int, ...]) -> list[dict[str, str]]:
+        """The validated outputs (not poisoned) whose reference result equals their init data in
+        every set: there validation cannot catch a kernel that writes nothing."""
+        assert self.bufs is not None
+        found = []
+        for b in self.problem.validated:
+            if not b.writable or self.problem.poisoned(b):
+                continue
+            pairs = [(self.bufs.ref_host.get((s, b.name)), self.bufs.host.get((s, b.name))) for s in sets]
+            if pairs and all(r is not None and i is not None and same_bits(r, i) for r, i in pairs):
+                found.append({"name": b.name, "access": b.access})
+        return found
 
     def floor(self, shape: Shape) -> dict[str, Any]:
         """The shape's physical floor: bytes at the measured bandwidth, flops at the peak of the

@@ -247,21 +247,25 @@ def _output_equals_init(tmp_path: Path, poison: bool) -> Path:
 
 
 @pytest.mark.parametrize("poison", [False, True])
-def test_an_output_that_equals_its_init_is_caught_by_the_floor_or_the_poison(tmp_path: Path, poison: bool) -> None:
+def test_an_output_that_equals_its_init_is_warned_of_and_caught_by_the_poison(tmp_path: Path, poison: bool) -> None:
     """Under the init contract no comparison can tell "wrote the right values" from "wrote nothing"
-    when the right values are the init data: the physical floor marks the do-nothing kernel
-    suspect (its time is below bytes / bandwidth). With validation.poison_outputs it fails outright."""
+    when the right values are the init data. The run says so (a warning naming Y and the fix); the
+    physical floor cannot be counted on (on the H200 launching 2^25 idle threads takes 0.087 ms, above
+    the 0.065 ms floor of 8 N bytes). With validation.poison_outputs the do-nothing kernel fails."""
     problem = _output_equals_init(tmp_path, poison)
     spec = _hostile_spec(tmp_path, [0, 6])
     _, summary = tune(problem, problem / "kernels.cu", spec, tmp_path / "out", "--duration", "0",
                       "--reference-time", str(tmp_path / "ref.json"))  # fmt: skip
     by_variant = {int(r.config["VARIANT"]): r for r in results(tmp_path / "out")}
-    assert by_variant[0].status == "ok" and summary.best is not None and summary.best.config["VARIANT"] == 0
+    assert by_variant[0].status == "ok" and summary.best is not None
+    warned = [w for w in summary.warnings if w.startswith("Y: the reference leaves this output equal to its init")]
     if poison:
         assert by_variant[6].status == "validation_failed"
         assert "never written (still poisoned)" in (by_variant[6].error or "")
+        assert summary.best.config["VARIANT"] == 0 and not warned
     else:
-        assert by_variant[6].status == "suspect" and "below the physical floor" in (by_variant[6].error or "")
+        assert warned and "poison_outputs: true" in warned[0], summary.warnings
+        assert by_variant[6].status in ("ok", "suspect")  # the limit the warning names
 
 
 def test_time_below_the_physical_floor_is_suspect(tmp_path: Path) -> None:
