@@ -20,6 +20,7 @@ import io
 import os
 import re
 import shutil
+from pathlib import Path
 from dataclasses import dataclass
 
 from ktt.protocol import KernelProfile, Metric, RuleFinding, SourceHotspot
@@ -413,21 +414,37 @@ def _column(header: list[str], *needles: str) -> int | None:
 
 
 def parse_source_csv(text: str, source: str, file_name: str = "kernels.cu") -> list[SourceHotspot]:
-    """``ncu --import R --csv --page source --print-source cuda``: the kernel's source lines with
-    the most warp stall samples (needs a -lineinfo build). Lines are kernels.cu's own numbers."""
-    rows = _csv_rows(text)
-    if len(rows) < 2:
-        return []
-    header = rows[0]
-    line_col = _column(header, "Line", "#")
-    samples_col = _column(header, "Warp Stall Sampling (All", "Sampling Data (All", "Warp Stall Sampling")
-    if line_col is None or samples_col is None:
-        return []
+    """``ncu --import R --csv --page source --print-source cuda,sass``: the kernel's source lines with
+    the most warp stall samples (needs a -lineinfo build). Lines are kernels.cu's own numbers.
+
+    The page (ncu 2025.3) is one block per source file: a ``"File Path",<path>`` row, a
+    ``"Function Name"`` row, the header (``"Line No","Source","Address","Source",<metrics>``), then
+    each source line's row (its number and its SASS summed) followed by its SASS rows (no number).
+    Only lines of the kernel's own file count (``file_name``, or the work copy ``kernels.cu``), not
+    those of an included header. ncu does not escape quotes inside the source text, so a line like
+    ``extern "C" f(a, b)`` can split into extra cells: the metric cells are read from the right."""
+    names = {Path(file_name).name, "kernels.cu"}
     counts: dict[int, float] = {}
-    for row in rows[1:]:
-        if max(line_col, samples_col) >= len(row):
+    header: list[str] | None = None
+    samples_from_right = line_col = 0
+    in_kernel_file = True  # a page without File Path rows (an older ncu) is the kernel's
+    for row in _csv_rows(text):
+        if not row:
             continue
-        line, value = _number(row[line_col]), _number(row[samples_col])
+        first = row[0].strip()
+        if first in ("File Path", "File Name"):
+            in_kernel_file = len(row) > 1 and Path(row[1].strip()).name in names
+            continue
+        if first in ("Line No", "Line", "#"):
+            header = row
+            col = _column(header, "Warp Stall Sampling (All", "Sampling Data (All", "Warp Stall Sampling")
+            header = header if col is not None else None
+            samples_from_right = len(row) - col if col is not None else 0
+            line_col = 0
+            continue
+        if header is None or not in_kernel_file or len(row) < len(header):
+            continue
+        line, value = _number(row[line_col]), _number(row[len(row) - samples_from_right])
         if isinstance(line, float) and isinstance(value, float) and value > 0:
             counts[int(line)] = counts.get(int(line), 0.0) + value
     total = sum(counts.values())
@@ -449,4 +466,4 @@ def details_command(ncu: str, report: str) -> list[str]:
 
 
 def source_command(ncu: str, report: str) -> list[str]:
-    return [ncu, "--import", report, "--csv", "--page", "source", "--print-source", "cuda"]
+    return [ncu, "--import", report, "--csv", "--page", "source", "--print-source", "cuda,sass"]

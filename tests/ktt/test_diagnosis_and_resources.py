@@ -154,3 +154,35 @@ def test_validate_runs_the_configuration_asked_for_or_the_first(tmp_path: Path) 
     report, code = validate(opts)  # no GPU here: one line, the environment's exit code
     assert code == 3 and not report.ok and "no CUDA device" in (report.message or "")
     json.loads(report.model_dump_json())
+
+
+def test_the_source_page_of_ncu_2025_3_gives_the_hotspots() -> None:
+    """The page as ncu 2025.3 wrote it on the H200 (``--print-source cuda,sass``, mmul_tiled of
+    problems/mmul/demo/2_tiled.cu): File Path and Function Name rows, then each source line summed
+    over its SASS rows. The first session's parser read "File Path" as the header and found nothing."""
+    text = (DATA / "source_cuda_sass_mmul_tiled_h200.csv").read_text()
+    source = (ROOT / "problems" / "mmul" / "demo" / "2_tiled.cu").read_text()
+    spots = parse_source_csv(text, source, "2_tiled.cu")
+    assert len(spots) == 5 and all(h.file == "2_tiled.cu" for h in spots)
+    assert spots == sorted(spots, key=lambda h: -h.share) and 0 < sum(h.share for h in spots) <= 1
+    lines = source.splitlines()
+    assert all(h.source == lines[h.line - 1].strip()[:200] and h.source for h in spots)
+    assert any("__syncthreads" in h.source or "+=" in h.source for h in spots), spots
+
+
+def test_a_header_block_and_split_quotes_do_not_shift_the_lines() -> None:
+    """Lines of an included header are not the kernel's; an unescaped quote in ncu's source cell
+    (``extern "C" k(a, b)`` splits at the comma) leaves the metric columns read from the right."""
+    page = (
+        '"File Path","/w/inputs.hpp"\n"Function Name","k"\n'
+        '"Line No","Source","Address","Source","Warp Stall Sampling (All Samples)","# Samples"\n'
+        '"2","#define N 4","-","-","900","900"\n'
+        '"File Path","/w/shapes/default/kernels.cu"\n"Function Name","k"\n'
+        '"Line No","Source","Address","Source","Warp Stall Sampling (All Samples)","# Samples"\n'
+        '"1","extern "C" __global__ void k(float* a, float* b) {","-","-","10","10"\n'
+        '"","","0x0","      LDC R1, c[0x0][0x28]","10","10"\n'
+        '"3","    acc += a * b;","-","-","30","30"\n'
+    )
+    source = 'extern "C" __global__ void k(float* a, float* b) {\n{\n    acc += a * b;\n'
+    spots = parse_source_csv(page, source, "mine.cu")
+    assert [(h.line, h.share) for h in spots] == [(3, 0.75), (1, 0.25)]
