@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The GPU check: run on a CUDA machine (the device tool runs it from the repository root).
 #
-#   scripts/gpu-check.sh [all|engine|tests|bench|probe]      (default: all)
+#   scripts/gpu-check.sh [all|engine|tests|tests-ktt|tests-app|bench|probe]      (default: all)
 #
 # 1. installs the wheels carried in .whl/ into /tmp/site (pydantic, kernel_tuner, ...) and runs
 #    with PYTHONPATH=/tmp/site:. (the project itself is not pip-installed there);
 # 2. probes the machine (GPU, driver, NVRTC, ncu) into $OUT/probe.txt;
-# 3. runs the gpu-marked tests (pytest -m gpu) -> $OUT/pytest_gpu.log, artifacts in $OUT/artifacts;
+# 3. runs the gpu-marked tests (pytest -m gpu) in two halves, tests-ktt and tests-app (each fits one
+#    device call; `tests` runs both) -> $OUT/pytest_gpu_{ktt,app}.log, artifacts in $OUT/artifacts;
 # 4. runs the benchmark against Kernel Tuner -> $OUT/bench/ (bench.json, logs), and the compile
 #    throughput benchmark (bench/compile_throughput.py) -> $OUT/compile/;
 # 5. replays the mmul demo session through the engine without --dry-run (real tuning and ncu),
@@ -71,12 +72,22 @@ if [ "$WHAT" = all ] || [ "$WHAT" = engine ]; then
   tail -3 "$OUT/engine_overhead.log" | tee -a "$summary"
 fi
 
-if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
+# The GPU tests in two halves: on the H200 (2026-12-02) the whole of `pytest -m gpu` takes about
+# 14 minutes, more than one device call may run (10), so each half goes in a call of its own.
+gpu_tests() {  # gpu_tests NAME PATH...
+  local name=$1 start rc
+  shift
   start=$(date +%s)
-  KTT_GPU_TEST_OUT="$OUT/artifacts" timeout "${TESTS_TIMEOUT:-280}" "$PY" -m pytest -m gpu -p no:cacheprovider \
-    -q -rs tests > "$OUT/pytest_gpu.log" 2>&1
+  KTT_GPU_TEST_OUT="$OUT/artifacts" timeout "${TESTS_TIMEOUT:-560}" "$PY" -m pytest -m gpu -p no:cacheprovider \
+    -q -rs --durations=10 "$@" > "$OUT/pytest_gpu_$name.log" 2>&1
   rc=$?
-  note "pytest -m gpu: exit $rc in $(( $(date +%s) - start )) s: $(tail -1 "$OUT/pytest_gpu.log")"
+  note "pytest -m gpu ($name: $*): exit $rc in $(( $(date +%s) - start )) s: $(tail -1 "$OUT/pytest_gpu_$name.log")"
+}
+if [ "$WHAT" = all ] || [ "$WHAT" = tests ] || [ "$WHAT" = tests-ktt ]; then
+  gpu_tests ktt tests/ktt tests/problem tests/security
+fi
+if [ "$WHAT" = all ] || [ "$WHAT" = tests ] || [ "$WHAT" = tests-app ]; then
+  gpu_tests app tests/cluster tests/engine tests/runs
 fi
 
 if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
