@@ -20,8 +20,8 @@ import io
 import os
 import re
 import shutil
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 
 from ktt.protocol import KernelProfile, Metric, RuleFinding, SourceHotspot
 
