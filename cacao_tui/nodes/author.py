@@ -122,9 +122,14 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
         )
     if has_other_results(deps, branch):
         notes.append("the other branches: branch_index, branch_log, branch_errors")
-    # The stable prefix: the same in every authoring step of the run (the analysis is the master's, once).
+    # The stable prefix: the same in every authoring step of the run (the analysis is the master's, once),
+    # the step's own rules last (constant for the run: the tool cap, whether validate is offered).
+    cap = deps.defaults.tool_call_cap
+    rules = prompts.render("author_rules", tool_cap=cap, validate_rule=validate_rule(deps, names))
     stable = "\n\n".join(
-        part.strip() for part in (problem_brief(deps), analysis_section(deps), prompts.load("tuning_spec")) if part
+        part.strip()
+        for part in (problem_brief(deps), analysis_section(deps), prompts.load("tuning_spec"), rules)
+        if part
     ) + "\n"
     text = prompts.render(
         "author",
@@ -141,14 +146,12 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
         best=best_section(deps, branch),
         branches=branches_section(deps, branch),
         file_rule=(
-            "\n   In this iteration kernels.cu is fixed: only tuning.yaml can change."
+            "In this iteration kernels.cu is fixed: only tuning.yaml can change.\n"
             if branch.mode == "configure"
             else ""
         ),
         readable=", ".join(ws.readable()),
         query_tools=("\nYou can also ask about " + "; and ".join(notes) + ".") if notes else "",
-        tool_cap=deps.defaults.tool_call_cap,
-        validate_rule=validate_rule(deps, names),
     )
     messages: list[Message] = [
         Message(role="user", content=stable, cache_prefix=True),
