@@ -169,3 +169,23 @@ def test_a_message_to_a_branch_in_its_last_iteration(replayed: tuple[RunLayout, 
     assert MESSAGE_STRIP in prompt(layout, "b2-strip", 1, "propose")
     assert MESSAGE_STRIP in prompt(layout, "b2-strip", 1, "decide")
     assert MESSAGE_STRIP not in prompt(layout, "b2-strip", 1, "author")
+
+
+def test_the_authoring_rules_are_in_the_stable_prefix(replayed: tuple[RunLayout, list[DecisionMade]]) -> None:
+    """The step's rules (how to work, the tool cap) are the same in every authoring call of a run:
+    they close the cacheable first message, identical in every branch and iteration, and the
+    task after it no longer repeats them (issue 20: what is constant is cached)."""
+    layout, _ = replayed
+    firsts = []
+    for branch in ("b1-tiling", "b2-strip"):
+        for iteration in layout.branch(branch).iteration_indices():
+            record = layout.branch(branch).iteration(iteration).llm / "author_000.json"
+            if record.exists():
+                firsts.append(json.loads(record.read_text())["messages"][:2])
+    assert len(firsts) >= 3
+    stable = {first[0]["content"] for first in firsts}
+    assert len(stable) == 1 and all(first[0]["cache_prefix"] for first in firsts)
+    (prefix,) = stable
+    assert "How to work in an authoring step:" in prefix and "you have at most 50" in prefix
+    assert prefix.index("How to work") > prefix.index("tuning.yaml")  # after the tuning-spec guide
+    assert all("How to work" not in first[1]["content"] for first in firsts)
