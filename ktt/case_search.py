@@ -107,6 +107,14 @@ class Candidate:
         return self.seq - self.urgency * URGENCY_STEP
 
 
+def death_status(exc: WorkerDied, timeout_s: float) -> tuple[str, str]:
+    """A configuration's status and error when the GPU worker died evaluating it: a hang cut off at
+    ``timeout_s`` without progress, or a crash."""
+    if exc.timed_out:
+        return "timeout", f"killed after {timeout_s:g} s without progress (hang?)"
+    return "runtime_error", str(exc)
+
+
 @dataclass
 class CaseSearch:
     """The search of one shape. ``run`` fills ``results`` and ``best``; the Tuner owns the rest."""
@@ -270,8 +278,7 @@ class CaseSearch:
         try:
             reply = worker.evaluate(msg, timeout_s=timeout)
         except WorkerDied as exc:
-            status = "timeout" if exc.timed_out else "runtime_error"
-            detail = f"killed after {timeout:g} s without progress (hang?)" if exc.timed_out else str(exc)
+            status, detail = death_status(exc, timeout)
             return base.model_copy(update={"status": status, "error": detail, "flags": ["worker_restarted"]})
         flags = list(reply.get("flags", []))
         if reply.get("fatal"):

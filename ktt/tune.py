@@ -310,7 +310,6 @@ class Tuner:
     def _host_references(self) -> None:
         """cpu_c / python: each case's outputs (and time, where the file lacks it), one case at a time."""
         problem = self.problem
-        kind = problem.reference.type
         for search in self.searches:
             shape = search.shape
             known = self.ref_times.get(shape.name)
@@ -320,24 +319,31 @@ class Tuner:
             if not (need_time or need_outputs):
                 continue
             self.stage("reference", search)
-            cmd = [
-                sys.executable, "-m", "ktt.host_reference",
-                "--problem", str(problem.directory), "--work", str(self.work.root),
-                "--shape", shape.name, "--sets", "0,1" if need_outputs else "", "--seed", str(self.opts.seed),
-            ] + (["--time"] if need_time else [])  # fmt: skip
-            res = procs.run(cmd, timeout_s=HOST_REFERENCE_TIMEOUT_S)
-            info: dict[str, Any] = {}
-            if res.returncode == 0 and not res.timed_out:
-                with contextlib.suppress(ValueError, IndexError):
-                    info = json.loads(res.stdout.strip().splitlines()[-1])
-            if not info:
-                why = "timed out" if res.timed_out else res.stderr.strip()[-2000:] or f"exit {res.returncode}"
-                raise TuneError(f"the {kind} reference failed{self.label(shape)}:\n{why}", EXIT_BAD_INPUT)
+            info = self._run_host_reference(shape, need_outputs, need_time)
             if info.get("warning"):
                 self.warnings.append(f"{shape.name}: {info['warning']}" if self.multi else info["warning"])
                 self.log(f"reference timing{self.label(shape)}: {info['warning']}", "warning")
             if need_time and info.get("ms") is not None:
                 self._measured(shape, float(info["ms"]), str(info.get("method") or "wall clock"))
+
+    def _run_host_reference(self, shape: Shape, outputs: bool, time_it: bool) -> dict[str, Any]:
+        """ktt.host_reference for one shape in its own process: both input sets' outputs (``outputs``)
+        and/or its time; its JSON line, or TuneError (bad input) when it fails."""
+        cmd = [
+            sys.executable, "-m", "ktt.host_reference",
+            "--problem", str(self.problem.directory), "--work", str(self.work.root),
+            "--shape", shape.name, "--sets", "0,1" if outputs else "", "--seed", str(self.opts.seed),
+        ] + (["--time"] if time_it else [])  # fmt: skip
+        res = procs.run(cmd, timeout_s=HOST_REFERENCE_TIMEOUT_S)
+        info: dict[str, Any] = {}
+        if res.returncode == 0 and not res.timed_out:
+            with contextlib.suppress(ValueError, IndexError):
+                info = json.loads(res.stdout.strip().splitlines()[-1])
+        if not info:
+            why = "timed out" if res.timed_out else res.stderr.strip()[-2000:] or f"exit {res.returncode}"
+            what = f"the {self.problem.reference.type} reference failed{self.label(shape)}"
+            raise TuneError(f"{what}:\n{why}", EXIT_BAD_INPUT)
+        return info
 
     def _measured(self, shape: Shape, ms: float, method: str) -> None:
         """A fresh measurement: used for this run and recorded where reference_time.json has no value."""
@@ -366,6 +372,21 @@ class Tuner:
             self.log(f"reference time{self.label(shape)}: no baseline (null in {self.reference_file.name}): "
                      "not timed; no speedup, and no score")  # fmt: skip
 
+    def _shape_reply(self, shape: Shape, time_reference: bool) -> dict[str, Any]:
+        """The worker brought to ``shape`` (both input sets, its references); TuneError when it cannot be."""
+        assert self.worker is not None
+        try:
+            reply = self.worker.use_shape({"shape": shape.name, "sets": [0, 1], "time_reference": time_reference})
+        except WorkerDied as exc:
+            raise TuneError(
+                f"the GPU worker failed while preparing{self.label(shape) or ' the shape'}: {exc}", EXIT_ENVIRONMENT
+            ) from None
+        if not reply.get("ok"):
+            raise TuneError(
+                f"preparing{self.label(shape) or ' the shape'} failed: {reply.get('error')}", EXIT_BAD_INPUT
+            )
+        return reply
+
     def _use_shape(self, search: CaseSearch) -> None:
         """Bring the worker to this case's shape; a cuda reference is computed (and timed) there."""
         assert self.worker is not None
@@ -377,16 +398,7 @@ class Tuner:
         cuda = self.problem.reference.type == "cuda"
         need_time = cuda and shape.name not in self.references
         self.stage("reference", search)
-        try:
-            reply = self.worker.use_shape({"shape": shape.name, "sets": [0, 1], "time_reference": need_time})
-        except WorkerDied as exc:
-            raise TuneError(
-                f"the GPU worker failed while preparing{self.label(shape) or ' the shape'}: {exc}", EXIT_ENVIRONMENT
-            ) from None
-        if not reply.get("ok"):
-            raise TuneError(
-                f"preparing{self.label(shape) or ' the shape'} failed: {reply.get('error')}", EXIT_BAD_INPUT
-            )
+        reply = self._shape_reply(shape, need_time)
         if need_time and reply.get("reference_ms") is not None:
             self._measured(shape, float(reply["reference_ms"]), CUDA_REFERENCE_METHOD)
         search.floor_ms = reply.get("floor_ms")

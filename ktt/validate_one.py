@@ -15,17 +15,15 @@ from __future__ import annotations
 import contextlib
 import json
 import random
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ktt import gpu_lock, procs
+from ktt import gpu_lock
 from ktt.candidates import CompileContext
-from ktt.case_search import CaseSearch, TuneError
+from ktt.case_search import CaseSearch, TuneError, death_status
 from ktt.protocol import (
-    EXIT_BAD_INPUT,
     EXIT_ENVIRONMENT,
     EXIT_NOTHING_VALID,
     EXIT_OK,
@@ -36,7 +34,7 @@ from ktt.protocol import (
 from ktt.space import Key
 from ktt.spec import Config
 from ktt.toolkit import query_device
-from ktt.tune import HOST_REFERENCE_TIMEOUT_S, TuneOptions, Tuner
+from ktt.tune import TuneOptions, Tuner
 from ktt.worker_client import WorkerDied
 
 
@@ -77,30 +75,10 @@ class OneConfig(Tuner):
 
     def _host_references(self) -> None:
         """cpu_c / python references: their outputs for both input sets; nothing is timed."""
-        problem = self.problem
         for search in self.searches:
-            shape = search.shape
-            if all(self.work.has_reference(problem, shape.name, s) for s in (0, 1)):
-                continue
-            self.stage("reference", search)
-            cmd = [sys.executable, "-m", "ktt.host_reference", "--problem", str(problem.directory),
-                   "--work", str(self.work.root), "--shape", shape.name, "--sets", "0,1",
-                   "--seed", str(self.opts.seed)]  # fmt: skip
-            res = procs.run(cmd, timeout_s=HOST_REFERENCE_TIMEOUT_S)
-            if res.returncode != 0 or res.timed_out:
-                why = "timed out" if res.timed_out else res.stderr.strip()[-2000:] or f"exit {res.returncode}"
-                what = f"the {problem.reference.type} reference failed{self.label(shape)}"
-                raise TuneError(f"{what}:\n{why}", EXIT_BAD_INPUT)
-
-    def _prepare(self, search: CaseSearch) -> None:
-        assert self.worker is not None
-        try:
-            reply = self.worker.use_shape({"shape": search.name, "sets": [0, 1], "time_reference": False})
-        except WorkerDied as exc:
-            raise TuneError(f"the GPU worker failed while preparing{self.label(search.shape)}: {exc}",
-                            EXIT_ENVIRONMENT) from None  # fmt: skip
-        if not reply.get("ok"):
-            raise TuneError(f"preparing{self.label(search.shape)} failed: {reply.get('error')}", EXIT_BAD_INPUT)
+            if not all(self.work.has_reference(self.problem, search.name, s) for s in (0, 1)):
+                self.stage("reference", search)
+                self._run_host_reference(search.shape, outputs=True, time_it=False)
 
     def validate_one(self, search: CaseSearch, key: Key) -> ConfigResult:
         cand = search.make_candidate(key, compile_here=True)
@@ -116,9 +94,7 @@ class OneConfig(Tuner):
         try:
             reply = self.worker.evaluate(msg, timeout_s=self.opts.config_timeout_s)
         except WorkerDied as exc:
-            status = "timeout" if exc.timed_out else "runtime_error"
-            limit = self.opts.config_timeout_s
-            detail = f"killed after {limit:g} s without progress (hang?)" if exc.timed_out else str(exc)
+            status, detail = death_status(exc, self.opts.config_timeout_s)
             return base.model_copy(update={"status": status, "error": detail})
         validation = reply.get("validation")
         status = reply.get("status", "runtime_error")
@@ -161,7 +137,7 @@ class OneConfig(Tuner):
                 results.append(ConfigResult(index=0, config=chosen, status="launch_failed", shape=search.name,
                                             error="the configuration is not in the space at this shape"))  # fmt: skip
                 break
-            self._prepare(search)
+            self._shape_reply(search.shape, time_reference=False)
             result = self.validate_one(search, key)
             results.append(result)
             if result.status != "ok":
