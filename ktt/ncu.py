@@ -425,8 +425,8 @@ def parse_source_csv(text: str, source: str, file_name: str = "kernels.cu") -> l
     ``extern "C" f(a, b)`` can split into extra cells: the metric cells are read from the right."""
     names = {Path(file_name).name, "kernels.cu"}
     counts: dict[int, float] = {}
-    header: list[str] | None = None
-    samples_from_right = line_col = 0
+    width = 0  # the header's cells; 0 before a header with a samples column
+    samples_from_right = 0
     in_kernel_file = True  # a page without File Path rows (an older ncu) is the kernel's
     for row in _csv_rows(text):
         if not row:
@@ -435,16 +435,13 @@ def parse_source_csv(text: str, source: str, file_name: str = "kernels.cu") -> l
         if first in ("File Path", "File Name"):
             in_kernel_file = len(row) > 1 and Path(row[1].strip()).name in names
             continue
-        if first in ("Line No", "Line", "#"):
-            header = row
-            col = _column(header, "Warp Stall Sampling (All", "Sampling Data (All", "Warp Stall Sampling")
-            header = header if col is not None else None
-            samples_from_right = len(row) - col if col is not None else 0
-            line_col = 0
+        if first in ("Line No", "Line", "#"):  # a header; its first column is the line number
+            col = _column(row, "Warp Stall Sampling (All", "Sampling Data (All", "Warp Stall Sampling")
+            width, samples_from_right = (len(row), len(row) - col) if col is not None else (0, 0)
             continue
-        if header is None or not in_kernel_file or len(row) < len(header):
+        if not width or not in_kernel_file or len(row) < width:
             continue
-        line, value = _number(row[line_col]), _number(row[len(row) - samples_from_right])
+        line, value = _number(row[0]), _number(row[len(row) - samples_from_right])
         if isinstance(line, float) and isinstance(value, float) and value > 0:
             counts[int(line)] = counts.get(int(line), 0.0) + value
     total = sum(counts.values())
