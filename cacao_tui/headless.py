@@ -65,6 +65,11 @@ def _silence(out: IO[str]) -> None:
         os.close(devnull)
 
 
+def _caller(branch: str | None, iteration: int | None) -> str:
+    """Who made an LLM call, as a line starts: "b1-tiling #2", a branch alone, or the master."""
+    return f"{branch} #{iteration}" if branch and iteration else (branch or "master")
+
+
 def _due(last: dict, key: object, every_s: float) -> bool:
     """Whether a throttled line for ``key`` may be printed now (and note that it was)."""
     now = time.monotonic()
@@ -171,7 +176,7 @@ class HeadlessRenderer:
             return f"{where}{tag}{e.message}"
         if isinstance(e, LLMCallEvent):
             c = e.call
-            where = f"{c.branch} #{c.iteration}" if c.branch and c.iteration else (c.branch or "master")
+            where = _caller(c.branch, c.iteration)
             self._llm_progress_at.pop(c.key, None)
             if c.error:
                 return f"{where}: LLM call {c.node}#{c.index} failed: {c.error}"
@@ -190,7 +195,7 @@ class HeadlessRenderer:
                 return None  # a wait is printed as the retry's log line
             if not _due(self._llm_progress_at, p.key, LLM_PROGRESS_EVERY_S):
                 return None
-            where = f"{p.branch} #{p.iteration}" if p.branch and p.iteration else (p.branch or "master")
+            where = _caller(p.branch, p.iteration)
             rate = f", {p.tokens_per_s:.0f} tok/s" if p.tokens_per_s else ""
             return f"{where}: LLM {p.node}#{p.index} streaming: ~{p.output_tokens:,} tokens{rate}, {p.elapsed_s:.0f} s"
         if isinstance(e, RunFinished):

@@ -59,3 +59,8 @@ class ProviderError(LLMError):
         self.retry_after_s = retry_after_s
         self.param = param
         self.context_window = context_window
+
+
+def error_location(loc: tuple[int | str, ...], top: str) -> str:
+    """Where a pydantic validation error sits (``models.x.price``), or ``top`` for the whole value."""
+    return ".".join(str(p) for p in loc) or top

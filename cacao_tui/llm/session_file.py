@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from cacao_tui.llm.errors import LLMError
+from cacao_tui.llm.errors import LLMError, error_location
 from cacao_tui.llm.recording import CallRecord, read_records
 from cacao_tui.llm.types import CallKey, ChatResponse
 from cacao_tui.store.atomic import write_text_atomic
@@ -99,7 +99,7 @@ def read_session_file(path: Path) -> dict[CallKey, SessionEntry]:
             entry = SessionEntry.model_validate(data)
         except ValidationError as exc:
             err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "(line)"
+            where = error_location(err["loc"], "(line)")
             raise LLMError(f"{path}:{lineno}: {where}: {err['msg']}") from None
         group = (entry.branch, entry.iteration, entry.node)
         index = entry.index if entry.index is not None else next_index.get(group, 0)

@@ -22,6 +22,8 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from cacao_tui.llm.errors import error_location
+
 T = TypeVar("T", bound=BaseModel)
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|json5)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
@@ -125,7 +127,7 @@ def _drop_nulls(value: Any) -> Any:
 def _validation_text(exc: ValidationError) -> str:
     problems = []
     for err in exc.errors()[:6]:
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        where = error_location(err["loc"], "(top level)")
         problems.append(f"{where}: {err['msg']}")
     more = f" (and {exc.error_count() - 6} more)" if exc.error_count() > 6 else ""
     return "the JSON does not match the schema: " + "; ".join(problems) + more

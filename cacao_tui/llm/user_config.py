@@ -34,7 +34,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from cacao_tui.llm.errors import LLMError
+from cacao_tui.llm.errors import LLMError, error_location
 from cacao_tui.llm.models import Effort, ModelInfo, ReasoningControl, StructuredPath
 from cacao_tui.llm.pricing import Price, price_keys
 from cacao_tui.settings import user_config_dir
@@ -155,7 +155,7 @@ def load_llm_settings(path: Path | None = None) -> LLMSettings:
         parsed = LLMConfigFile.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        where = error_location(err["loc"], "(top level)")
         raise LLMError(f"{path}: {where}: {_explain(err)}") from None
     models = {}
     for key, entry in parsed.models.items():
