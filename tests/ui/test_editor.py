@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from textual.widgets import Input, TabbedContent, Tabs, TextArea
+from ui_helpers import until
 
 from cacao_tui.ui.editor import EditorApp, ProblemEditorScreen
 from cacao_tui.ui.editor.args_pane import ArgsPane, ArgsTable
@@ -33,20 +34,13 @@ def _tree(directory: Path) -> dict[str, bytes]:
 
 
 async def _editor(pilot) -> ProblemEditorScreen:
-    for _ in range(200):
-        await pilot.pause(0.05)
-        if isinstance(pilot.app.screen, ProblemEditorScreen):
-            return pilot.app.screen
-    raise AssertionError("the editor did not open")
+    await until(pilot, lambda: isinstance(pilot.app.screen, ProblemEditorScreen), "the editor did not open")
+    return pilot.app.screen
 
 
 async def _checked(pilot, screen: ProblemEditorScreen, after: int = 0) -> None:
     """Wait for a --check result newer than ``after`` checks."""
-    for _ in range(1600):
-        await pilot.pause(0.05)
-        if screen.checks_run > after and not screen.workers:
-            return
-    raise AssertionError("no --check result")
+    await until(pilot, lambda: screen.checks_run > after and not screen.workers, "no --check result", timeout=80.0)
 
 
 async def _closed(pilot, tries: int = 1600) -> None:
@@ -155,13 +149,13 @@ async def test_cancel_writes_nothing(tmp_path: Path) -> None:
         await _type(pilot, screen, "#ed-grid-x", "NROWS * 2")
         assert screen.dirty
         await pilot.press("escape")  # edits: it asks first (it used to discard them at once)
-        await pilot.pause(0.2)
-        assert isinstance(app.screen, ConfirmScreen) and app.is_running
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
+        assert app.is_running
         await pilot.press("n")  # back to the edits
-        await pilot.pause(0.2)
-        assert app.screen is screen and screen.query_one("#ed-grid-x", Input).value == "NROWS * 2"
+        await until(pilot, lambda: app.screen is screen, "back in the editor")
+        assert screen.query_one("#ed-grid-x", Input).value == "NROWS * 2"
         await pilot.press("escape")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question again")
         await pilot.press("y")
         await _closed(pilot, 100)
     assert app.return_value is None
@@ -302,18 +296,17 @@ async def test_ctrl_t_moves_to_the_next_tab_from_inside_a_field(tmp_path: Path) 
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await _editor(pilot)
         tabs = screen.query_one("#editor-tabs", TabbedContent)
-        screen.query_one("#ed-name", Input).focus()
-        await pilot.pause(0.1)
-        seen = []
-        for _ in range(5):
+        name = screen.query_one("#ed-name", Input)
+        name.focus()
+        await until(pilot, lambda: app.focused is name, "the focus in the name field")
+        for expected in ("tab-args", "tab-reference", "tab-rules", "tab-check", "tab-problem"):
             await pilot.press("ctrl+t")
-            await pilot.pause(0.2)
-            seen.append(tabs.active)
+            await until(pilot, lambda expected=expected: tabs.active == expected, expected)
             assert isinstance(app.focused, Tabs)
-        assert seen == ["tab-args", "tab-reference", "tab-rules", "tab-check", "tab-problem"]
         await pilot.press("ctrl+t", "ctrl+t", "ctrl+t", "tab")  # Rules & cases, then its first field
-        await pilot.pause(0.2)
-        assert tabs.active == "tab-rules" and app.focused is screen.query_one("#ed-rules", TextArea)
+        rules = screen.query_one("#ed-rules", TextArea)
+        await until(pilot, lambda: app.focused is rules, "the focus in the rules field")
+        assert tabs.active == "tab-rules"
 
 
 async def test_renaming_a_scalar_renames_its_uses_and_the_stub_follows_the_args(tmp_path: Path) -> None:
@@ -331,9 +324,10 @@ async def test_renaming_a_scalar_renames_its_uses_and_the_stub_follows_the_args(
         await _type(pilot, screen, "#ed-directory", str(tmp_path / "saxpy"))
         assert str(tmp_path / "saxpy") in str(screen.query_one("#editor-title").render())
         screen.query_one(TabbedContent).active = "tab-args"
-        await pilot.pause(0.1)
-        screen.query_one(ArgsTable).move_cursor(row=0)
-        await pilot.pause(0.1)
+        table = screen.query_one(ArgsTable)
+        await until(pilot, lambda: table.is_mounted and table.row_count > 0, "the args table")
+        table.move_cursor(row=0)
+        await until(pilot, lambda: table.cursor_row == 0, "the first arg")
         for name in ("LE", "L", "", "N"):
             await _type(pilot, screen, "#arg-name", name)
         args = screen.source.inputs["args"]
@@ -341,13 +335,13 @@ async def test_renaming_a_scalar_renames_its_uses_and_the_stub_follows_the_args(
         assert [a.get("size") for a in args[1:]] == ["N", "N"]
         assert screen.source.problem["grid"]["x"] == "(N + 255) / 256"
         assert screen.query_one("#ed-grid-x", Input).value == "(N + 255) / 256"
-        table = screen.query_one(ArgsTable)
         table.focus()
         table.move_cursor(row=2)
         await pilot.press("b")  # a buffer after y: the stub's signature follows
-        await pilot.pause(0.2)
-        stub = screen.query_one("#ed-ref-source", CodeEditor).text
-        assert "(const float* x, float* y, const float* buf1)" in stub and "__trap()" in stub
+        source = screen.query_one("#ed-ref-source", CodeEditor)
+        await until(pilot, lambda: "(const float* x, float* y, const float* buf1)" in source.text, "the new signature")
+        stub = source.text
+        assert "__trap()" in stub
         assert screen.source.reference_text == stub
         done = screen.checks_run
         await pilot.press("ctrl+r")
@@ -363,21 +357,18 @@ async def test_a_problem_whose_yaml_does_not_parse_opens_its_text_to_fix(tmp_pat
     problem_yaml.write_text(good.replace("name:", "name: [unclosed", 1))
     app = EditorApp(tmp_path / "p")
     async with app.run_test(size=(80, 24)) as pilot:
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if isinstance(app.screen, RawYamlScreen):
-                break
+        await until(pilot, lambda: isinstance(app.screen, RawYamlScreen), "the text view", timeout=5.0)
         raw = app.screen
         assert isinstance(raw, RawYamlScreen)
         area = raw.query_one("#raw-problem", TextArea)
         assert "name: [unclosed" in area.text  # the text, not blank fields
         assert "✗" in str(raw.query_one("#raw-status").render())
-        await pilot.press("ctrl+s")  # still broken: nothing is written
-        await pilot.pause(0.2)
+        await pilot.press("ctrl+s")  # still broken: nothing is written (the save runs in the key's handler)
+        await pilot.pause()
         assert problem_yaml.read_text() != good and app.screen is raw
         area.load_text(good)
-        await pilot.pause(0.2)
-        assert "both files parse" in str(raw.query_one("#raw-status").render())
+        status = raw.query_one("#raw-status")
+        await until(pilot, lambda: "both files parse" in str(status.render()), "the text parsing again")
         await pilot.press("ctrl+s")
         screen = await _editor(pilot)
         await _checked(pilot, screen)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from test_screens import text_of
-from ui_helpers import Run, settle, start
+from ui_helpers import Run, settle, start, until
 
 from cacao_tui.runs.gpu_status import GpuStatus
 from cacao_tui.ui.widgets.gpu_panel import GpuPanel
@@ -37,11 +37,7 @@ def fake_nvml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 async def _read(pilot, panel: GpuPanel, after: int) -> None:
-    for _ in range(100):
-        await pilot.pause(0.05)
-        if panel.reads > after:
-            return
-    raise AssertionError("the panel read no sample")
+    await until(pilot, lambda: panel.reads > after, "the panel read no sample", timeout=5.0)
 
 
 async def test_live_figures_and_the_lock_holder(run: Run, fake_nvml: Path) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 from textual.widgets import Checkbox, Input, Select, Static
+from ui_helpers import until
 
 from cacao_tui.engine import events as ev
 from cacao_tui.runs.launcher import RunOptions, Started
@@ -56,14 +57,6 @@ def _detail(home: HomeScreen) -> str:
     return _plain(home.query_one("#home-detail", Static))
 
 
-async def _wait(pilot, predicate, what: str = "", timeout: float = 10.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"timed out: {what}")
-
-
 def test_the_list_shows_each_problem_and_its_last_run(tmp_path: Path) -> None:
     folder = problems_folder(tmp_path / "problems")
 
@@ -101,7 +94,7 @@ def test_the_list_follows_the_disk(tmp_path: Path) -> None:
             write_log(folder / "mmul", finished_run_events())
             copy_problem(folder, "second")
             home.refresh_list()
-            await _wait(pilot, lambda: home.table.row_count == 2, "the new problem")
+            await until(pilot, lambda: home.table.row_count == 2, "the new problem")
             assert str(home.table.get_cell("mmul", "status")).startswith("✓ ok")
 
     asyncio.run(go())
@@ -156,7 +149,7 @@ def test_open_results_and_check(tmp_path: Path) -> None:
             await pilot.press("c")
             assert isinstance(app.screen, TextScreen)
             body = app.screen.query_one("#text-body", Static)
-            await _wait(pilot, lambda: "inputs.yaml" in _plain(body), "the check's error line")
+            await until(pilot, lambda: "inputs.yaml" in _plain(body), "the check's error line")
             await pilot.press("escape")
             await pilot.press("j")  # mmul
             await pilot.press("b")
@@ -197,7 +190,7 @@ def test_delete_asks_then_moves_to_the_trash(tmp_path: Path) -> None:
             await pilot.press("n")
             assert problem.is_dir()
             await pilot.press("D", "y")
-            await _wait(pilot, lambda: home.table.row_count == 0, "the list without it")
+            await until(pilot, lambda: home.table.row_count == 0, "the list without it")
         (trashed,) = (folder / ".trash").iterdir()
         assert trashed.name.startswith("mmul-") and (trashed / "problem.yaml").is_file()
         assert not problem.exists()
@@ -215,11 +208,12 @@ def test_clone_adds_and_selects_the_copy(tmp_path: Path) -> None:
         async with app.run_test(size=(80, 24)) as pilot:
             home = await _ready(pilot, app)
             await pilot.press("C")
-            await pilot.pause(0.1)
-            assert app.screen.query_one("#clone-name", Input).value == "mmul_v2"  # the suggestion, filled in
+            fields = app.screen.query
+            await until(pilot, lambda: any(f.value == "mmul_v2" for f in fields("#clone-name").results(Input)),
+                        "the suggestion, filled in")  # fmt: skip
             await pilot.press("enter")  # takes what the field shows (it used to say: empty name)
-            await _wait(pilot, lambda: home.table.row_count == 3, "the clone in the list")
-            await _wait(pilot, lambda: home.current() is not None and home.current().key == "mmul_v2", "its row")
+            await until(pilot, lambda: home.table.row_count == 3, "the clone in the list")
+            await until(pilot, lambda: home.current() is not None and home.current().key == "mmul_v2", "its row")
         assert (folder / "mmul_v2" / "problem.yaml").is_file()
 
     asyncio.run(go())
@@ -293,13 +287,13 @@ def test_run_dialog_checks_then_starts_a_detached_run(tmp_path: Path, monkeypatc
             dialog.query_one("#max_depth", Input).value = "0"
             await pilot.press("ctrl+s")
             errors = dialog.query_one("#run-errors", Static)
-            await _wait(pilot, lambda: "✗" in _plain(errors), "the refusal")
+            await until(pilot, lambda: "✗" in _plain(errors), "the refusal")
             assert "depth: must be at least 1" in _plain(errors) and not asked
             dialog.query_one("#max_depth", Input).value = "1"
             dialog.query_one("#provider", Select).value = "replay"
             dialog.query_one("#dry_run", Checkbox).value = True
             await pilot.press("ctrl+s")
-            await _wait(pilot, lambda: bool(asked), "the launch")
+            await until(pilot, lambda: bool(asked), "the launch")
             await pilot.pause(0.1)
         assert asked == [(problem, RunOptions(provider="replay", max_depth=1, dry_run=True))]
         assert isinstance(app.return_value, HomeChoice) and app.return_value.started.pid == 4242
@@ -368,22 +362,22 @@ def test_attach_follows_a_live_log_and_steers_through_files(tmp_path: Path) -> N
     async def go() -> None:
         app = AttachApp(problem, poll_interval=0.05)
         async with app.run_test(size=(100, 30)) as pilot:
-            await _wait(pilot, lambda: "b2-strip" in app.view.branches, "the branches from the log")
+            await until(pilot, lambda: "b2-strip" in app.view.branches, "the branches from the log")
             assert app.control.default_max_iter == 3 and app.view.finished is None
             tree = app.main_screen.branch_tree
             # The tree is refreshed from the view on the next poll, and the selection follows the
             # cursor through a message: wait for each, or "p" may find no branch selected yet.
-            await _wait(pilot, lambda: tree.root.children and "b1-tiling" in str(tree.root.children[0].label),
+            await until(pilot, lambda: tree.root.children and "b1-tiling" in str(tree.root.children[0].label),
                         "the branches in the tree")  # fmt: skip
             await pilot.press("j")  # the first branch
             assert tree.cursor_node is not None
-            await _wait(pilot, lambda: app.main_screen.selection.branch == "b1-tiling", "b1-tiling selected")
+            await until(pilot, lambda: app.main_screen.selection.branch == "b1-tiling", "b1-tiling selected")
             await pilot.press("p")  # pause: written to branch_config.json, for the run's worker
             cfg = RunLayout(problem).branch("b1-tiling").config
-            await _wait(pilot, cfg.exists, "branch_config.json")
+            await until(pilot, cfg.exists, "branch_config.json")
             assert BranchConfig.model_validate_json(cfg.read_text()).paused
             write_log(problem, events[6:])  # the run goes on and finishes
-            await _wait(pilot, lambda: app.view.finished is not None, "the run's end")
+            await until(pilot, lambda: app.view.finished is not None, "the run's end")
             assert app.view.finished.status == "ok"
             await pilot.press("question_mark")
             text = _flat(app.screen)
@@ -406,7 +400,7 @@ def test_attach_stop_asks_and_signals_only_when_confirmed(tmp_path: Path) -> Non
     async def go() -> None:
         app = AttachApp(problem, poll_interval=0.05)
         async with app.run_test(size=(100, 30)) as pilot:
-            await _wait(pilot, lambda: app.view.info is not None, "the run")
+            await until(pilot, lambda: app.view.info is not None, "the run")
             await pilot.press("S")
             assert isinstance(app.screen, ConfirmScreen)
             await pilot.press("n")
@@ -430,7 +424,7 @@ def test_attach_to_a_finished_run_is_read_only_and_stop_does_nothing(tmp_path: P
     async def go() -> None:
         app = AttachApp(problem, poll_interval=0.05)
         async with app.run_test(size=(80, 24)) as pilot:
-            await _wait(pilot, lambda: app.view.finished is not None, "the replayed log")
+            await until(pilot, lambda: app.view.finished is not None, "the replayed log")
             await pilot.press("S")
             assert not isinstance(app.screen, ConfirmScreen)
             assert any("not live" in n.message for n in app._notifications)
@@ -452,10 +446,10 @@ def test_a_run_that_ends_at_once_shows_its_launch_log(tmp_path: Path) -> None:
     async def go() -> None:
         app = AttachApp(problem, started, poll_interval=0.05)
         async with app.run_test(size=(100, 30)) as pilot:
-            await _wait(pilot, lambda: any("failed to start (exit 2)" in n.message for n in app._notifications),
+            await until(pilot, lambda: any("failed to start (exit 2)" in n.message for n in app._notifications),
                         "the notice")  # fmt: skip
-            await _wait(pilot, lambda: app.view.phase == "failed to start", "the view says so")
-            await _wait(pilot, lambda: any("GPU 7 does not exist" in line for line in app.store.lines(Selection())),
+            await until(pilot, lambda: app.view.phase == "failed to start", "the view says so")
+            await until(pilot, lambda: any("GPU 7 does not exist" in line for line in app.store.lines(Selection())),
                         "the log's lines in the view")  # fmt: skip
 
     asyncio.run(go())
@@ -469,7 +463,7 @@ def test_events_of_the_log_reach_the_view_like_the_bus(tmp_path: Path) -> None:
     async def go() -> None:
         app = AttachApp(problem, poll_interval=0.05)
         async with app.run_test(size=(100, 30)) as pilot:
-            await _wait(pilot, lambda: app.view.finished is not None, "the end")
+            await until(pilot, lambda: app.view.finished is not None, "the end")
             b1 = app.view.branches["b1-tiling"]
             assert (b1.status, b1.best_ms) == ("done", 1.2)
             assert app.view.branches["b2-strip"].status == "failed"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from scripted_engine import T0, make_run, run_started
@@ -68,3 +69,13 @@ async def until_finished(pilot: object, app: CacaoApp, tries: int = 100) -> None
         if app.view.finished is not None:
             break
     await settle(pilot, app)
+
+
+async def until(pilot: object, predicate: Callable[[], object], what: str = "", timeout: float = 10.0) -> None:
+    """Pause 50 ms at a time (``timeout`` seconds' worth of pauses) until ``predicate()`` holds;
+    AssertionError naming ``what`` otherwise. Tests wait on a condition, never on a fixed sleep."""
+    for _ in range(int(timeout / 0.05)):
+        if predicate():
+            return
+        await pilot.pause(0.05)  # type: ignore[attr-defined]
+    raise AssertionError(f"timed out: {what}")
