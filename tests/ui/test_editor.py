@@ -52,9 +52,13 @@ async def _closed(pilot, tries: int = 1600) -> None:
 
 
 async def _type(pilot, screen: ProblemEditorScreen, selector: str, text: str) -> None:
+    """Set a field and wait until its Changed message has bubbled up to the screen: each idle pause
+    handles what was queued when it began, so one pause per level between the field and the app
+    (a fixed 50 ms pause was too short on a loaded machine)."""
     widget = screen.query_one(selector, Input)
     widget.value = text
-    await pilot.pause(0.05)
+    for _ in widget.ancestors_with_self:
+        await pilot.pause()
 
 
 async def test_new_problem_is_written_only_after_check(tmp_path: Path) -> None:
