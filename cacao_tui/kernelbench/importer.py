@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -122,8 +123,14 @@ def import_module(
         raise ImportRefused(f"{file.name}: {target} already exists (remove it, or import --to another folder)")
     try:
         source = read_bytes_capped(file, MAX_SOURCE_BYTES)
+        text = source.decode("utf-8")
     except OSError as exc:
         raise ImportRefused(f"{file.name}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ImportRefused(f"{file.name}: not UTF-8 text") from None
+    clash = [g for g in writer.RESERVED_GLOBALS if re.search(rf"^(def|class)?\s*{g}\b", text, re.M)]
+    if clash:
+        raise ImportRefused(f"{file.name}: defines {clash[0]}, a name the reference written from it needs")
     with tempfile.TemporaryDirectory(prefix="cacao-import-") as tmp:
         work = Path(tmp)
         report = probe_module(file.resolve(), work, timeout_s, int(memory_gb * 2**30))
@@ -161,7 +168,7 @@ def _write(
     (d / "model.py").write_bytes(source)
     (d / "problem.yaml").write_text(writer.problem_yaml(lay, name, level, file.name), encoding="utf-8")
     (d / "inputs.yaml").write_text(writer.inputs_yaml(lay), encoding="utf-8")
-    (d / "ref.py").write_text(writer.ref_py(lay, name, file.name), encoding="utf-8")
+    (d / "ref.py").write_text(writer.ref_py(lay, source.decode("utf-8"), file.name), encoding="utf-8")
     (d / "README.md").write_text(writer.readme(lay, name, level, file.name, file.resolve()), encoding="utf-8")
     with contextlib.suppress(OSError):
         os.chmod(d, 0o755)

@@ -174,7 +174,7 @@ def problem_yaml(lay: Layout, name: str, level: int | None, source: str) -> str:
     where = f"KernelBench level {level} problem {source}" if level is not None else f"The PyTorch module {source}"
     mode = "training mode, as constructed (KernelBench never calls eval())" if r.training else "eval mode"
     description = (
-        f"{where}, imported by cacao import: compute Model.forward of model.py (beside this file) as CUDA kernels. "
+        f"{where}, imported by cacao import: compute the module's Model.forward (the reference) as CUDA kernels. "
         f"The kernels take the forward's inputs, then the model's parameters and buffers as inputs too "
         f"({len(lay.params)} of them, state_dict order), then the outputs: "
         + "; ".join(_capped(boundary_lines(lay)))
@@ -182,8 +182,8 @@ def problem_yaml(lay: Layout, name: str, level: int | None, source: str) -> str:
         "timed with CUDA events."
     )
     rules = [
-        "This problem is a PyTorch module in KernelBench's form; model.py holds its source. Implement "
-        "Model.forward exactly, with every tensor contiguous, row-major and flattened.",
+        "This problem is a PyTorch module in KernelBench's form: the reference (ref.py) starts with the module's "
+        "source. Implement Model.forward exactly, with every tensor contiguous, row-major and flattened.",
         "The kernel boundary is KernelBench's: the forward's inputs first, then the model's parameters and "
         "buffers (its weights: inputs here, the same data the reference uses, never to be re-initialised), then "
         "the outputs, which your kernels must write completely (they start poisoned).",
@@ -198,7 +198,7 @@ def problem_yaml(lay: Layout, name: str, level: int | None, source: str) -> str:
         "description": description,
         "gpu": {"index": 0},
         "grid": {"x": f"({lay.size(first_out)} + {GRID_BLOCK - 1}) / {GRID_BLOCK}"},
-        "reference": {"type": "python", "file": "ref.py", "function": "reference"},
+        "reference": {"type": "python", "file": "ref.py", "function": "cacao_reference"},
         "validation": {"tolerance": TOLERANCE, "rtol": TOLERANCE, "input_sets": INPUT_SETS, "poison_outputs": True},
         "rules": {"text": rules},
     }
@@ -210,14 +210,21 @@ def problem_yaml(lay: Layout, name: str, level: int | None, source: str) -> str:
     return head + yaml.safe_dump(doc, sort_keys=False, width=100, allow_unicode=True)
 
 
-def ref_py(lay: Layout, name: str, source: str) -> str:
+RESERVED_GLOBALS = ("prepare_input", "cacao_reference", "CACAO_SEED", "CACAO_INPUTS", "CACAO_PARAMS",
+                    "CACAO_OUTPUTS", "_cacao_model", "_cacao_tensor")  # fmt: skip
+
+
+def ref_py(lay: Layout, source_text: str, source: str) -> str:
+    """The module's own source, then the tuner's entry points (the template): the model reads the
+    PyTorch program itself as the reference, and the run executes exactly that program."""
     text = (resources.files("cacao_tui") / "templates" / "kernelbench" / "ref.py.txt").read_text(encoding="utf-8")
     inputs = [(n, None, None) if isinstance(t, ScalarInfo) else (n, t.dtype, t.shape) for n, t in lay.inputs]
     params = [(n, t.source, t.dtype, t.shape) for n, t in lay.params]
     outputs = [(n, t.dtype, t.shape) for n, t in lay.outputs]
-    return string.Template(text).substitute(
-        name=name, source=source, seed=lay.report.seed, inputs=repr(inputs), params=repr(params), outputs=repr(outputs)
+    tail = string.Template(text).substitute(
+        source=source, seed=lay.report.seed, inputs=repr(inputs), params=repr(params), outputs=repr(outputs)
     )
+    return source_text.rstrip("\n") + "\n" + tail
 
 
 def readme(lay: Layout, name: str, level: int | None, source: str, original: Path) -> str:
@@ -226,8 +233,9 @@ def readme(lay: Layout, name: str, level: int | None, source: str, original: Pat
     lines = [
         f"# {name}",
         "",
-        f"Imported by `cacao import` from `{source}` ({level_text}KernelBench's module form); its source is",
-        "`model.py`, unchanged. See docs/KERNELBENCH.md.",
+        f"Imported by `cacao import` from `{source}` ({level_text}KernelBench's module form). `model.py` is",
+        "its source as imported; `ref.py` is that source followed by the tuner's entry points (`prepare_input`,",
+        "`cacao_reference`). See docs/KERNELBENCH.md.",
         "",
         f"- **From**: `{original}`",
         f"- **Model**: `Model(*{r.init_inputs})`, built under `torch.manual_seed({r.seed})` as KernelBench's harness "
@@ -242,7 +250,7 @@ def readme(lay: Layout, name: str, level: int | None, source: str, original: Pat
         "weight) are their data under `inputs/`, the same in every set.",
         f"- **Validation**: atol = rtol = {TOLERANCE:g} (KernelBench's), {INPUT_SETS} input sets, outputs poisoned "
         "before every run.",
-        "- **Reference**: `ref.py` runs the module's forward in PyTorch eager on the GPU and is timed with CUDA "
+        "- **Reference**: `ref.py` runs the module's forward in PyTorch eager on the GPU, timed with CUDA "
         "events (the minimum of 5 calls after 5 warm-up calls): speedups are against torch eager.",
         f"- **Output shapes** found on torch's {'meta device' if r.shapes_from == 'meta' else 'CPU'}.",
     ]

@@ -113,19 +113,19 @@ def test_the_reference_is_the_modules_forward_on_every_input_set(torch, level, t
     assert done.returncode == 0, done.stderr
     problem = load_problem(d)
     _, model = _model(torch, name)
-    table = _module(d / "ref.py")  # its INPUTS and OUTPUTS: (buffer, torch dtype, shape)
+    table = _module(d / "ref.py")  # its CACAO_INPUTS and CACAO_OUTPUTS: (buffer, torch dtype, shape)
     previous = None
     for s in range(5):
         data = make_inputs(problem, problem.primary, s, 7, work)
-        args = [torch.from_numpy(data[n]).reshape(shape) for n, _, shape in table.INPUTS]
+        args = [torch.from_numpy(data[n]).reshape(shape) for n, _, shape in table.CACAO_INPUTS]
         with torch.no_grad():
             got = model(*args)
         got = got if isinstance(got, tuple) else (got,)
-        assert [b.name for b in problem.validated] == [n for n, _, _ in table.OUTPUTS]
-        for (out, _, _), t in zip(table.OUTPUTS, got, strict=True):
+        assert [b.name for b in problem.validated] == [n for n, _, _ in table.CACAO_OUTPUTS]
+        for (out, _, _), t in zip(table.CACAO_OUTPUTS, got, strict=True):
             ref = np.load(work / "reference" / "default" / f"set{s}" / f"{out}.npy")
             assert np.allclose(ref, t.numpy().ravel(), atol=1e-5, rtol=1e-5), (name, s, out)
-        first = data[table.INPUTS[0][0]]
+        first = data[table.CACAO_INPUTS[0][0]]
         if name != "heavy_tail_loss":  # its logits are a file: the same in every set
             assert previous is None or not np.array_equal(previous, first)  # fresh inputs in each set
         previous = first
