@@ -61,7 +61,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _natural(path: Path) -> tuple:
-    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path.name))
+    """KernelBench's order: 1_..., 2_..., 10_... (numbers compared as numbers)."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", path.stem))
 
 
 def _modules(source: Path) -> list[Path]:

@@ -328,8 +328,8 @@ def main(argv: list[str] | None = None) -> int:
         tb = traceback.extract_tb(exc.__traceback__)
         return _report(ok=False, kind="form", message=str(exc), line=_line_in(file, tb), walls=walls.notes)
     except MemoryError:
-        return _report(ok=False, kind="memory", message=f"ran past its memory limit ({memory / 2**30:g} GiB)",
-                       walls=walls.notes)  # fmt: skip
+        why = f"ran past its memory limit ({memory / 2**30:g} GiB; --memory-gb raises it)"
+        return _report(ok=False, kind="memory", message=why, walls=walls.notes)
     except ModuleNotFoundError as exc:
         tb = traceback.extract_tb(exc.__traceback__)
         return _report(ok=False, kind="missing_module", message=f"imports {exc.name!r}, which is not installed",
@@ -337,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as exc:  # whatever the module raised, SystemExit included, is reported
         tb = traceback.extract_tb(exc.__traceback__)
         text = f"{type(exc).__name__}: {exc}".splitlines()[0][:300] if str(exc) else type(exc).__name__
+        if "allocate" in text.lower():  # torch's allocator, refused by the address-space limit
+            text += f" (the import may map {memory / 2**30:g} GiB; --memory-gb raises it)"
         return _report(ok=False, kind="error", message=text, line=_line_in(file, tb), walls=walls.notes)
     return _report(ok=True, walls=walls.notes, **report)
 
