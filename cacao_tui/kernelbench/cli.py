@@ -92,7 +92,6 @@ def run(argv: Sequence[str]) -> int:
     to = Path(args.to).expanduser()
     if to.exists() and not to.is_dir():
         raise ImportUsage(f"--to: {to}: not a folder")
-    to.mkdir(parents=True, exist_ok=True)
     imported: list[Imported] = []
     refused: list[str] = []
     for file in modules:

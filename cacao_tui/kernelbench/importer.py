@@ -140,6 +140,7 @@ def import_module(
             raise ImportRefused(f"{file.name}: Model.forward returned no tensor")
         lay = writer.Layout(report)
         moves = _check_data(report, lay, work)
+        to.mkdir(parents=True, exist_ok=True)  # only now: a refused module leaves no folder behind
         staging = Path(tempfile.mkdtemp(prefix=f".{name}.importing-", dir=to))
         try:
             _write(staging, lay, name, level, file, source, moves)

@@ -313,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         import torch
     except ImportError as exc:
         return _report(ok=False, kind="missing_module", message=f"cacao import needs torch, which is not installed "
-                       f"for this Python ({exc})")  # fmt: skip
+                       f"for this Python ({exc}); pip install -e '.[kernelbench]' brings it")  # fmt: skip
     torch.set_num_threads(max(1, min(4, torch.get_num_threads())))
     from cacao_tui.kernelbench.contain import enter
 

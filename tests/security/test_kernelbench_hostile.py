@@ -46,7 +46,7 @@ def run_import(tmp_path: Path, path: Path, *flags: str, capsys: pytest.CaptureFi
     to = tmp_path / "problems"
     code = import_main([str(path), "--to", str(to), *flags])
     out, err = capsys.readouterr()
-    assert list(to.iterdir()) == [], "a refused module wrote something"
+    assert not to.exists(), "a refused module wrote something"
     return code, out, err
 
 
