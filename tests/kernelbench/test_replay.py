@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from tests.engine.conftest import make_engine
 from tests.engine.scenario import SPEC as SCENARIO_SPEC
 from tests.engine.scenario import Scenario
 from tests.fake_tuner import FakeTuner
+from tests.kernelbench.conftest import IMPORTED
 from tests.ktt.fake_launch_gpu import FakeGpu, fake_session
 
 SPEC = """tune_params: {BLOCK: [256]}
@@ -89,34 +91,32 @@ def test_weights_in_the_wrong_order_or_a_remembered_answer_fail(torch, conv: Pat
     assert stale["error"].startswith("wrong on fresh input set 1 of 4: out: "), stale["error"]
 
 
-def test_an_imported_problem_replays_with_the_fake_tuner(level, tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", IMPORTED)
+def test_an_imported_problem_replays_with_the_fake_tuner(level, tmp_path: Path, name: str) -> None:
     problems, _ = level
-    problem_dir = problems / "level1_row_stats"
-    import shutil
-
-    run_dir = tmp_path / "row_stats"
-    shutil.copytree(problem_dir, run_dir)
+    run_dir = tmp_path / name
+    shutil.copytree(problems / f"level1_{name}", run_dir)
     signature = load_problem(run_dir).boundary_signature()
-    assert signature == "const float* x, float* out0, float* out1"
 
     def author(branch: str, iteration: int, index: int) -> dict | None:
         if index != 0:
             return None
-        source = (f"// FAKE_TIME_MS: {4.0 / iteration}\n"
-                  f'extern "C" __global__ void k({signature}) {{ out0[0] = x[0] * {iteration}.0f; }}\n')  # fmt: skip
+        body = f"volatile float step = {iteration}.0f; (void)step;"  # a new kernel each iteration
+        source = f'// FAKE_TIME_MS: {4.0 / iteration}\nextern "C" __global__ void k({signature}) {{ {body} }}\n'
         return {"tool_calls": [
             {"id": "w1", "name": "write_file", "arguments": {"path": "kernels.cu", "content": source}},
             {"id": "w2", "name": "write_file", "arguments": {"path": "tuning.yaml", "content": SCENARIO_SPEC}},
         ]}  # fmt: skip
 
-    scenario = Scenario(strategies=["rows"], author_script=author)
+    scenario = Scenario(strategies=["one"], author_script=author)
     engine = make_engine(run_dir, scenario.provider(), tuner=FakeTuner(reference_ms=8.0), max_iter=2, n_strategies=1)
     finished = asyncio.run(engine.run())
     assert finished.status == "ok"
     final = read_model(RunLayout(run_dir).final_results, FinalResults)
     assert final.best is not None and final.best.time_ms == 2.0 and final.best.speedup == pytest.approx(4.0)
-    # The model was told the boundary, that the weights are inputs, and KernelBench's tolerance.
+    # The model was told the boundary, that the weights are inputs, and KernelBench's tolerance,
+    # and it read the module's own source as the reference.
     prompts = "\n".join(m.content for r in scenario.requests if r.key.node == "author" for m in r.messages
                         if isinstance(m.content, str))  # fmt: skip
     assert signature in prompts and "KernelBench's" in prompts and "5 input sets" in prompts
-    assert "def forward(self, x):" in prompts  # the module's own source, as the reference
+    assert "weights: inputs here" in prompts and "class Model(nn.Module):" in prompts
