@@ -73,12 +73,25 @@ def _set_limit(kind: int, value: int) -> None:
     resource.setrlimit(kind, (value, hard))
 
 
+def _package_root() -> Path:
+    """The folder holding cacao_tui (a checkout's root, where a .env may live): never readable."""
+    return Path(__file__).resolve().parents[2]
+
+
 def read_view(module_file: Path, out_dir: Path) -> sandbox.ReadOnlyView:
-    """Python's own directories, the module file, a few system files; the output folder writable."""
+    """Python's own directories, the module file, a few system files; the output folder writable.
+
+    Import-path entries count as Python's own, except the home directory, the checkout cacao runs
+    from (its modules are loaded before the walls go up) and any folder above either of them."""
+    shut = [Path.home().resolve(), _package_root()]
     dirs: list[str] = []
     for p in [sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages(), *sys.path]:
-        if p and os.path.isabs(p) and os.path.isdir(p) and Path(p).resolve() != Path.home().resolve():
-            dirs.append(os.path.realpath(p))
+        if not (p and os.path.isabs(p) and os.path.isdir(p)):
+            continue
+        real = Path(p).resolve()
+        if any(real == s or real in s.parents for s in shut):
+            continue
+        dirs.append(str(real))
     dirs += [os.path.realpath(d) for d in SYSTEM_READ_DIRS]
     files = [str(module_file), *SYSTEM_READ_FILES, f"/proc/{os.getpid()}"]
     return sandbox.ReadOnlyView(

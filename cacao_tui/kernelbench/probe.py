@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from cacao_tui.kernelbench.report import DTYPES
 from ktt import procs
 from ktt.capped_read import ReadRefused, describe_read_error, module_from_file
 
@@ -164,8 +165,6 @@ def _as_list(value: Any, what: str) -> list[Any]:
 
 def _dtype(torch: Any, t: Any, what: str) -> str:
     name = str(t.dtype).removeprefix("torch.")
-    from cacao_tui.kernelbench.report import DTYPES
-
     if name not in DTYPES:
         raise FormError(f"{what} is {name}, a dtype cacao import does not take (it takes {', '.join(DTYPES)})")
     return name
@@ -315,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         return _report(ok=False, kind="missing_module", message=f"cacao import needs torch, which is not installed "
                        f"for this Python ({exc}); pip install -e '.[kernelbench]' brings it")  # fmt: skip
     torch.set_num_threads(max(1, min(4, torch.get_num_threads())))
-    from cacao_tui.kernelbench.contain import enter
+    from cacao_tui.kernelbench.contain import enter  # everything of ours is loaded before the walls
 
     (out / "inputs").mkdir(exist_ok=True)
     _warm_up(torch)

@@ -19,6 +19,7 @@ from ktt.sandbox import landlock_abi
 
 pytest.importorskip("torch", reason="cacao import runs PyTorch modules: torch is not installed")
 
+ROOT = Path(__file__).resolve().parents[2]
 SECRET = "sk-ant-hostile-module-test-0123456789"
 FORM = """
 class Model(nn.Module):
@@ -88,6 +89,7 @@ seen.append("env=" + os.environ.get("ANTHROPIC_API_KEY", "none"))
 attempt("net", lambda: socket.create_connection(("127.0.0.1", {port}), timeout=2))
 attempt("write", lambda: open({str(stolen)!r}, "w").write("x"))
 attempt("proc", lambda: open("/proc/1/environ", "rb").read())
+attempt("checkout", lambda: open({str(ROOT / "pyproject.toml")!r}).read())
 raise RuntimeError(" ".join(seen))
 """
     try:
@@ -98,7 +100,7 @@ raise RuntimeError(" ".join(seen))
     line = err.strip()
     assert len(line.splitlines()) == 1 and line.startswith("refused hostile.py: line ")
     assert "file:PermissionError" in line and "env=none" in line and "write:PermissionError" in line
-    assert "proc:PermissionError" in line
+    assert "proc:PermissionError" in line and "checkout:PermissionError" in line  # where a .env may be
     if landlock_abi() >= 4:  # TCP is walled from Landlock ABI 4 on
         assert "net:PermissionError" in line
     assert SECRET not in line and not stolen.exists()
