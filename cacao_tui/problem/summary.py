@@ -16,6 +16,7 @@ from ktt.expressions import ExpressionError
 from ktt.half_types import HALF_DTYPES
 from ktt.peaks import NAMES as PEAK_NAMES
 from ktt.peaks import datasheet_peaks
+from ktt.problem.files import DEFAULT_INPUT_SETS
 from ktt.problem.model import Buffer, Dim3, Problem, Shape
 from ktt.reference_times import ReferenceTimes
 from ktt.terminal_text import safe_line
@@ -268,9 +269,11 @@ def render_check(problem: Problem, steps: list[Step] | None = None, times: Refer
         if problem.poison_outputs
         else "every buffer, outputs included, starts each run with its init data"
     )
-    fresh = problem.input_sets - 1
-    sets = f"a best must pass {problem.input_sets} input sets (the one it is tuned on and {fresh} fresh)"
-    out += _section("validation", [f"{_tolerance_text(problem)} on every element of {validated}", starts, sets])
+    lines = [f"{_tolerance_text(problem)} on every element of {validated}", starts]
+    if problem.input_sets != DEFAULT_INPUT_SETS:  # validation.input_sets; the default goes unsaid
+        lines.append(f"a best must pass {problem.input_sets} input sets (the one it is tuned on and "
+                     f"{problem.input_sets - 1} fresh)")  # fmt: skip
+    out += _section("validation", lines)
     shapes: list[str] = ["buffer sizes in bytes, per shape"]
     for shape in problem.shapes:
         shapes += _shape_lines(problem, shape)

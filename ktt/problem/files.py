@@ -40,6 +40,7 @@ INLINE_DTYPE_ALIASES = {
 }  # fmt: skip
 
 MAX_INPUT_SETS = 16  # validation.input_sets: each set's inputs and reference outputs stay on the GPU
+DEFAULT_INPUT_SETS = 2  # the first, and one fresh set: the original's check
 
 ExprValue = int | float | str
 Placement = Literal["host", "define", "runtime"]
@@ -164,7 +165,7 @@ class ValidationSection(FileModel):
     # (torch.allclose's rule; 0, the default, is the original's absolute test). input_sets: how many
     # input sets a best must pass (the first, where it is tuned, and input_sets - 1 fresh ones).
     rtol: float = Field(default=0.0, ge=0)
-    input_sets: int = Field(default=2, ge=2, le=MAX_INPUT_SETS)
+    input_sets: int = Field(default=DEFAULT_INPUT_SETS, ge=2, le=MAX_INPUT_SETS)
 
 
 # With neither a case's duration_s nor tuning.duration_s the original's config.py tunes for 100 s
