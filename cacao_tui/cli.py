@@ -205,6 +205,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from cacao_tui.suite.cli import main as suite_main
 
         return suite_main(words)
+    if words and words[0] == "import":  # cacao import FILE.py|DIR (KernelBench's modules)
+        from cacao_tui.kernelbench.cli import main as import_main
+
+        return import_main(words[1:])
     try:
         args = parse_args(argv)
         if args.mode == "run":

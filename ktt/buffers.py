@@ -177,8 +177,9 @@ class ShapeBuffers:
                 n = self.shape.sizes[b.name]
                 init = self.pristine.get((set_index, b.name))  # None when poisoned: the poison marks it
                 slot = checks.compare(
-                    b.dtype, g.ptr, self.ref_dev[(set_index, b.name)], n, self.problem.tolerance, init=init
-                )
+                    b.dtype, g.ptr, self.ref_dev[(set_index, b.name)], n, self.problem.tolerance, init=init,
+                    rtol=self.problem.rtol,
+                )  # fmt: skip
                 out.append((slot, "compare", b.name))
         return out
 

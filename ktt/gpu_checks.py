@@ -95,7 +95,7 @@ template <typename T> __device__ __forceinline__ bool ktt_same(T a, T b) { retur
 // when the buffer was poisoned: under init data it is an ordinary value. The error is taken on the
 // decoded values (a 16-bit float as its exact float value).
 template <typename T>
-__device__ void ktt_compare(const T* out, const T* ref, const T* init, u64 n, double tol, u64* s) {
+__device__ void ktt_compare(const T* out, const T* ref, const T* init, u64 n, double tol, double rtol, u64* s) {
     u64 bad = 0, first = ~0ull, maxbits = 0, unwritten = 0, nonfinite = 0;
     const u64 stride = (u64)gridDim.x * blockDim.x;
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
@@ -105,8 +105,9 @@ __device__ void ktt_compare(const T* out, const T* ref, const T* init, u64 n, do
         if (init == nullptr && ktt_poison(o, i)) { unwritten++; is_bad = true; }
         else if (!ktt_finite(o)) { nonfinite++; is_bad = true; }
         else {
-            double e = fabs((double)ktt_value(o) - (double)ktt_value(r));
-            if (!(e <= tol)) is_bad = true;
+            double rv = (double)ktt_value(r);
+            double e = fabs((double)ktt_value(o) - rv);
+            if (!(e <= tol + rtol * fabs(rv))) is_bad = true;  // rtol 0: the original's absolute test
             if (e == e) { u64 b = (u64)__double_as_longlong(e); maxbits = b > maxbits ? b : maxbits; }
         }
         if (is_bad && init != nullptr && ktt_same(o, init[i])) unwritten++;
@@ -115,36 +116,37 @@ __device__ void ktt_compare(const T* out, const T* ref, const T* init, u64 n, do
     ktt_flush(s, bad, first, maxbits, unwritten, nonfinite);
 }
 
-extern "C" __global__ void ktt_compare_f32(const float* o, const float* r, const float* init, u64 n, double tol,
-                                           u64* s) {
-    ktt_compare(o, r, init, n, tol, s);
+extern "C" __global__ void ktt_compare_f32(const float* o, const float* r, const float* init, u64 n,
+                                           double tol, double rtol, u64* s) {
+    ktt_compare(o, r, init, n, tol, rtol, s);
 }
-extern "C" __global__ void ktt_compare_f64(const double* o, const double* r, const double* init, u64 n, double tol,
-                                           u64* s) {
-    ktt_compare(o, r, init, n, tol, s);
+extern "C" __global__ void ktt_compare_f64(const double* o, const double* r, const double* init, u64 n,
+                                           double tol, double rtol, u64* s) {
+    ktt_compare(o, r, init, n, tol, rtol, s);
 }
 extern "C" __global__ void ktt_compare_bf16(const ktt_bf16* o, const ktt_bf16* r, const ktt_bf16* init, u64 n,
-                                            double tol, u64* s) {
-    ktt_compare(o, r, init, n, tol, s);
+                                            double tol, double rtol, u64* s) {
+    ktt_compare(o, r, init, n, tol, rtol, s);
 }
-extern "C" __global__ void ktt_compare_f16(const ktt_f16* o, const ktt_f16* r, const ktt_f16* init, u64 n, double tol,
-                                           u64* s) {
-    ktt_compare(o, r, init, n, tol, s);
+extern "C" __global__ void ktt_compare_f16(const ktt_f16* o, const ktt_f16* r, const ktt_f16* init, u64 n,
+                                           double tol, double rtol, u64* s) {
+    ktt_compare(o, r, init, n, tol, rtol, s);
 }
-extern "C" __global__ void ktt_compare_i32(const int* o, const int* r, const int* init, u64 n, double tol, u64* s) {
-    ktt_compare(o, r, init, n, tol, s);
+extern "C" __global__ void ktt_compare_i32(const int* o, const int* r, const int* init, u64 n,
+                                           double tol, double rtol, u64* s) {
+    ktt_compare(o, r, init, n, tol, rtol, s);
 }
 extern "C" __global__ void ktt_compare_i8(const signed char* o, const signed char* r, const signed char* init, u64 n,
-                                          double tol, u64* s) {
-    ktt_compare(o, r, init, n, tol, s);
+                                          double tol, double rtol, u64* s) {
+    ktt_compare(o, r, init, n, tol, rtol, s);
 }
-extern "C" __global__ void ktt_compare_i16(const short* o, const short* r, const short* init, u64 n, double tol,
-                                           u64* s) {
-    ktt_compare(o, r, init, n, tol, s);
+extern "C" __global__ void ktt_compare_i16(const short* o, const short* r, const short* init, u64 n,
+                                           double tol, double rtol, u64* s) {
+    ktt_compare(o, r, init, n, tol, rtol, s);
 }
 extern "C" __global__ void ktt_compare_i64(const long long* o, const long long* r, const long long* init, u64 n,
-                                           double tol, u64* s) {
-    ktt_compare(o, r, init, n, tol, s);
+                                           double tol, double rtol, u64* s) {
+    ktt_compare(o, r, init, n, tol, rtol, s);
 }
 
 // Words of a that differ from b (mutation, drift between runs).
@@ -226,8 +228,11 @@ class GpuChecks:
     def _grid(self, n: int) -> tuple[int, int, int]:
         return (max(1, min(self.grid_cap, (n + BLOCK - 1) // BLOCK)), 1, 1)
 
-    def compare(self, dtype: str, out: int, ref: int, n: int, tol: float, init: int | None = None) -> int:
-        """``init``: the device copy of the buffer's init data (None when it was poisoned)."""
+    def compare(
+        self, dtype: str, out: int, ref: int, n: int, tol: float, init: int | None = None, rtol: float = 0.0
+    ) -> int:
+        """``init``: the device copy of the buffer's init data (None when it was poisoned); an element
+        passes when |out - ref| <= tol + rtol * |ref| (validation.rtol; 0: the absolute test)."""
         slot = self._slot()
         params = KernelParams(
             [
@@ -236,6 +241,7 @@ class GpuChecks:
                 ("ptr", init or 0),
                 ("u64", n),
                 ("double", tol),
+                ("double", rtol),
                 ("ptr", self.stats + slot * SLOT * 8),
             ]
         )

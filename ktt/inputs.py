@@ -1,7 +1,8 @@
 """The input data of one shape: deterministic host arrays for each buffer of inputs.yaml.
 
 Input set 0 depends only on each buffer's seed (its ``seed:``, else a hash of its name),
-so every run of a problem sees the same primary inputs. Set 1 and later are the fresh
+so every run of a problem sees the same primary inputs (``random``: uniform in [min, max];
+``normal``, our extension: mean + std * a standard normal draw). Set 1 and later are the fresh
 inputs a configuration must also pass before it may be reported as best; they also mix
 in the run's ``--seed``. Buffers read from files, or filled by a custom C++ body, are the
 same in every set. Outputs are made here too: as in the original, every buffer, ``write``
@@ -73,6 +74,12 @@ def make_buffer(
     if buffer.init == "custom":
         return generated_inputs(problem, shape, work_dir)[buffer.name].copy()
     rng = rng_for(buffer, set_index, run_seed)
+    if buffer.init == "normal":  # our extension (torch.randn's inputs): drawn in float64, then rounded
+        mean, std = buffer.normal_params
+        values = rng.standard_normal(n) * std + mean
+        if buffer.dtype in HALF_DTYPES:
+            return half_types.encode(values.astype(np.float32), buffer.dtype)
+        return values.astype(dtype)
     low, high = buffer.value_range
     if buffer.dtype in HALF_DTYPES:  # uniform in float32, rounded to the 16-bit float (nearest even)
         values = rng.random(n, dtype=np.float32) * np.float32(high - low) + np.float32(low)

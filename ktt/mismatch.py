@@ -25,16 +25,16 @@ def _value(v: float | int) -> float | int | None:
 
 
 def first_mismatches(
-    expected: np.ndarray, got: np.ndarray, offset: int, tolerance: float, limit: int = MAX_SAMPLES
+    expected: np.ndarray, got: np.ndarray, offset: int, tolerance: float, limit: int = MAX_SAMPLES, rtol: float = 0.0
 ) -> list[Mismatch]:
-    """Up to ``limit`` elements where ``got`` differs from ``expected`` beyond ``tolerance``
-    (NaN and Inf never match); ``offset`` is the index of the arrays' first element."""
+    """Up to ``limit`` elements where ``got`` differs from ``expected`` beyond ``tolerance`` +
+    ``rtol`` * |expected| (NaN and Inf never match); ``offset`` is the index of the arrays' first element."""
     n = min(expected.size, got.size)
     e, g = expected[:n], got[:n]
     if np.issubdtype(g.dtype, np.floating):
         with np.errstate(invalid="ignore", over="ignore"):
             diff = np.abs(g.astype(np.float64) - e.astype(np.float64))
-            bad = ~(np.isfinite(g) & (diff <= tolerance))
+            bad = ~(np.isfinite(g) & (diff <= tolerance + rtol * np.abs(e.astype(np.float64))))
     else:
         bad = np.abs(g.astype(np.int64) - e.astype(np.int64)) > tolerance
     out = []

@@ -68,7 +68,7 @@ class ValidationReport(_Model):
     checked: int = 0
     reason: str | None = None  # e.g. "NaN in output", "race: results differ between runs", "input A mutated"
     samples: list[Mismatch] = Field(default_factory=list)  # up to 8 bad elements, from the first bad index
-    input_set: int | None = None  # which input set failed (0: the first, 1: the fresh one)
+    input_set: int | None = None  # which input set failed (0: the first; 1 and later: the fresh ones)
 
 
 class ConfigResult(_Model):

@@ -315,7 +315,7 @@ class Tuner:
             known = self.ref_times.get(shape.name)
             self._no_baseline(shape, known)
             need_time = known.to_measure
-            need_outputs = not all(self.work.has_reference(problem, shape.name, s) for s in (0, 1))
+            need_outputs = not all(self.work.has_reference(problem, shape.name, s) for s in problem.set_indices)
             if not (need_time or need_outputs):
                 continue
             self.stage("reference", search)
@@ -327,12 +327,12 @@ class Tuner:
                 self._measured(shape, float(info["ms"]), str(info.get("method") or "wall clock"))
 
     def _run_host_reference(self, shape: Shape, outputs: bool, time_it: bool) -> dict[str, Any]:
-        """ktt.host_reference for one shape in its own process: both input sets' outputs (``outputs``)
+        """ktt.host_reference for one shape in its own process: every input set's outputs (``outputs``)
         and/or its time; its JSON line, or TuneError (bad input) when it fails."""
         cmd = [
             sys.executable, "-m", "ktt.host_reference",
             "--problem", str(self.problem.directory), "--work", str(self.work.root),
-            "--shape", shape.name, "--sets", "0,1" if outputs else "", "--seed", str(self.opts.seed),
+            "--shape", shape.name, "--sets", self._sets_arg() if outputs else "", "--seed", str(self.opts.seed),
         ] + (["--time"] if time_it else [])  # fmt: skip
         res = procs.run(cmd, timeout_s=HOST_REFERENCE_TIMEOUT_S)
         info: dict[str, Any] = {}
@@ -344,6 +344,9 @@ class Tuner:
             what = f"the {self.problem.reference.type} reference failed{self.label(shape)}"
             raise TuneError(f"{what}:\n{why}", EXIT_BAD_INPUT)
         return info
+
+    def _sets_arg(self) -> str:
+        return ",".join(str(s) for s in self.problem.set_indices)
 
     def _measured(self, shape: Shape, ms: float, method: str) -> None:
         """A fresh measurement: used for this run and recorded where reference_time.json has no value."""
@@ -373,10 +376,12 @@ class Tuner:
                      "not timed; no speedup, and no score")  # fmt: skip
 
     def _shape_reply(self, shape: Shape, time_reference: bool) -> dict[str, Any]:
-        """The worker brought to ``shape`` (both input sets, its references); TuneError when it cannot be."""
+        """The worker brought to ``shape`` (every input set, its references); TuneError when it cannot be."""
         assert self.worker is not None
         try:
-            reply = self.worker.use_shape({"shape": shape.name, "sets": [0, 1], "time_reference": time_reference})
+            reply = self.worker.use_shape(
+                {"shape": shape.name, "sets": self.problem.set_indices, "time_reference": time_reference}
+            )
         except WorkerDied as exc:
             raise TuneError(
                 f"the GPU worker failed while preparing{self.label(shape) or ' the shape'}: {exc}", EXIT_ENVIRONMENT

@@ -1,4 +1,4 @@
-"""``ktt validate``: run one configuration on the GPU for correctness only, on both input sets.
+"""``ktt validate``: run one configuration on the GPU for correctness only, on every input set.
 
 What an authoring step calls before it ends (the agent's ``validate`` tool): the same
 checks as a tuning run (fresh inputs, canaries, input mutation, a second run for races, the
@@ -74,9 +74,9 @@ class OneConfig(Tuner):
     """The tuner's setup (problem, spec, worker, references) without its search."""
 
     def _host_references(self) -> None:
-        """cpu_c / python references: their outputs for both input sets; nothing is timed."""
+        """cpu_c / python references: their outputs for every input set; nothing is timed."""
         for search in self.searches:
-            if not all(self.work.has_reference(self.problem, search.name, s) for s in (0, 1)):
+            if not all(self.work.has_reference(self.problem, search.name, s) for s in self.problem.set_indices):
                 self.stage("reference", search)
                 self._run_host_reference(search.shape, outputs=True, time_it=False)
 
@@ -99,7 +99,7 @@ class OneConfig(Tuner):
         validation = reply.get("validation")
         status = reply.get("status", "runtime_error")
         if status == "ok" and not reply.get("confirmed"):
-            status, reply = "validation_failed", {**reply, "error": "not checked on the second input set"}
+            status, reply = "validation_failed", {**reply, "error": "not checked on the fresh input sets"}
         return base.model_copy(
             update={
                 "status": status,

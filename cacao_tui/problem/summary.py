@@ -16,6 +16,7 @@ from ktt.expressions import ExpressionError
 from ktt.half_types import HALF_DTYPES
 from ktt.peaks import NAMES as PEAK_NAMES
 from ktt.peaks import datasheet_peaks
+from ktt.problem.files import DEFAULT_INPUT_SETS
 from ktt.problem.model import Buffer, Dim3, Problem, Shape
 from ktt.reference_times import ReferenceTimes
 from ktt.terminal_text import safe_line
@@ -70,6 +71,10 @@ def _init_text(b: Buffer, root: Path, poisoned: bool = False) -> str:
         low, high = b.value_range
         seed = f", seed {b.seed}" if b.seed is not None else ""
         return f"random in [{low:g}, {high:g}]{seed}"
+    if b.init == "normal":
+        mean, std = b.normal_params
+        seed = f", seed {b.seed}" if b.seed is not None else ""
+        return f"normal, mean {mean:g}, std {std:g}{seed}"
     if b.init == "file":
         where = f"inputs/{b.file_name}" if b.file_key == "file_name" else b.file_name
         return f"from {where}" if b.file_name else "from a file"
@@ -77,6 +82,12 @@ def _init_text(b: Buffer, root: Path, poisoned: bool = False) -> str:
         lines = len((b.body or "").strip().splitlines())
         return f"custom C++ body ({lines} line{'s' if lines != 1 else ''})"
     return b.init
+
+
+def _tolerance_text(problem: Problem) -> str:
+    if problem.rtol:
+        return f"|kernel - reference| <= {problem.tolerance:g} + {problem.rtol:g} * |reference|"
+    return f"|kernel - reference| <= {problem.tolerance:g}"
 
 
 def _args_lines(problem: Problem) -> list[str]:
@@ -258,9 +269,11 @@ def render_check(problem: Problem, steps: list[Step] | None = None, times: Refer
         if problem.poison_outputs
         else "every buffer, outputs included, starts each run with its init data"
     )
-    out += _section(
-        "validation", [f"|kernel - reference| <= {problem.tolerance:g} on every element of {validated}", starts]
-    )
+    lines = [f"{_tolerance_text(problem)} on every element of {validated}", starts]
+    if problem.input_sets != DEFAULT_INPUT_SETS:  # validation.input_sets; the default goes unsaid
+        lines.append(f"a best must pass {problem.input_sets} input sets (the one it is tuned on and "
+                     f"{problem.input_sets - 1} fresh)")  # fmt: skip
+    out += _section("validation", lines)
     shapes: list[str] = ["buffer sizes in bytes, per shape"]
     for shape in problem.shapes:
         shapes += _shape_lines(problem, shape)

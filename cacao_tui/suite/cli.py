@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from cacao_tui.cluster.spec import ClusterError, parse_cluster, require_ray
+from cacao_tui.suite import fast_p
 from cacao_tui.suite.collect import collect_row, render_table, write_tables
 from cacao_tui.suite.runner import run_suite
 from cacao_tui.suite.slots import SlotPool, cluster_slots, dry_run_slots, local_gpu_slots
@@ -66,6 +67,7 @@ def suite_parser() -> argparse.ArgumentParser:
         p.add_argument(flag, type=kind, help="passed to each run")
     p.add_argument("--dry-run", action="store_true", help="passed to each run")
     p.add_argument("--resume", action="store_true", help="passed to each run")
+    fast_p.add_flag(p)
     return p
 
 
@@ -74,6 +76,7 @@ def collect_parser() -> argparse.ArgumentParser:
     p.add_argument("dirs", nargs="+", metavar="DIR", help="problem directories")
     p.add_argument("--output", metavar="PREFIX",
                    help=f"write PREFIX.csv and PREFIX.md (default {DEFAULT_OUT}/summary, made if missing)")  # fmt: skip
+    fast_p.add_flag(p)
     return p
 
 
@@ -148,6 +151,8 @@ def _check_problems(problems: list[Path]) -> None:
 
 def suite_main(argv: Sequence[str]) -> int:
     args = suite_parser().parse_args(list(argv))
+    if (why := fast_p.flag_error(args.fast_p)) is not None:
+        raise SuiteUsage(why)
     problems = _problems(args.dirs)
     parse_cluster(args.cluster)  # every flag is checked before any problem is read
     if args.gpus:
@@ -170,6 +175,7 @@ def suite_main(argv: Sequence[str]) -> int:
     print(render_table(rows))
     csv_path, md_path = write_tables(rows, out / "summary")
     print(f"suite: wrote {csv_path} and {md_path}")
+    fast_p.report(args.fast_p, [r.problem for r in runs], out / "summary")
     failed = [r.name for r in runs if r.exit_code != 0]
     if failed:
         print(safe_text(f"suite: {len(failed)} run(s) did not succeed: {', '.join(failed)} (see {out / 'logs'})"))
@@ -178,6 +184,8 @@ def suite_main(argv: Sequence[str]) -> int:
 
 def collect_main(argv: Sequence[str]) -> int:
     args = collect_parser().parse_args(list(argv))
+    if (why := fast_p.flag_error(args.fast_p)) is not None:
+        raise SuiteUsage(why)
     problems = _problems(args.dirs)
     if args.output is None:  # the default folder is made (as cacao suite does); a named one must exist
         prefix = Path(DEFAULT_OUT) / "summary"
@@ -192,6 +200,7 @@ def collect_main(argv: Sequence[str]) -> int:
     print(render_table(rows))
     csv_path, md_path = write_tables(rows, prefix)
     print(f"collect: wrote {csv_path} and {md_path}")
+    fast_p.report(args.fast_p, problems, prefix)
     return EXIT_OK
 
 

@@ -39,10 +39,13 @@ INLINE_DTYPE_ALIASES = {
     "long": "long", "int64": "long", "float": "float", "float32": "float", "double": "double", "float64": "double",
 }  # fmt: skip
 
+MAX_INPUT_SETS = 16  # validation.input_sets: each set's inputs and reference outputs stay on the GPU
+DEFAULT_INPUT_SETS = 2  # the first, and one fresh set: the original's check
+
 ExprValue = int | float | str
 Placement = Literal["host", "define", "runtime"]
 Access = Literal["read", "write", "readwrite"]
-InitKind = Literal["random", "zeros", "custom", "file"]
+InitKind = Literal["random", "normal", "zeros", "custom", "file"]
 ReferenceType = Literal["cuda", "cpu_c", "python"]
 
 
@@ -158,6 +161,11 @@ class ValidationSection(FileModel):
     # Our extension. False (the original's contract): every buffer, write included, starts each
     # run with its init data. True: write buffers are poisoned instead (NaN, a sentinel for int).
     poison_outputs: bool = False
+    # Our extensions. rtol: an element passes when |kernel - reference| <= tolerance + rtol * |reference|
+    # (torch.allclose's rule; 0, the default, is the original's absolute test). input_sets: how many
+    # input sets a best must pass (the first, where it is tuned, and input_sets - 1 fresh ones).
+    rtol: float = Field(default=0.0, ge=0)
+    input_sets: int = Field(default=DEFAULT_INPUT_SETS, ge=2, le=MAX_INPUT_SETS)
 
 
 # With neither a case's duration_s nor tuning.duration_s the original's config.py tunes for 100 s
@@ -263,6 +271,8 @@ class BufferArg(FileModel):
     init: InitKind = "random"
     min: float | None = None
     max: float | None = None
+    mean: float | None = None  # init: normal (our extension), default 0
+    std: float | None = Field(default=None, gt=0)  # init: normal, default 1
     seed: int | None = None
     body: str | None = None
     file_name: str | None = None  # init: file, a path under the problem's inputs/

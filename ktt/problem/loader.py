@@ -207,6 +207,8 @@ def load_problem(directory: Path | str) -> Problem:
         reference=reference,
         tolerance=pfile.validation.tolerance,
         poison_outputs=pfile.validation.poison_outputs,
+        rtol=pfile.validation.rtol,
+        input_sets=pfile.validation.input_sets,
         flush_l2=pfile.timing.flush_l2,
         rules_text=rules_text,
         forbid=forbid,
@@ -394,6 +396,13 @@ def _resolve_buffer(item: BufferArg, i: int, scalars: set[str], path: Path, root
         raise ProblemError(
             path, _arg_field(i, item.name, key), f"{key!r} is only used with init: file (init is {item.init!r})"
         )
+    for name in ("mean", "std"):
+        if getattr(item, name) is not None and item.init != "normal":
+            why = f"{name!r} is only used with init: normal (init is {item.init!r})"
+            raise ProblemError(path, _arg_field(i, item.name, name), why)
+    if item.init == "normal" and item.dtype in INTEGER_DTYPES:
+        why = "init: normal draws floats; use random for an integer buffer"
+        raise ProblemError(path, _arg_field(i, item.name, "init"), why)
     if item.init == "custom" and not (item.body and item.body.strip()):
         raise ProblemError(path, _arg_field(i, item.name, "body"), "init: custom needs a C++ 'body'")
     if item.validate_ and item.access == "read":
@@ -415,6 +424,8 @@ def _resolve_buffer(item: BufferArg, i: int, scalars: set[str], path: Path, root
         file_name=file_name if item.init == "file" else None,
         file_key=key,
         validate=item.validate_,
+        mean=item.mean,
+        std=item.std,
     )
 
 

@@ -64,6 +64,8 @@ class Buffer:
     file_name: str | None  # init: file, as written (see file_key for what it is relative to)
     validate: bool
     file_key: str = "file_name"  # "file_name" (under inputs/) or the older alias "file"
+    mean: float | None = None  # init: normal
+    std: float | None = None
 
     @property
     def ctype(self) -> str:
@@ -90,6 +92,11 @@ class Buffer:
     def value_range(self) -> tuple[float, float]:
         low, high = (-1.0, 1.0) if self.dtype not in INTEGER_DTYPES else (0.0, 1.0)
         return (self.min if self.min is not None else low, self.max if self.max is not None else high)
+
+    @property
+    def normal_params(self) -> tuple[float, float]:
+        """(mean, std) of ``init: normal``: default 0 and 1, torch.randn's."""
+        return (self.mean if self.mean is not None else 0.0, self.std if self.std is not None else 1.0)
 
 
 Arg = Scalar | Buffer
@@ -176,6 +183,8 @@ class Problem:
     floor_flops_dtype: str = "fp32"  # physical_floor.flops_dtype: the peak the flops run at (ktt.peaks)
     # validation.poison_outputs: write buffers start each run poisoned, not with their init data.
     poison_outputs: bool = False
+    rtol: float = 0.0  # validation.rtol: |kernel - reference| <= tolerance + rtol * |reference|
+    input_sets: int = 2  # validation.input_sets: set 0 (tuned on) and input_sets - 1 fresh sets
     gpu_info: dict[str, str | int | float] = field(default_factory=dict)  # gpu.* advisory keys, for prompts
     arch: str | None = None  # gpu.arch: the compile target when it names one (ktt.toolkit.compile_target)
     inputs_file: Path | None = None  # where the boundary was read: inputs.yaml, or problem.yaml (inline form)
@@ -200,6 +209,11 @@ class Problem:
     @property
     def validated(self) -> list[Buffer]:
         return [b for b in self.buffers if b.validate]
+
+    @property
+    def set_indices(self) -> list[int]:
+        """The input sets a best must pass: 0, where it is tuned, then the fresh ones."""
+        return list(range(self.input_sets))
 
     def poisoned(self, buffer: Buffer) -> bool:
         """Whether ``buffer`` starts each run poisoned (a write buffer under poison_outputs)."""

@@ -242,7 +242,9 @@ class FakeChecks:
         self.results.append(result)
         return len(self.results) - 1
 
-    def compare(self, dtype: str, out: int, ref: int, n: int, tol: float, init: int | None = None) -> int:
+    def compare(
+        self, dtype: str, out: int, ref: int, n: int, tol: float, init: int | None = None, rtol: float = 0.0
+    ) -> int:
         t = _NUMPY[dtype]
         size = np.dtype(t).itemsize * n
         o, r = self.gpu.view(out, size, t), self.gpu.view(ref, size, t)
@@ -250,7 +252,7 @@ class FakeChecks:
         poisoned = (bits == _poison_bits(dtype, n)) if init is None else np.zeros(n, bool)
         finite = np.isfinite(_values(o, dtype))
         err = np.abs(_values(o, dtype) - _values(r, dtype))
-        bad = poisoned | ~finite | ~(err <= tol)
+        bad = poisoned | ~finite | ~(err <= tol + rtol * np.abs(_values(r, dtype)))
         unwritten = poisoned.copy()
         if init is not None:
             unwritten |= bad & (bits == self.gpu.view(init, size, _BITS[dtype]))
@@ -284,7 +286,8 @@ def fake_session(
     gpu: FakeGpu | None = None,
 ) -> Any:
     """A ``ktt.worker.Session`` on a FakeGpu (no CUDA context, no helper compile): FakeChecks, three
-    timed repetitions, input sets 0 and 1, each validated buffer's reference ``references[name](inputs)``."""
+    timed repetitions, the problem's input sets (0 and 1 unless validation.input_sets says more), each
+    validated buffer's reference ``references[name](inputs)``."""
     from types import SimpleNamespace
 
     from ktt.buffers import ShapeBuffers
@@ -297,8 +300,9 @@ def fake_session(
     s.chan = SimpleNamespace(send=lambda msg: None)
     s.problem, s.gpu, s.checks, s.flush, s.bandwidth = problem, gpu, FakeChecks(gpu), None, 4000.0
     s.settings = TimingSettings(min_reps=3, max_reps=3, target_ms=0.0, warmup_ms=0.0, flush_l2=False)
-    s.bufs = ShapeBuffers.create(gpu, problem, problem.primary, (0, 1), 0, work)
-    for k in (0, 1):
+    sets = tuple(getattr(problem, "set_indices", (0, 1)))
+    s.bufs = ShapeBuffers.create(gpu, problem, problem.primary, sets, 0, work)
+    for k in sets:
         inputs = make_inputs(problem, problem.primary, k, 0, work)
         for name, expected in references.items():
             s.bufs.set_reference(k, name, expected(inputs))

@@ -27,7 +27,7 @@ from ktt.problem.files import DTYPES
 DTYPE_CHOICES = tuple((d, d) for d in DTYPES)  # every inputs.yaml dtype: one left out would be saved as float
 KIND_CHOICES = (("scalar", "scalar"), ("buffer", "buffer"))
 ACCESS_CHOICES = (("read", "read"), ("write", "write"), ("readwrite", "readwrite"))
-INIT_CHOICES = (("random", "random"), ("zeros", "zeros"), ("custom", "custom"), ("file", "file"))
+INIT_CHOICES = (("random", "random"), ("normal", "normal"), ("zeros", "zeros"), ("custom", "custom"), ("file", "file"))
 PLACEMENTS = ("host", "define", "runtime")
 COLUMNS = ("#", "kind", "name", "dtype", "value / size", "placements / access", "init", "validate")
 
