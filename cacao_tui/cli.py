@@ -90,7 +90,7 @@ def _best(args: argparse.Namespace) -> int:
             runs = f"{len(archived)} earlier run{'s are' if len(archived) != 1 else ' is'}"
             more = f"; {runs} archived (latest: archive/{latest.name})"
         print(f"{args.dir.name} has not been run yet: no results in output/{more}")
-        return EXIT_FAILED  # nothing to show is not a success: a script's `cacao --best && ...` stops here
+        return EXIT_OK  # as the original's --best: nothing to show is said, not an error (docs/compatibility.md)
     if args.export is not None:
         from cacao_tui.store.results_export import ExportError, export_results
 

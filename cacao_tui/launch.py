@@ -40,6 +40,7 @@ from cacao_tui.store.atomic import (
     read_model_or_none,
     remove_crash_leftovers,
 )
+from cacao_tui.store.finished_run import nothing_to_resume
 from cacao_tui.store.layout import RunLayout, UnsafeLayout, check_contained
 from cacao_tui.store.original_run import is_original_output, refusal
 from cacao_tui.store.run_lock import RunLocked, acquire_run_lock, held_here
@@ -60,6 +61,14 @@ EXIT_INTERRUPTED = 130
 
 class LaunchError(Exception):
     """A problem with the request (flags, machine, provider): one line, exit 2."""
+
+    exit_code = 2
+
+
+class NothingToResume(LaunchError):
+    """``--resume`` on a run that has finished: one line, exit 1 (the original's exit status)."""
+
+    exit_code = 1
 
 
 def exit_code(event: RunFinished | None) -> int:
@@ -174,6 +183,8 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     _claim_directory(layout, walk_output=request.resume or request.no_clean)
     if request.resume and not layout.context.exists() and not layout.master.exists():
         raise LaunchError(f"{layout.output}: nothing to resume (no earlier run here); start without --resume")
+    if request.resume and (finished := nothing_to_resume(layout)) is not None:
+        raise NothingToResume(finished)
     if request.no_clean and not request.resume and (layout.master.exists() or layout.branch_names()):
         raise LaunchError(
             f"{layout.output}: holds an earlier run's state; a fresh run cannot share it. "
@@ -373,7 +384,7 @@ def main(request: RunRequest) -> int:
             lock.abandon()  # refused before the run began: a lock file it made goes too
         line = f"cacao: {exc}" if not isinstance(exc, ProblemError) else str(exc)
         print(safe_text(line, keep_newlines=True), file=sys.stderr)  # names and link targets are escaped where quoted
-        return EXIT_USAGE
+        return getattr(exc, "exit_code", EXIT_USAGE)
     try:
         if request.front_end != "app":
             renderer = HeadlessRenderer(json_lines=request.front_end == "json", verbose=request.verbose)
