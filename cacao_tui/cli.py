@@ -20,7 +20,7 @@ from pathlib import Path
 from cacao_tui.llm.registry import PROVIDER_NAMES
 from cacao_tui.problem import Problem, ProblemError, load_problem
 from cacao_tui.problem.summary import human_bytes, render_check
-from cacao_tui.run_options import UsageError, build_parser, parse_args, run_request
+from cacao_tui.run_options import UsageError, build_parser, flag_warnings, parse_args, run_request
 from cacao_tui.run_request import RunRequest
 from cacao_tui.steer_flags import steer
 from cacao_tui.store.archive import ArchiveError, archived_runs
@@ -163,6 +163,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.verbose:
         for warning in problem.warnings:
             print(f"warning: {warning}", file=sys.stderr)
+    for warning in flag_warnings(args):
+        print(f"cacao: warning: {warning}", file=sys.stderr)
     if problem.reference.type == "python":
         from ktt.problem.preflight import import_step
 

@@ -185,11 +185,6 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         raise LaunchError(f"{layout.output}: nothing to resume (no earlier run here); start without --resume")
     if request.resume and (finished := nothing_to_resume(layout)) is not None:
         raise NothingToResume(finished)
-    if request.no_clean and not request.resume and (layout.master.exists() or layout.branch_names()):
-        raise LaunchError(
-            f"{layout.output}: holds an earlier run's state; a fresh run cannot share it. "
-            "Use --resume to continue that run, or drop --no-clean to archive it first"
-        )
     try:  # an unusable reference_time.json stops the run here, not each tuning later
         read_reference_times(layout.reference_time, problem.primary.name)
     except ReferenceTimeError as exc:
@@ -254,9 +249,11 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         remove_crash_leftovers(layout.output)  # temp files of the writers the earlier run's kill stopped
     else:
         try:
-            prepare_output(problem.directory, resume=False, no_clean=request.no_clean)
+            prepared = prepare_output(problem.directory, resume=False, no_clean=request.no_clean)
         except ArchiveError as exc:
             raise LaunchError(str(exc)) from None
+        if request.no_clean and prepared.archived_to is not None:
+            print(f"cacao: --no-clean: the earlier run in output/ is kept in {prepared.archived_to}", file=sys.stderr)
     if not landlock_abi():  # docs/SECURITY.md: what degrades without Landlock
         print(f"cacao: warning: {sandbox_status()}", file=sys.stderr)
     try:  # kernels and C references may include it; rewritten only when inputs.yaml changed
