@@ -119,9 +119,8 @@ def _clone(args: argparse.Namespace) -> int:
     _require_problem_yaml(args.dir)
     cloned = clone_problem(args.dir, args.clone)
     source, target = display_path(cloned.source), display_path(cloned.target)
-    print(f"cloned {source} -> {target} ({cloned.files} files; output/ and archive/ not copied)")
-    if cloned.renamed:
-        print(f"problem.yaml: name: set to {args.clone}")
+    generated = f", {cloned.generated} generated file left out" if cloned.generated else ""
+    print(f"cloned {source} -> {target} ({cloned.files} files; output/ and archive/ not copied{generated})")
     return EXIT_OK
 
 
