@@ -22,6 +22,7 @@ from cacao_tui.cluster.spec import ClusterError, parse_cluster
 from cacao_tui.engine.engine import Engine
 from cacao_tui.engine.events import EventBus, JobPlaced, LLMCallEvent, LLMCallProgress, RunFinished
 from cacao_tui.engine.gpu import arch_of, detect_gpus, gpu_problem
+from cacao_tui.engine.original_files import OriginalFiles
 from cacao_tui.engine.scheduler import GpuScheduler
 from cacao_tui.headless import HeadlessRenderer
 from cacao_tui.llm import LLMError, create_llm, llm_environment, llm_timeout_s, load_llm_settings, select_provider
@@ -46,6 +47,7 @@ from cacao_tui.store.original_run import is_original_output, refusal
 from cacao_tui.store.run_lock import RunLocked, acquire_run_lock, held_here
 from cacao_tui.store.state import Context, GpuInfo, RunSettings
 from cacao_tui.tuners import UnknownTuner, tuner_factory
+from cacao_tui.ui.formatting import safe_event
 from ktt.problem import Problem, ProblemError
 from ktt.problem.inputs_hpp import write_inputs_hpp
 from ktt.reference_times import ReferenceTimeError, read_reference_times
@@ -207,6 +209,9 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     for node, step_choice in step_choices.items():
         settings = settings.model_copy(update={f"model_{node}": f"{step_choice.provider}:{step_choice.model}"})
     bus = EventBus()
+    # The original's run.log (the lines --no-ui prints), token_usage.json and run_meta.json.
+    lines = HeadlessRenderer()
+    bus.subscribe(OriginalFiles(layout, lambda event: lines.render(safe_event(event))))
 
     def on_call(record: CallRecord) -> None:
         bus.emit(LLMCallEvent.of(record, llm.usage.run.as_usage()))
