@@ -45,11 +45,17 @@ __all__ = ["ENGINE_MODULE", "PROVIDERS", "UsageError", "build_parser", "main", "
 
 def _home(args: argparse.Namespace) -> int:
     """The home screen: a terminal app, so a pipe or a script gets one line instead."""
-    if not (sys.stdout.isatty() and sys.stdin.isatty()):
+    web = os.environ.get("TEXTUAL_DRIVER", "").endswith("WebDriver")  # a browser tab of `cacao serve`
+    if not web and not (sys.stdout.isatty() and sys.stdin.isatty()):
         raise UsageError("the home screen needs a terminal; give --dir DIR to work on one problem")
     from cacao_tui.ui.home.loop import run_home  # textual only when the app is used
 
-    return run_home(args.problems)
+    code = run_home(args.problems)
+    if web:
+        from cacao_tui.ui.web_driver import end_session
+
+        end_session()  # the tab's session ends with the last view (cacao_tui/ui/web_driver.py)
+    return code
 
 
 def _require_problem_yaml(directory: Path) -> None:
@@ -206,6 +212,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from cacao_tui.suite.cli import main as suite_main
 
         return suite_main(words)
+    if words and words[0] == "serve":  # cacao serve [--problems DIR] [--host H] [--port P]
+        from cacao_tui.ui.serve import main as serve_main
+
+        return serve_main(words[1:])
     try:
         args = parse_args(argv)
         if args.mode == "run":
