@@ -168,24 +168,25 @@ def _writable(path: Path) -> None:
         os.chmod(path, stat.S_IMODE(mode) | extra)
 
 
-def clone_problem(source: Path, name: str) -> ClonedProblem:
-    """Copy the problem at ``source`` to ``source.parent / name``."""
+def clone_problem(source: Path, name: str, parent: Path | None = None) -> ClonedProblem:
+    """Copy the problem at ``source`` to ``source.parent / name`` (or ``parent / name``)."""
     source = Path(source).expanduser().resolve()
     why = clone_name_error(name)
     if why:
         raise CloneError(f"--clone: {why}")
     if not (source / "problem.yaml").is_file():
         raise CloneError(f"{source}: not a problem directory (no problem.yaml)")
-    target = source.parent / name
+    home = source.parent if parent is None else Path(parent)
+    target = home / name
     if target.exists() or target.is_symlink():
         raise CloneError(f"{target}: already exists; choose another name (nothing was copied)")
     plan = _plan(source)
-    free = shutil.disk_usage(source.parent).free
+    free = shutil.disk_usage(home).free
     if plan.data_bytes > free:
         raise CloneError(
             f"{target.parent}: {free:,} bytes free, the clone needs {plan.data_bytes:,} (nothing was copied)"
         )
-    staging = Path(tempfile.mkdtemp(prefix=f".{name}.clone-", dir=source.parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}.clone-", dir=home))
     try:
         shutil.copystat(source, staging)
         _writable(staging)  # a read-only source directory: its copy must take the files first
