@@ -11,6 +11,10 @@
 | output/branches/<b>/inbox/<id>.json | ControlCommand | the UI / CLI, once per file (the worker reads) |
 | output/branches/<b>/iterN/state.json | IterState | that branch's worker |
 | output/final_results.json | FinalResults | written at the end; rebuildable from disk |
+
+The original CACAO's files beside these (run.log, token_usage.json, run_meta.json,
+analysis.md, strategies.json) are listed in store/original_files.py; its keys in branch.json,
+state.json and context.json are computed fields of the models below (store/original_keys.py).
 """
 
 from __future__ import annotations
