@@ -4,7 +4,9 @@ The boundary (inputs.yaml: every buffer and every runtime scalar, in args order)
 kernel and a ``cuda`` reference take; a ``cpu_c`` reference takes the buffers only; a
 ``python`` reference is ``f(scalars, buffers)`` (a newer one also ``target``). A reference
 whose declaration says otherwise builds, and then reads its arguments in the wrong places: the
-editor warns about it before the first run does. The reference is untrusted text: it is only
+editor warns about it before the first run does: another count of parameters, or the
+boundary's names in another order (parameters are positional: a name of its own is no
+mistake). The reference is untrusted text: it is only
 scanned (bounded), never compiled or imported here.
 """
 
@@ -98,8 +100,12 @@ def boundary_warnings(problem: Problem, source: str) -> list[str]:
     if len(params) != len(expected):
         return [f"{ref.file.name}: {function}{_names(params)} declares {len(params)} parameter(s); "
                 f"{what} has {len(expected)}: {_names(expected)}"]  # fmt: skip
-    differ = [f"{i + 1}: {p} (boundary: {e})" for i, (p, e) in enumerate(zip(params, expected, strict=True)) if p != e]
-    if differ:
-        return [f"{ref.file.name}: {function}'s parameters are named otherwise than {what}: "
-                + "; ".join(differ[:4]) + (" ..." if len(differ) > 4 else "")]  # fmt: skip
+    # Parameters are positional: another name is no mistake, one of the boundary's names in another
+    # place is (the arguments arrive in inputs.yaml's order, not by name).
+    lower = [e.lower() for e in expected]
+    moved = [f"{i + 1}: {p} (boundary: {e})" for i, (p, e) in enumerate(zip(params, expected, strict=True))
+             if p.lower() != e.lower() and p.lower() in lower]  # fmt: skip
+    if moved:
+        return [f"{ref.file.name}: {function} takes the boundary's parameters in another order than {what}: "
+                + "; ".join(moved[:4]) + (" ..." if len(moved) > 4 else "")]  # fmt: skip
     return []

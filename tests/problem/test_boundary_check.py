@@ -32,7 +32,8 @@ CUDA_OK = 'extern "C" __global__ void mmul_ref(const float* A, const float* B, f
         ('extern "C" __global__ void mmul_ref(const float* __restrict__ A, const float* B, float C[]) {}', []),
         ('extern "C" __global__ void mmul_ref(const float* A, float* C) {}', ["declares 2 parameter(s)", "(A, B, C)"]),
         ('extern "C" __global__ void mmul_ref(const float* B, const float* A, float* C) {}',
-         ["named otherwise", "1: B (boundary: A)", "2: A (boundary: B)"]),
+         ["in another order", "1: B (boundary: A)", "2: A (boundary: B)"]),
+        ('extern "C" __global__ void mmul_ref(const float* a, const float* mat_b, float* out) {}', []),  # renamed
         ("__global__ void something_else(float* A) {}", []),  # not found: the build step says so
     ],
 )
