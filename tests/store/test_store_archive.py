@@ -114,3 +114,17 @@ def test_nothing_to_archive(tmp_path: Path) -> None:
     (tmp_path / "output").mkdir()
     assert archive_output(layout) is None
     assert not (tmp_path / "archive").exists()
+
+
+def test_an_earlier_runs_llm_records_are_not_this_runs(tmp_path: Path) -> None:
+    """The totals a --resume restores, and a replay's records, leave output/earlier_N/ alone."""
+    from cacao_tui.engine.totals import record_paths
+    from cacao_tui.llm.recording import record_files
+
+    out = tmp_path / "output"
+    for folder in ("llm", "branches/b1/iter1/llm", "earlier_1/llm", "earlier_1/branches/b1/iter1/llm"):
+        (out / folder).mkdir(parents=True)
+        (out / folder / "analyze_000.json").write_text("{}")
+    mine = {"llm/analyze_000.json", "branches/b1/iter1/llm/analyze_000.json"}
+    assert {str(p.relative_to(out)) for p in record_paths(out)} == mine
+    assert {str(p.relative_to(out)) for p in record_files(out)} == mine
