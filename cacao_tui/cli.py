@@ -20,7 +20,7 @@ from pathlib import Path
 from cacao_tui.llm.registry import PROVIDER_NAMES
 from cacao_tui.problem import Problem, ProblemError, load_problem
 from cacao_tui.problem.summary import human_bytes, render_check
-from cacao_tui.run_options import UsageError, build_parser, parse_args, run_request
+from cacao_tui.run_options import UsageError, build_parser, flag_warnings, parse_args, run_request
 from cacao_tui.run_request import RunRequest
 from cacao_tui.steer_flags import steer
 from cacao_tui.store.archive import ArchiveError, archived_runs
@@ -45,11 +45,17 @@ __all__ = ["ENGINE_MODULE", "PROVIDERS", "UsageError", "build_parser", "main", "
 
 def _home(args: argparse.Namespace) -> int:
     """The home screen: a terminal app, so a pipe or a script gets one line instead."""
-    if not (sys.stdout.isatty() and sys.stdin.isatty()):
+    web = os.environ.get("TEXTUAL_DRIVER", "").endswith("WebDriver")  # a browser tab of `cacao serve`
+    if not web and not (sys.stdout.isatty() and sys.stdin.isatty()):
         raise UsageError("the home screen needs a terminal; give --dir DIR to work on one problem")
     from cacao_tui.ui.home.loop import run_home  # textual only when the app is used
 
-    return run_home(args.problems)
+    code = run_home(args.problems)
+    if web:
+        from cacao_tui.ui.web_driver import end_session
+
+        end_session()  # the tab's session ends with the last view (cacao_tui/ui/web_driver.py)
+    return code
 
 
 def _require_problem_yaml(directory: Path) -> None:
@@ -90,7 +96,7 @@ def _best(args: argparse.Namespace) -> int:
             runs = f"{len(archived)} earlier run{'s are' if len(archived) != 1 else ' is'}"
             more = f"; {runs} archived (latest: archive/{latest.name})"
         print(f"{args.dir.name} has not been run yet: no results in output/{more}")
-        return EXIT_FAILED  # nothing to show is not a success: a script's `cacao --best && ...` stops here
+        return EXIT_OK  # as the original's --best: nothing to show is said, not an error (docs/compatibility.md)
     if args.export is not None:
         from cacao_tui.store.results_export import ExportError, export_results
 
@@ -119,9 +125,8 @@ def _clone(args: argparse.Namespace) -> int:
     _require_problem_yaml(args.dir)
     cloned = clone_problem(args.dir, args.clone)
     source, target = display_path(cloned.source), display_path(cloned.target)
-    print(f"cloned {source} -> {target} ({cloned.files} files; output/ and archive/ not copied)")
-    if cloned.renamed:
-        print(f"problem.yaml: name: set to {args.clone}")
+    generated = f", {cloned.generated} generated file left out" if cloned.generated else ""
+    print(f"cloned {source} -> {target} ({cloned.files} files; output/ and archive/ not copied{generated})")
     return EXIT_OK
 
 
@@ -163,6 +168,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.verbose:
         for warning in problem.warnings:
             print(f"warning: {warning}", file=sys.stderr)
+    for warning in flag_warnings(args):
+        print(f"cacao: warning: {warning}", file=sys.stderr)
     if problem.reference.type == "python":
         from ktt.problem.preflight import import_step
 
@@ -209,6 +216,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from cacao_tui.kernelbench.cli import main as import_main
 
         return import_main(words[1:])
+    if words and words[0] == "serve":  # cacao serve [--problems DIR] [--host H] [--port P]
+        from cacao_tui.ui.serve import main as serve_main
+
+        return serve_main(words[1:])
     try:
         args = parse_args(argv)
         if args.mode == "run":

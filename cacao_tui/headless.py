@@ -122,9 +122,11 @@ class HeadlessRenderer:
             if e.resumed and e.llm_calls:
                 tokens = f"{e.input_tokens}+{e.output_tokens} tokens"
                 spent = f" · so far {e.llm_calls} LLM calls, {tokens}, ${e.cost_usd:.4f}"
+            # With --path-budget each root-to-leaf path has that many iterations; max_iter is unused.
+            budget = f"path budget {e.path_budget} iterations" if e.path_budget else f"{e.max_iter} iterations"
             return (
                 f"cacao: {what} {e.problem} · {e.provider}/{e.model} · {gpu.strip()} · "
-                f"{e.n_strategies} strategies, {e.max_iter} iterations, depth {e.max_depth}{spent}"
+                f"{e.n_strategies} strategies, {budget}, depth {e.max_depth}{spent}"
             )
         if isinstance(e, MasterPhase):
             return f"master: {e.phase}" + (f" ({e.message})" if e.message else "")

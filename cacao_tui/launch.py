@@ -22,6 +22,7 @@ from cacao_tui.cluster.spec import ClusterError, parse_cluster
 from cacao_tui.engine.engine import Engine
 from cacao_tui.engine.events import EventBus, JobPlaced, LLMCallEvent, LLMCallProgress, RunFinished
 from cacao_tui.engine.gpu import arch_of, detect_gpus, gpu_problem
+from cacao_tui.engine.original_files import OriginalFiles
 from cacao_tui.engine.scheduler import GpuScheduler
 from cacao_tui.headless import HeadlessRenderer
 from cacao_tui.llm import LLMError, create_llm, llm_environment, llm_timeout_s, load_llm_settings, select_provider
@@ -40,11 +41,13 @@ from cacao_tui.store.atomic import (
     read_model_or_none,
     remove_crash_leftovers,
 )
+from cacao_tui.store.finished_run import nothing_to_resume
 from cacao_tui.store.layout import RunLayout, UnsafeLayout, check_contained
 from cacao_tui.store.original_run import is_original_output, refusal
 from cacao_tui.store.run_lock import RunLocked, acquire_run_lock, held_here
 from cacao_tui.store.state import Context, GpuInfo, RunSettings
 from cacao_tui.tuners import UnknownTuner, tuner_factory
+from cacao_tui.ui.formatting import safe_event
 from ktt.problem import Problem, ProblemError
 from ktt.problem.inputs_hpp import write_inputs_hpp
 from ktt.reference_times import ReferenceTimeError, read_reference_times
@@ -60,6 +63,14 @@ EXIT_INTERRUPTED = 130
 
 class LaunchError(Exception):
     """A problem with the request (flags, machine, provider): one line, exit 2."""
+
+    exit_code = 2
+
+
+class NothingToResume(LaunchError):
+    """``--resume`` on a run that has finished: one line, exit 1 (the original's exit status)."""
+
+    exit_code = 1
 
 
 def exit_code(event: RunFinished | None) -> int:
@@ -174,11 +185,8 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     _claim_directory(layout, walk_output=request.resume or request.no_clean)
     if request.resume and not layout.context.exists() and not layout.master.exists():
         raise LaunchError(f"{layout.output}: nothing to resume (no earlier run here); start without --resume")
-    if request.no_clean and not request.resume and (layout.master.exists() or layout.branch_names()):
-        raise LaunchError(
-            f"{layout.output}: holds an earlier run's state; a fresh run cannot share it. "
-            "Use --resume to continue that run, or drop --no-clean to archive it first"
-        )
+    if request.resume and (finished := nothing_to_resume(layout)) is not None:
+        raise NothingToResume(finished)
     try:  # an unusable reference_time.json stops the run here, not each tuning later
         read_reference_times(layout.reference_time, problem.primary.name)
     except ReferenceTimeError as exc:
@@ -201,6 +209,9 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     for node, step_choice in step_choices.items():
         settings = settings.model_copy(update={f"model_{node}": f"{step_choice.provider}:{step_choice.model}"})
     bus = EventBus()
+    # The original's run.log (the lines --no-ui prints), token_usage.json and run_meta.json.
+    lines = HeadlessRenderer()
+    bus.subscribe(OriginalFiles(layout, lambda event: lines.render(safe_event(event))))
 
     def on_call(record: CallRecord) -> None:
         bus.emit(LLMCallEvent.of(record, llm.usage.run.as_usage()))
@@ -243,9 +254,11 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         remove_crash_leftovers(layout.output)  # temp files of the writers the earlier run's kill stopped
     else:
         try:
-            prepare_output(problem.directory, resume=False, no_clean=request.no_clean)
+            prepared = prepare_output(problem.directory, resume=False, no_clean=request.no_clean)
         except ArchiveError as exc:
             raise LaunchError(str(exc)) from None
+        if request.no_clean and prepared.archived_to is not None:
+            print(f"cacao: --no-clean: the earlier run in output/ is kept in {prepared.archived_to}", file=sys.stderr)
     if not landlock_abi():  # docs/SECURITY.md: what degrades without Landlock
         print(f"cacao: warning: {sandbox_status()}", file=sys.stderr)
     try:  # kernels and C references may include it; rewritten only when inputs.yaml changed
@@ -373,7 +386,7 @@ def main(request: RunRequest) -> int:
             lock.abandon()  # refused before the run began: a lock file it made goes too
         line = f"cacao: {exc}" if not isinstance(exc, ProblemError) else str(exc)
         print(safe_text(line, keep_newlines=True), file=sys.stderr)  # names and link targets are escaped where quoted
-        return EXIT_USAGE
+        return getattr(exc, "exit_code", EXIT_USAGE)
     try:
         if request.front_end != "app":
             renderer = HeadlessRenderer(json_lines=request.front_end == "json", verbose=request.verbose)

@@ -347,6 +347,17 @@ def _home_args(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
+def flag_warnings(args: argparse.Namespace) -> list[str]:
+    """Flags a run accepts but does not use, each one line (the original warns of the same)."""
+    warnings = []
+    if args.path_budget and args.max_iter is not None:
+        warnings.append(
+            f"--max-iter {args.max_iter} is ignored with --path-budget {args.path_budget}: each root-to-leaf path "
+            f"has {args.path_budget} iterations, however its branches share them"
+        )
+    return warnings
+
+
 def run_request(args: argparse.Namespace, problem: Problem) -> RunRequest:
     """The typed hand-off to the launcher: the validated flags and the problem, loaded once."""
     return RunRequest(

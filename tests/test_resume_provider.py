@@ -13,6 +13,7 @@ from pathlib import Path
 from cacao_tui.launch import _provider_asked
 from cacao_tui.problem import load_problem
 from cacao_tui.run_request import RunRequest
+from cacao_tui.store.layout import RunLayout
 from tests.pathenv import child_pythonpath
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,6 +32,14 @@ def test_a_replay_run_resumes_as_a_replay_without_a_key(tmp_path: Path) -> None:
     base = [sys.executable, "-m", "cacao_tui", "--dir", str(problem), "--dry-run", "--no-ui", "--max-iter", "1"]
     first = subprocess.run([*base, "--provider", "replay"], capture_output=True, text=True, env=env, timeout=240)
     assert first.returncode == 0, first.stderr[-2000:]
+    # The run finished: --resume has nothing to continue and says so, exit 1 (the original's status).
+    done = subprocess.run([*base, "--resume"], capture_output=True, text=True, env=env, timeout=240)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "cannot resume: the run there has finished" in done.stderr and done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1
+    # As if it had been stopped while its branches ran: --resume goes on with it.
+    master = RunLayout(problem).master
+    master.write_text(master.read_text().replace('"phase": "finished"', '"phase": "dispatched"'))
     again = subprocess.run([*base, "--resume"], capture_output=True, text=True, env=env, timeout=240)
     assert again.returncode == 0, again.stderr[-2000:]
     assert again.stdout.startswith("cacao: resuming mmul · replay/replay · dry run (no GPU)")

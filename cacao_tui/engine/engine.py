@@ -123,6 +123,7 @@ class Engine:
                 max_iter=deps.settings.max_iter,
                 max_depth=deps.settings.max_depth,
                 n_strategies=deps.settings.n_strategies,
+                path_budget=deps.settings.path_budget or None,
                 llm_calls=restored.llm_calls if restored else 0,
                 input_tokens=restored.input_tokens if restored else 0,
                 output_tokens=restored.output_tokens if restored else 0,

@@ -42,6 +42,7 @@ class RunStarted(_Event):
     max_iter: int
     max_depth: int
     n_strategies: int
+    path_budget: int | None = None  # --path-budget: iterations per root-to-leaf path (max_iter is then unused)
     # What an earlier part of a resumed run spent (read back from its call records).
     llm_calls: int = 0
     input_tokens: int = 0

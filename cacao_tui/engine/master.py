@@ -16,6 +16,7 @@ from cacao_tui.nodes.context import RunDeps
 from cacao_tui.nodes.strategize import strategize
 from cacao_tui.store.atomic import read_model_or_none, write_model
 from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.original_files import OriginalStrategy, write_analysis, write_strategies
 from cacao_tui.store.state import BranchManifest, MasterState, Strategy
 
 
@@ -28,6 +29,11 @@ class MasterHost(Protocol):
     layout: RunLayout
 
     def create_branch(self, name: str, strategy: Strategy, *, parent: BranchManifest | None) -> str | None: ...
+
+
+def original_strategy(s: Strategy) -> OriginalStrategy:
+    """A strategy in the original's strategies.json: our one-line title is its hypothesis."""
+    return OriginalStrategy(name=s.name, description=s.description, hypothesis=s.title)
 
 
 class Master:
@@ -57,6 +63,7 @@ class Master:
                 ms.analysis = f"(no analysis: {exc.reason})"
                 self._fallback(ms, f"analyze: {exc}; strategizing without an analysis")
             self._save(ms)
+            write_analysis(self.engine.layout.output, ms.analysis)  # the original's analysis.md
         deps.analysis = ms.analysis
         if not ms.strategies:
             self._save(ms, "strategizing")
@@ -69,6 +76,7 @@ class Master:
                 self._save(ms, "failed", ms.error)
                 raise RuntimeError(ms.error)
             self._save(ms)
+            write_strategies(self.engine.layout.output, [original_strategy(s) for s in ms.strategies])
         names = []
         for i, strategy in enumerate(ms.strategies, start=1):
             name = self.engine.create_branch(f"b{i}-{strategy.name}", strategy, parent=None)

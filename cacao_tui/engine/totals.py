@@ -42,6 +42,8 @@ def record_paths(output: Path) -> list[Path]:
     found = []
     for p in output.rglob("*.json"):
         rel = p.relative_to(output).parts
+        if rel[0].startswith("earlier_"):  # an earlier run kept by --no-clean (store/earlier_run.py)
+            continue
         if "llm" in rel[:-1] and _RECORD.match(p.name) and p.is_file():
             found.append(p)
     return sorted(found)

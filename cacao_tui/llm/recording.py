@@ -110,8 +110,11 @@ def write_record(record_root: Path, record: CallRecord) -> Path:
 
 
 def record_files(output_dir: Path) -> list[Path]:
-    """Every call record under a run's output directory (any depth, in ``llm/`` folders)."""
-    return sorted(p for p in Path(output_dir).rglob("*.json") if p.parent.name == "llm" and _RECORD_FILE.match(p.name))
+    """Every call record under a run's output directory (any depth, in ``llm/`` folders), not those
+    of an earlier run that ``--no-clean`` kept in ``output/earlier_N/`` (store/earlier_run.py)."""
+    root = Path(output_dir)
+    found = (p for p in root.rglob("*.json") if p.parent.name == "llm" and _RECORD_FILE.match(p.name))
+    return sorted(p for p in found if not p.relative_to(root).parts[0].startswith("earlier_"))
 
 
 def read_record(path: Path) -> CallRecord:

@@ -151,13 +151,13 @@ _GEMINI_MODELS = {
 }
 
 # Table order is the auto-detect order: CERIT > Anthropic > OpenAI > Gemini, as in the original.
-# Default models: the original's newest code's (config.py MODELS, branch framework-file-autotuning).
+# Default models: the original's newest code's (config.py MODELS; CERIT's is glm-5.2 there).
 PROVIDERS: tuple[ProviderEntry, ...] = (
     ProviderEntry(
         name="cerit",
         title="CERIT's OpenAI-compatible endpoint",
         factory="cacao_tui.llm.openai_adapter:create",
-        default_model="kimi-k2.6",
+        default_model="glm-5.2",
         key_vars=("CERIT_API_KEY",),
         base_var="CERIT_API_BASE",
         base_required=True,

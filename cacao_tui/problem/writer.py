@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
+from cacao_tui.problem.boundary_check import boundary_warnings
 from cacao_tui.problem.names import directory_name_error
 from ktt.capped_read import MAX_SOURCE_BYTES, read_text_capped
 from ktt.expressions import Expression, ExpressionError
@@ -443,6 +444,7 @@ class CheckResult:
     inputs_hpp: str
     signature: str  # the reference signature the boundary asks for
     warnings: list[str]
+    boundary: list[str] = field(default_factory=list)  # where the reference's declaration differs from it
 
 
 def reference_signature(problem: Problem) -> str:
@@ -499,7 +501,12 @@ def check_source(
             return CheckResult(False, str(_rerooted(exc, staging, target)), "", "", "", [])
         hpp = render_inputs_hpp(problem)
         report = render_check(problem, steps).replace(str(staging), str(target))
-        return CheckResult(True, None, report, hpp, reference_signature(problem), list(problem.warnings))
+        try:
+            declared = boundary_warnings(problem, read_text_capped(problem.reference.file, MAX_SOURCE_BYTES))
+        except OSError:
+            declared = []
+        signature = reference_signature(problem)
+        return CheckResult(True, None, report, hpp, signature, list(problem.warnings), declared)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cacao_tui.store.atomic import remove_crash_leftovers, write_text_atomic
+from cacao_tui.store.earlier_run import set_aside
 from cacao_tui.store.layout import RunLayout, UnsafeLayout, check_contained
 from cacao_tui.store.run_lock import RunLocked, acquire_run_lock
 from ktt.capped_read import read_bytes_capped
@@ -105,8 +106,9 @@ def prepare_output(problem_dir: Path, resume: bool, no_clean: bool) -> PreparedO
     """Make ``problem_dir/output/`` ready for a run; call once, before the run writes anything.
 
     - ``resume``: output/ is left exactly as it is; the engine continues the run in it.
-    - ``no_clean`` (a fresh run): output/ is left as it is and the new run writes into it;
-      files of the earlier run that the new one does not rewrite stay.
+    - ``no_clean`` (a fresh run): output/ stays and the new run writes into it; an earlier
+      run's files there are first moved, as they are, into ``output/earlier_N/``
+      (``store.earlier_run``; returned as ``archived_to``), so nothing of it is lost.
     - otherwise (a fresh run): an output/ that holds an earlier run is renamed to
       ``archive/output_N`` (N = next free number; nothing is deleted) and a new, empty
       output/ is created. ``reference_time.json`` — a seeded or measured reference time, the
@@ -128,7 +130,8 @@ def prepare_output(problem_dir: Path, resume: bool, no_clean: bool) -> PreparedO
         layout.output.mkdir(parents=True, exist_ok=True)
         if resume or no_clean:
             remove_crash_leftovers(layout.output)
-        return PreparedOutput(layout, None, True, False)
+        aside = set_aside(layout) if no_clean and not resume else None
+        return PreparedOutput(layout, aside, True, False)
     seed = _seed(layout)
     staging = layout.problem_dir / NEXT_OUTPUT
     if seed is not None:  # copied before output/ moves: a kill at any point leaves it somewhere we look

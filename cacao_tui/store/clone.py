@@ -1,9 +1,14 @@
 """``--clone NAME``: copy a problem's definition to a sibling directory, without its runs.
 
+As the original's ``--clone``: the name is lowercase letters, digits and ``_``
+(``^[a-z0-9_]+$``), and the definition is copied verbatim (problem.yaml keeps its ``name:``).
 Everything in the problem directory is copied (problem.yaml, inputs.yaml, the reference,
-inputs/, example/, notes) except ``output/``, ``archive/``, the run lock and Python caches. The copy is
-made in a hidden staging directory and renamed into place, so a failure leaves nothing
-half-written, and an existing target is never touched.
+inputs/, example/, notes) except ``output/``, ``archive/``, the run lock, the original's
+``run.pid``/``run.log``/``requeue`` and Python caches, and except generated files: an
+``inputs.hpp`` cacao wrote from inputs.yaml (the next run writes the clone's own). The copy
+is writable by its owner whatever the source's mode (a read-only checkout clones into a
+problem one can edit). It is made in a hidden staging directory and renamed into place, so a
+failure leaves nothing half-written, and an existing target is never touched.
 
 A problem directory is untrusted, so the copy is bounded: links are copied as links, never
 followed; a FIFO, device or socket is refused; the data to copy (the blocks files really hold,
@@ -26,14 +31,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-from cacao_tui.problem.names import directory_name_error
-from ktt.capped_read import MAX_YAML_BYTES, read_text_capped
+from ktt.problem.inputs_hpp import HEADER_NAME
 from ktt.terminal_text import safe_line
 
-NOT_COPIED = ("output", "archive", "output.lock", "__pycache__", "*.pyc")
-_NAME_LINE = re.compile(r"^name:[ \t]*(?P<value>[^\n#>|]*?)[ \t]*(?P<comment>#[^\n]*)?$", re.MULTILINE)
+NOT_COPIED = ("output", "archive", "output.lock", "__pycache__", "*.pyc", "run.pid", "run.log", "requeue")
+CLONE_NAME = re.compile(r"^[a-z0-9_]+\Z")  # the original's rule for --clone
+MAX_NAME = 100
+GENERATED_MARK = f"// {HEADER_NAME}: generated from inputs.yaml".encode()
 
 
 class CloneError(Exception):
@@ -45,20 +49,29 @@ class ClonedProblem:
     source: Path
     target: Path
     files: int
-    renamed: bool  # problem.yaml's top-level name: was changed to the new name
+    generated: int = 0  # generated files left out (inputs.hpp)
 
 
-def _rename_in_problem_yaml(path: Path, name: str) -> bool:
-    """Point a top-level ``name:`` line at the clone, keeping the rest of the file (and its comments)."""
-    text = read_text_capped(path, MAX_YAML_BYTES)  # a regular file within the YAML cap (ReadRefused otherwise)
-    m = _NAME_LINE.search(text)
-    if m is None or not m.group("value"):
-        return False  # no name: the loader uses the directory name, which is already right
-    comment = f"  {m.group('comment')}" if m.group("comment") else ""
-    value = name if yaml.safe_load(name) == name else f"'{name}'"  # "2024" or "true" must stay text
-    path.unlink()  # a link copied as a link: the clone gets its own file, the link's target is untouched
-    path.write_text(text[: m.start()] + f"name: {value}{comment}" + text[m.end() :], encoding="utf-8")
-    return True
+def clone_name_error(name: str) -> str | None:
+    """Why ``name`` is not a name the original's ``--clone`` accepts, or None."""
+    if not name:
+        return "empty name"
+    if len(name) > MAX_NAME:
+        return f"{name!r} is longer than {MAX_NAME} characters"
+    if not CLONE_NAME.match(name):
+        return f"{name!r}: a clone's name is lowercase letters, digits and '_' (as the original's --clone)"
+    return None
+
+
+def _generated(path: Path) -> bool:
+    """An inputs.hpp that cacao wrote from inputs.yaml (its first line says so), not one written by hand."""
+    if path.name != HEADER_NAME or not (path.parent / "inputs.yaml").is_file():
+        return False
+    try:
+        with open(path, "rb") as f:  # a regular file: _plan checked its kind
+            return f.read(len(GENERATED_MARK)) == GENERATED_MARK
+    except OSError:
+        return False
 
 
 MAX_CLONE_BYTES = 64 * 1024**3  # data in a problem directory's files (its inputs/ included)
@@ -71,11 +84,12 @@ class _Plan:
     files: list[Path]  # regular files
     links: list[Path]
     data_bytes: int
+    generated: int
 
 
 def _plan(source: Path) -> _Plan:
     """What to copy, checked before anything is: entries, their kinds, the data they hold."""
-    plan = _Plan([], [], [], 0)
+    plan = _Plan([], [], [], 0, 0)
     stack = [source]
     while stack:
         folder = stack.pop()
@@ -90,6 +104,9 @@ def _plan(source: Path) -> _Plan:
                 plan.dirs.append(path)
                 stack.append(path)
             elif stat.S_ISREG(st.st_mode):
+                if folder == source and _generated(path):
+                    plan.generated += 1
+                    continue
                 plan.files.append(path)
                 plan.data_bytes += min(st.st_size, st.st_blocks * 512)  # a sparse file: its data only
             else:
@@ -143,35 +160,47 @@ def _copy_sparse(src: Path, dst: Path) -> None:
         os.close(fd_in)
 
 
-def clone_problem(source: Path, name: str) -> ClonedProblem:
-    """Copy the problem at ``source`` to ``source.parent / name``."""
+def _writable(path: Path) -> None:
+    """The owner may write (and, for a directory, enter) the copy, as a fresh copy of the definition."""
+    mode = os.lstat(path).st_mode
+    extra = stat.S_IWUSR | (stat.S_IXUSR | stat.S_IRUSR if stat.S_ISDIR(mode) else stat.S_IRUSR)
+    if mode & extra != extra:
+        os.chmod(path, stat.S_IMODE(mode) | extra)
+
+
+def clone_problem(source: Path, name: str, parent: Path | None = None) -> ClonedProblem:
+    """Copy the problem at ``source`` to ``source.parent / name`` (or ``parent / name``)."""
     source = Path(source).expanduser().resolve()
-    why = directory_name_error(name)
+    why = clone_name_error(name)
     if why:
         raise CloneError(f"--clone: {why}")
     if not (source / "problem.yaml").is_file():
         raise CloneError(f"{source}: not a problem directory (no problem.yaml)")
-    target = source.parent / name
+    home = source.parent if parent is None else Path(parent)
+    target = home / name
     if target.exists() or target.is_symlink():
         raise CloneError(f"{target}: already exists; choose another name (nothing was copied)")
     plan = _plan(source)
-    free = shutil.disk_usage(source.parent).free
+    free = shutil.disk_usage(home).free
     if plan.data_bytes > free:
         raise CloneError(
             f"{target.parent}: {free:,} bytes free, the clone needs {plan.data_bytes:,} (nothing was copied)"
         )
-    staging = Path(tempfile.mkdtemp(prefix=f".{name}.clone-", dir=source.parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}.clone-", dir=home))
     try:
         shutil.copystat(source, staging)
+        _writable(staging)  # a read-only source directory: its copy must take the files first
         for d in plan.dirs:
             (staging / d.relative_to(source)).mkdir(parents=True, exist_ok=True)
         for link in plan.links:  # copied as links, never followed: a header linked to /dev/zero stays a link
             os.symlink(os.readlink(link), staging / link.relative_to(source))
         for f in plan.files:
             _copy_sparse(f, staging / f.relative_to(source))
+        for f in plan.files:
+            _writable(staging / f.relative_to(source))
         for d in reversed(plan.dirs):
             shutil.copystat(d, staging / d.relative_to(source), follow_symlinks=False)
-        renamed = _rename_in_problem_yaml(staging / "problem.yaml", name)
+            _writable(staging / d.relative_to(source))
         files = len(plan.files) + len(plan.links)
         if target.exists():
             raise CloneError(f"{target}: already exists; choose another name (nothing was copied)")
@@ -180,4 +209,4 @@ def clone_problem(source: Path, name: str) -> ClonedProblem:
         with contextlib.suppress(OSError):
             shutil.rmtree(staging)
         raise
-    return ClonedProblem(source, target, files, renamed)
+    return ClonedProblem(source, target, files, plan.generated)

@@ -17,7 +17,12 @@ utils/results.py, nodes/merge.py; facts only):
   ``[{Name, Value}]``, ``ComputationResults[].Duration`` in µs);
 - sub-branches nested as ``branches/<name>/branches/<sub>/``, to any depth;
 - ``final_results.json``: ``best_branch``, ``best_config``, ``best_time_us``, ``speedup``,
-  ``all_branches``; ``reference_time.json`` as ours reads it.
+  ``all_branches``; ``reference_time.json`` as ours reads it (``cases``: µs per case);
+- a problem with ``cases:`` (newer runs): each case is built and tuned in
+  ``iterN/case_<name>/`` (its own KTT ``results.json``), and ``results_summary`` keeps the
+  primary case's keys flat and adds ``cases`` (``{name: summary or null}``, null for a case
+  that did not run), ``geomean_speedup`` (also its ``speedup``; null when a case has no
+  result or no reference), ``failed_case`` and ``worst_case``.
 
 Every file is read with a size cap, links are not followed, and the walk is bounded: a run
 directory is untrusted input like any other.
@@ -25,6 +30,7 @@ directory is untrusted input like any other.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +40,7 @@ from cacao_tui.store.layout import ITER_DIR
 from cacao_tui.store.state import (
     BestResult,
     BranchSummary,
+    CaseOutcome,
     FinalResults,
     IterationPoint,
     OriginalBranchEntry,
@@ -45,6 +52,7 @@ MAX_FILE_BYTES = 32 * 1024 * 1024  # an iteration's state.json carries its kerne
 MAX_BRANCHES = 2000
 MAX_ITERATIONS = 500  # per branch
 MAX_DEPTH = 16
+MAX_CASES = 64
 # The original's branch statuses, as ours (store.state.BranchStatus).
 STATUS = {
     "success": "done",
@@ -85,6 +93,15 @@ def _read_json(path: Path, notes: list[str] | None = None) -> Any:
         if notes is not None:
             notes.append(f"skipped {path}: not valid JSON ({type(exc).__name__})")
         return None
+
+
+def _case_references(output: Path, notes: list[str]) -> dict[str, float | None]:
+    """reference_time.json's ``cases`` (µs per case; None: no baseline), as the original writes it."""
+    data = _read_json(output / "reference_time.json", notes)
+    cases = data.get("cases") if isinstance(data, dict) else None
+    if not isinstance(cases, dict):
+        return {}
+    return {str(k)[:100]: _number(v) for k, v in list(cases.items())[:MAX_CASES]}
 
 
 def _is_original_manifest(data: Any) -> bool:
@@ -149,6 +166,55 @@ class _Iteration:
     config: dict[str, ParamValue]
     action: str | None
     kernel: str | None  # relative to output/
+    cases: list[CaseOutcome]
+    score: float | None  # with cases: the geometric mean of their speedups
+
+
+def _case(name: str, summary: Any, reference_us: float | None) -> CaseOutcome:
+    """One case of a results_summary's ``cases`` (None: the case did not run), as ours."""
+    if not isinstance(summary, dict):
+        return CaseOutcome(name=name, status="not_run")
+    time_us = _number(summary.get("best_time_us"))
+    ref_us = _number(summary.get("reference_time_us")) or reference_us
+    speedup = _number(summary.get("speedup"))
+    if speedup is None and time_us and ref_us:
+        speedup = ref_us / time_us
+    total, ok = _number(summary.get("num_total")), _number(summary.get("num_successful"))
+    return CaseOutcome(
+        name=name,
+        status="ok" if time_us else "no_valid",
+        time_ms=time_us / 1e3 if time_us else None,
+        reference_ms=ref_us / 1e3 if ref_us else None,
+        speedup=speedup,
+        config=_config(summary.get("best_config")) or None,
+        evaluated=int(total or 0),
+        valid=int(ok or 0),
+    )
+
+
+def _cases(d: Path, summary: dict[str, Any], case_refs: dict[str, float | None], notes: list[str]) -> list[CaseOutcome]:
+    """The iteration's cases: from results_summary's ``cases``, else from each ``case_<name>/results.json``."""
+    cases = summary.get("cases")
+    if isinstance(cases, dict):
+        return [_case(str(name)[:100], s, case_refs.get(str(name))) for name, s in list(cases.items())[:MAX_CASES]]
+    found = []
+    with os.scandir(d) as entries:
+        for entry in entries:
+            if entry.name.startswith("case_") and entry.is_dir(follow_symlinks=False):
+                found.append(entry.name[len("case_") :])
+    out = []
+    for name in sorted(found)[:MAX_CASES]:
+        time_us, config = _ktt_best(_read_json(d / f"case_{name}" / "results.json", notes))
+        ref = case_refs.get(name)
+        out.append(_case(name, {"best_time_us": time_us, "best_config": config, "reference_time_us": ref}, ref))
+    return out
+
+
+def _geomean(cases: list[CaseOutcome]) -> float | None:
+    """The original's score: the geometric mean of every case's speedup; None if one has none."""
+    if not cases or any(c.speedup is None or c.speedup <= 0 for c in cases):
+        return None
+    return math.exp(sum(math.log(c.speedup) for c in cases if c.speedup) / len(cases))
 
 
 @dataclass
@@ -161,7 +227,9 @@ class _Branch:
     iterations: list[_Iteration]
 
 
-def _iterations(branch: Path, output: Path, reference_us: float | None, notes: list[str]) -> list[_Iteration]:
+def _iterations(
+    branch: Path, output: Path, reference_us: float | None, case_refs: dict[str, float | None], notes: list[str]
+) -> list[_Iteration]:
     found = []
     with os.scandir(branch) as entries:
         for entry in entries:
@@ -183,6 +251,15 @@ def _iterations(branch: Path, output: Path, reference_us: float | None, notes: l
         decision = state.get("decision") if isinstance(state.get("decision"), dict) else {}
         action = decision.get("action") if isinstance(decision.get("action"), str) else None
         kernel = next((d / n for n in ("kernels.cu", "kernel.cu") if (d / n).is_file()), None)
+        cases = _cases(d, summary, case_refs, notes)
+        score = None
+        if cases:
+            score = _number(summary.get("geomean_speedup")) if "geomean_speedup" in summary else _geomean(cases)
+            primary = cases[0]
+            if time_us is None and primary.time_ms is not None:  # no flat keys: the primary case's
+                time_us, config = primary.time_ms * 1e3, dict(primary.config or {})
+            if speedup is None or "geomean_speedup" in summary:
+                speedup = primary.speedup  # ours: the primary's own; the score is the geometric mean
         out.append(
             _Iteration(
                 index=index,
@@ -192,12 +269,15 @@ def _iterations(branch: Path, output: Path, reference_us: float | None, notes: l
                 config=config,
                 action=action[:40] if action else None,
                 kernel=str(kernel.relative_to(output)) if kernel else None,
+                cases=cases,
+                score=score,
             )
         )
     return out
 
 
-def _walk(output: Path, reference_us: float | None, notes: list[str]) -> list[_Branch]:
+def _walk(output: Path, reference_us: float | None, case_refs: dict[str, float | None],
+          notes: list[str]) -> list[_Branch]:  # fmt: skip
     """Every branch, parents before children (depth-first, siblings by name), bounded."""
     out: list[_Branch] = []
     seen_names: set[str] = set()
@@ -217,7 +297,8 @@ def _walk(output: Path, reference_us: float | None, notes: list[str]) -> list[_B
                 continue
             name = leaf if leaf not in seen_names else str(path.relative_to(output / "branches"))
             seen_names.add(name)
-            out.append(_Branch(name, path, parent, depth, manifest, _iterations(path, output, reference_us, notes)))
+            its = _iterations(path, output, reference_us, case_refs, notes)
+            out.append(_Branch(name, path, parent, depth, manifest, its))
             visit(path / "branches", name, depth + 1)
 
     visit(output / "branches", None, 0)
@@ -239,6 +320,7 @@ def _summary(b: _Branch, reference_us: float | None) -> tuple[BranchSummary, Bes
                 status=it.status,
                 time_ms=it.time_us / 1e3 if it.time_us else None,
                 speedup=it.speedup,
+                score=it.score,
                 action=it.action or (it.status if it.status in ("success", "failed", "branching") else None),
                 new_best=improved,
             )
@@ -256,6 +338,8 @@ def _summary(b: _Branch, reference_us: float | None) -> tuple[BranchSummary, Bes
             speedup=speedup,
             config=best.config if best else {},
             kernel_path=(best.kernel if best else None) or "",
+            cases=best.cases if best else [],
+            score=best.score if best else None,
         )
     strategy = m.get("strategy") if isinstance(m.get("strategy"), dict) else {}
     title = str(strategy.get("description") or strategy.get("name") or b.name).split("\n")[0][:200]
@@ -269,6 +353,7 @@ def _summary(b: _Branch, reference_us: float | None) -> tuple[BranchSummary, Bes
         iterations=finished,
         best_ms=result.time_ms if result else None,
         speedup=speedup if result else None,
+        score=result.score if result else None,
         best_iteration=result.iteration if result else None,
         stop_reason=f"original status: {status[:40]}",
         timeline=timeline,
@@ -287,7 +372,7 @@ def collect_original_results(output: Path, problem_name: str, reference_ms: floa
     """
     notes: list[str] = []
     reference_us = reference_ms * 1e3 if reference_ms else None
-    branches = _walk(output, reference_us, notes)
+    branches = _walk(output, reference_us, _case_references(output, notes), notes)
     summaries: list[BranchSummary] = []
     best: BestResult | None = None
     entries: list[OriginalBranchEntry] = []
@@ -307,8 +392,12 @@ def collect_original_results(output: Path, problem_name: str, reference_ms: floa
             )
         )
     final = _read_json(output / "final_results.json", notes)
+    shapes = [c.name for c in best.cases] if best is not None else []
+    if not shapes:
+        shapes = next(([c.name for c in it.cases] for b in branches for it in b.iterations if it.cases), [])
     results = FinalResults(
         problem_name=problem_name,
+        cases=shapes,
         complete=isinstance(final, dict),
         rebuilt=True,
         reference_ms=reference_ms,
@@ -318,7 +407,7 @@ def collect_original_results(output: Path, problem_name: str, reference_ms: floa
         best_branch=best.branch if best else None,
         best_config=dict(best.config) if best else None,
         best_time_us=best.time_ms * 1e3 if best else None,
-        speedup=best.speedup if best else None,
+        speedup=(best.score if shapes else best.speedup) if best else None,  # the original's: the geomean
         reference_time_us=reference_us,
         total_branches=len(summaries),
         all_branches=entries,

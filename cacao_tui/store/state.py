@@ -11,6 +11,10 @@
 | output/branches/<b>/inbox/<id>.json | ControlCommand | the UI / CLI, once per file (the worker reads) |
 | output/branches/<b>/iterN/state.json | IterState | that branch's worker |
 | output/final_results.json | FinalResults | written at the end; rebuildable from disk |
+
+The original CACAO's files beside these (run.log, token_usage.json, run_meta.json,
+analysis.md, strategies.json) are listed in store/original_files.py; its keys in branch.json,
+state.json and context.json are computed fields of the models below (store/original_keys.py).
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from __future__ import annotations
 import time
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+
+from cacao_tui.store.original_keys import branch_keys, iteration_summary
 
 SCHEMA_VERSION = 1
 
@@ -133,6 +139,12 @@ class Context(_State):
     created_at: float = Field(default_factory=now)
     version: str = ""
 
+    # The original's key: its collect_results.py falls back to gpu_info.model for the GPU column.
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def gpu_info(self) -> dict[str, str] | None:
+        return {"model": self.gpu.name} if self.gpu.name else None
+
 
 class MasterState(_State):
     phase: Literal["analyzing", "strategizing", "dispatched", "finished", "failed"] = "analyzing"
@@ -224,6 +236,28 @@ class BranchManifest(_State):
     def live(self, index: int) -> bool:
         """Whether an iteration is on the branch's current line (not superseded by a revert)."""
         return index not in self.superseded
+
+    # The original CACAO's keys of branch.json, derived from ours in the same write, so that its
+    # collect_results.py and scripts find them (store/original_keys.py); ignored when read back.
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def best_time_us(self) -> float | None:
+        return branch_keys(self)["best_time_us"]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def speedup(self) -> float | None:
+        return branch_keys(self)["speedup"]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def current_iter(self) -> int:
+        return branch_keys(self)["current_iter"]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def path_iters_consumed(self) -> int:
+        return self.path_before
 
 
 class BranchConfig(_State):
@@ -405,6 +439,17 @@ class IterState(_State):
     fingerprint: str | None = None
     binary_fingerprint: str | None = None
     duplicate_of: str | None = None  # "branch/iterN" whose identical files were tuned already
+
+    # The original CACAO's keys of iterN/state.json (store/original_keys.py); ignored when read back.
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def iter_num(self) -> int:
+        return self.index
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def results_summary(self) -> dict[str, object] | None:
+        return iteration_summary(self.run)
 
 
 class PoolBranch(BaseModel):

@@ -16,6 +16,8 @@ from typing import NoReturn
 from cacao_tui.cluster.spec import ClusterError, parse_cluster, require_ray
 from cacao_tui.suite import fast_p
 from cacao_tui.suite.collect import collect_row, render_table, write_tables
+from cacao_tui.suite.collect_runs import experiment_runs, is_problem
+from cacao_tui.suite.models import MODELS_DIR, model_list, model_runs
 from cacao_tui.suite.runner import run_suite
 from cacao_tui.suite.slots import SlotPool, cluster_slots, dry_run_slots, local_gpu_slots
 from cacao_tui.ui.formatting import safe_text
@@ -63,8 +65,11 @@ def suite_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=_whole, metavar="N", help="runs at once (default: the GPUs there are)")
     p.add_argument("--output", metavar="DIR", default=DEFAULT_OUT, help=f"logs and tables (default ./{DEFAULT_OUT})")
     for flag, kind in (("--provider", str), ("--model", str), ("--max-iter", _whole), ("--max-depth", _whole),
-                       ("--strategies", _whole), ("--timeout", _number), ("--budget-usd", _number)):  # fmt: skip
+                       ("--path-budget", _whole), ("--strategies", _whole), ("--timeout", _number),
+                       ("--budget-usd", _number)):  # fmt: skip
         p.add_argument(flag, type=kind, help="passed to each run")
+    p.add_argument("--models", metavar="A,B", help="run every problem once per model, each in a copy under "
+                   f"OUTPUT/{MODELS_DIR}/MODEL/ (an experiments folder for cacao collect)")  # fmt: skip
     p.add_argument("--dry-run", action="store_true", help="passed to each run")
     p.add_argument("--resume", action="store_true", help="passed to each run")
     fast_p.add_flag(p)
@@ -73,7 +78,7 @@ def suite_parser() -> argparse.ArgumentParser:
 
 def collect_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="cacao collect", description="Table the results of problems' runs (CSV and Markdown).")
-    p.add_argument("dirs", nargs="+", metavar="DIR", help="problem directories")
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="problem directories, or experiments folders")
     p.add_argument("--output", metavar="PREFIX",
                    help=f"write PREFIX.csv and PREFIX.md (default {DEFAULT_OUT}/summary, made if missing)")  # fmt: skip
     fast_p.add_flag(p)
@@ -135,7 +140,7 @@ def _pool(args: argparse.Namespace) -> SlotPool:
 
 def _run_flags(args: argparse.Namespace) -> list[str]:
     flags: list[str] = []
-    for name in ("provider", "model", "max_iter", "max_depth", "strategies", "timeout", "budget_usd"):
+    for name in ("provider", "model", "max_iter", "max_depth", "path_budget", "strategies", "timeout", "budget_usd"):
         value = getattr(args, name)
         if value is not None:
             flags += [f"--{name.replace('_', '-')}", f"{value:g}" if isinstance(value, float) else str(value)]
@@ -164,14 +169,29 @@ def suite_main(argv: Sequence[str]) -> int:
         if name not in PROVIDER_NAMES:
             raise SuiteUsage(f"--provider: unknown provider {args.provider!r}")
         args.provider = name
+    models = None
+    if args.models is not None:
+        if args.model is not None:
+            raise SuiteUsage("--model and --models: give one (--models runs each problem once per model)")
+        try:
+            models = model_list(args.models)
+        except ValueError as exc:
+            raise SuiteUsage(str(exc)) from None
     _check_problems(problems)
     pool = _pool(args)
     out = Path(args.output).expanduser()
     if out.exists() and not out.is_dir():
         raise SuiteUsage(f"--output: {out}: not a directory")
     print(f"suite: {len(problems)} problem(s), {pool.size} at a time ({', '.join(s.label for s in pool.slots)})")
-    runs = asyncio.run(run_suite(problems, pool, _run_flags(args), out))
-    rows = [collect_row(r.problem) for r in runs]
+    if models is not None:
+        sweep = model_runs(problems, models, out)
+        print(f"suite: {len(models)} model(s): each problem runs in a copy under {out / MODELS_DIR}/")
+        runs = asyncio.run(run_suite([s.problem for s in sweep], pool, _run_flags(args), out,
+                                     names=[s.name for s in sweep], own_flags=[["--model", s.model] for s in sweep]))
+        rows = [collect_row(s.problem, experiment=s.model) for s in sweep]
+    else:
+        runs = asyncio.run(run_suite(problems, pool, _run_flags(args), out))
+        rows = [collect_row(r.problem) for r in runs]
     print(render_table(rows))
     csv_path, md_path = write_tables(rows, out / "summary")
     print(f"suite: wrote {csv_path} and {md_path}")
@@ -182,11 +202,31 @@ def suite_main(argv: Sequence[str]) -> int:
     return EXIT_FAILED if failed else EXIT_OK
 
 
+def _collect_targets(dirs: list[str]) -> list[tuple[Path, str]]:
+    """(problem directory, experiment) for each argument: a problem directory, or every run of an
+    experiments folder (suite/collect_runs.py)."""
+    found: list[tuple[Path, str]] = []
+    for d in dirs:
+        path = Path(d).expanduser()
+        if path.is_dir() and not is_problem(path):
+            runs = experiment_runs(path)
+            if not runs:
+                raise SuiteUsage(f"{d}: neither a problem directory nor an experiments folder (no problem.yaml "
+                                 "in it or in its folders)")  # fmt: skip
+        else:
+            runs = [(p, "") for p in _problems([d])]
+        for run in runs:
+            if any(run[0] == f[0] for f in found):
+                raise SuiteUsage(f"{run[0]}: given twice (one row per problem directory)")
+            found.append(run)
+    return found
+
+
 def collect_main(argv: Sequence[str]) -> int:
     args = collect_parser().parse_args(list(argv))
     if (why := fast_p.flag_error(args.fast_p)) is not None:
         raise SuiteUsage(why)
-    problems = _problems(args.dirs)
+    targets = _collect_targets(args.dirs)
     if args.output is None:  # the default folder is made (as cacao suite does); a named one must exist
         prefix = Path(DEFAULT_OUT) / "summary"
         if prefix.parent.exists() and not prefix.parent.is_dir():
@@ -196,11 +236,11 @@ def collect_main(argv: Sequence[str]) -> int:
         prefix = Path(args.output).expanduser()
         if not prefix.parent.is_dir():
             raise SuiteUsage(f"--output: {prefix.parent}: no such directory")
-    rows = [collect_row(p) for p in problems]
+    rows = [collect_row(p, experiment) for p, experiment in targets]
     print(render_table(rows))
     csv_path, md_path = write_tables(rows, prefix)
     print(f"collect: wrote {csv_path} and {md_path}")
-    fast_p.report(args.fast_p, problems, prefix)
+    fast_p.report(args.fast_p, [p for p, _ in targets], prefix)
     return EXIT_OK
 
 

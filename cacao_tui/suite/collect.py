@@ -18,12 +18,16 @@ from cacao_tui.store.atomic import write_text_atomic
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.results import load_results
 from cacao_tui.store.results_export import csv_cell
+from cacao_tui.suite.collect_runs import FACT_COLUMNS, RunFacts, run_facts
 from cacao_tui.ui.formatting import safe_text
 from ktt.capped_read import finite_number, iter_lines_capped, parse_json
 from ktt.terminal_text import safe_line
 
 MAX_RUN_LOG_BYTES = 256 * 1024 * 1024
-COLUMNS = ("problem", "status", "best speedup", "best ms", "run time s", "branches", "tokens", "cost usd", "ran on")
+BASE_COLUMNS = (
+    "problem", "status", "best speedup", "best ms", "run time s", "branches", "tokens", "cost usd", "ran on"
+)  # fmt: skip
+COLUMNS = (*BASE_COLUMNS, *FACT_COLUMNS)  # then the original's columns (suite/collect_runs.py)
 
 
 @dataclass
@@ -37,6 +41,7 @@ class Row:
     tokens: int = 0
     cost_usd: float = 0.0
     ran_on: list[str] = field(default_factory=list)
+    facts: RunFacts = field(default_factory=RunFacts)  # the original's columns
 
     def cells(self) -> list[str]:
         return [
@@ -49,6 +54,7 @@ class Row:
             str(self.tokens),
             f"{self.cost_usd:.4f}",
             " ".join(self.ran_on),
+            *self.facts.cells(),
         ]
 
 
@@ -100,10 +106,11 @@ def _read_log(path: Path) -> _LogFacts:
     return facts
 
 
-def collect_row(problem_dir: Path) -> Row:
+def collect_row(problem_dir: Path, experiment: str = "") -> Row:
     layout = RunLayout(problem_dir)
     row = Row(problem_dir.name)
     loaded = load_results(layout)
+    row.facts = run_facts(problem_dir, loaded, experiment)
     facts = _read_log(layout.run_log)
     results = loaded.results
     if results is not None:

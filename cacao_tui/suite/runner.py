@@ -86,15 +86,19 @@ async def _run_one(run: SuiteRun, slot: Slot, flags: list[str], out: Path, say: 
 
 
 async def run_suite(
-    problems: list[Path], pool: SlotPool, flags: list[str], out: Path, say: Callable[[str], None] = print
-) -> list[SuiteRun]:
-    """Every problem's run, at most ``pool.size`` at once; returns them in the problems' order."""
+    problems: list[Path], pool: SlotPool, flags: list[str], out: Path, say: Callable[[str], None] = print,
+    names: list[str] | None = None, own_flags: list[list[str]] | None = None,
+) -> list[SuiteRun]:  # fmt: skip
+    """Every problem's run, at most ``pool.size`` at once; returns them in the problems' order.
+    ``names``: the runs' log names (default: the directories'); ``own_flags``: each run's flags
+    after the common ones (``cacao suite --models``: its ``--model``)."""
     (out / "logs").mkdir(parents=True, exist_ok=True)
-    runs = [SuiteRun(p, n) for p, n in zip(problems, unique_names(problems), strict=True)]
+    runs = [SuiteRun(p, n) for p, n in zip(problems, names or unique_names(problems), strict=True)]
+    extra = dict(zip((r.name for r in runs), own_flags or [[] for _ in runs], strict=True))
 
     async def one(run: SuiteRun) -> None:
         async with pool.acquire() as slot:
-            await _run_one(run, slot, flags, out, say)
+            await _run_one(run, slot, [*flags, *extra[run.name]], out, say)
 
     tasks = [asyncio.ensure_future(one(r)) for r in runs]
     try:

@@ -126,12 +126,12 @@ def test_default_models_and_their_temperatures_are_the_originals() -> None:
     """config.py of the original's newest code: MODELS[...]["default"] and MODEL_CONFIGS."""
     defaults = {p.name: p.default_model for p in registry.PROVIDERS if p.auto_detect}
     assert defaults == {
-        "cerit": "kimi-k2.6",
+        "cerit": "glm-5.2",
         "anthropic": "claude-opus-4-6",
         "openai": "gpt-5.4",
         "gemini": "gemini-3-pro",
     }
-    assert temperatures_for("cerit", "kimi-k2.6") == Temperatures(1.0, 0.6)
+    assert temperatures_for("cerit", "glm-5.2") == Temperatures(1.0, 0.7)
     assert temperatures_for("openai", "gpt-5.4") == Temperatures(0.3, 0.0)
     assert temperatures_for("gemini", "gemini-3-pro") == Temperatures(0.3, 0.0)
     assert temperatures_for("anthropic", "claude-opus-4-6") is None  # the pinned SDK takes none (PROVIDERS.md)

@@ -91,7 +91,7 @@ def test_cerit_needs_its_base() -> None:
     with pytest.raises(LLMError, match="CERIT_API_BASE"):
         pick("cerit", env={"CERIT_API_KEY": "c"})
     choice = pick("cerit", env={"CERIT_API_KEY": "c", "CERIT_API_BASE": "https://x/v1"})
-    assert (choice.base_url, choice.model) == ("https://x/v1", "kimi-k2.6")
+    assert (choice.base_url, choice.model) == ("https://x/v1", "glm-5.2")
 
 
 def test_local_openai_server_needs_no_key_but_a_model() -> None:

@@ -63,13 +63,37 @@ def test_a_seed_alone_is_not_archived(tmp_path: Path) -> None:
     assert snapshot(tmp_path) == before
 
 
-def test_resume_and_no_clean_keep_output(tmp_path: Path) -> None:
+def test_resume_keeps_output(tmp_path: Path) -> None:
     _a_run(tmp_path, "one")
     before = snapshot(tmp_path)
-    for resume, no_clean in ((True, False), (False, True), (True, True)):
+    for resume, no_clean in ((True, False), (True, True)):
         prepared = prepare_output(tmp_path, resume=resume, no_clean=no_clean)
         assert prepared.kept and prepared.archived_to is None
         assert snapshot(tmp_path) == before
+
+
+def test_no_clean_keeps_output_and_the_earlier_run_beside_the_new(tmp_path: Path) -> None:
+    """The original's --no-clean reuses output/; here nothing of the earlier run is lost either:
+    its files move, byte for byte, into output/earlier_N/, and the seed stays in place."""
+    first = _a_run(tmp_path, "one")
+    seed = '{"reference_time_us": 1772.56}\n'
+    (tmp_path / "output" / "reference_time.json").write_text(seed)
+    (tmp_path / "output" / "notes.txt").write_text("mine\n")
+    first["notes.txt"] = b"mine\n"
+    prepared = prepare_output(tmp_path, resume=False, no_clean=True)
+    assert prepared.kept and prepared.archived_to == tmp_path / "output" / "earlier_1"
+    assert snapshot(tmp_path / "output" / "earlier_1") == first
+    assert sorted(p.name for p in (tmp_path / "output").iterdir()) == ["earlier_1", "reference_time.json"]
+    assert (tmp_path / "output" / "reference_time.json").read_text() == seed
+    assert not (tmp_path / "archive").exists()
+    second = {k: v for k, v in _a_run(tmp_path, "two").items() if k.startswith(("branches", "context"))}
+    assert prepare_output(tmp_path, resume=False, no_clean=True).archived_to == tmp_path / "output" / "earlier_2"
+    assert snapshot(tmp_path / "output" / "earlier_2") == second
+    assert snapshot(tmp_path / "output" / "earlier_1") == first
+    # Only seeds or a launch log (the app's launcher writes it before its --no-clean child): nothing to move.
+    (tmp_path / "output" / "launch.log").write_text("== started\n")
+    assert prepare_output(tmp_path, resume=False, no_clean=True).archived_to is None
+    assert (tmp_path / "output" / "launch.log").exists()
 
 
 def test_next_number_follows_the_largest(tmp_path: Path) -> None:
@@ -90,3 +114,17 @@ def test_nothing_to_archive(tmp_path: Path) -> None:
     (tmp_path / "output").mkdir()
     assert archive_output(layout) is None
     assert not (tmp_path / "archive").exists()
+
+
+def test_an_earlier_runs_llm_records_are_not_this_runs(tmp_path: Path) -> None:
+    """The totals a --resume restores, and a replay's records, leave output/earlier_N/ alone."""
+    from cacao_tui.engine.totals import record_paths
+    from cacao_tui.llm.recording import record_files
+
+    out = tmp_path / "output"
+    for folder in ("llm", "branches/b1/iter1/llm", "earlier_1/llm", "earlier_1/branches/b1/iter1/llm"):
+        (out / folder).mkdir(parents=True)
+        (out / folder / "analyze_000.json").write_text("{}")
+    mine = {"llm/analyze_000.json", "branches/b1/iter1/llm/analyze_000.json"}
+    assert {str(p.relative_to(out)) for p in record_paths(out)} == mine
+    assert {str(p.relative_to(out)) for p in record_files(out)} == mine

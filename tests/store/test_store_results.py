@@ -185,10 +185,10 @@ def test_render_marks_the_best_branch(layout: RunLayout) -> None:
 
 def test_cli_best_never_run(layout: RunLayout, capsys: pytest.CaptureFixture[str]) -> None:
     before = snapshot(layout.problem_dir)
-    assert main(["--dir", str(layout.problem_dir), "--best"]) == 1  # no results: not a success
+    assert main(["--dir", str(layout.problem_dir), "--best"]) == 0  # no results: said, exit 0 as the original's
     assert "has not been run yet" in capsys.readouterr().out
     (layout.archive / "output_1").mkdir(parents=True)
-    assert main(["--dir", str(layout.problem_dir), "--best"]) == 1
+    assert main(["--dir", str(layout.problem_dir), "--best"]) == 0
     assert "1 earlier run is archived (latest: archive/output_1)" in capsys.readouterr().out
     layout.archive.joinpath("output_1").rmdir()
     layout.archive.rmdir()

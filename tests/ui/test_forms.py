@@ -38,7 +38,8 @@ async def test_clone_from_the_palette_copies_the_problem(run: Run) -> None:
         await pilot.pause(0.2)
         assert app.screen is app.main_screen
     target = run.layout.problem_dir.parent / "mmul_v2"
-    assert (target / "problem.yaml").read_text().startswith("name: mmul_v2")
+    source = run.layout.problem_dir / "problem.yaml"
+    assert (target / "problem.yaml").read_text() == source.read_text()  # verbatim, as the original's clone
     assert not (target / "output").exists()
 
 

@@ -578,13 +578,17 @@ class ProblemEditorScreen(Screen[Path | None]):
         text = self._panel_text(result)
         self.query_one("#check-full", Static).update(text)
         self.query_one("#check-side-body", Static).update(text)
-        self.query_one("#ed-signature", Static).update(
-            sanitize(f"expects: {result.signature}") if result.ok else "expects: (fix the error shown below first)"
-        )
+        signature = f"expects: {result.signature}" if result.ok else "expects: (fix the error shown below first)"
+        if result.ok and result.boundary:  # the reference declares something else: said before a run fails on it
+            signature += "".join(f"\n! {line}" for line in result.boundary)
+        self.query_one("#ed-signature", Static).update(sanitize(signature))
         if result.ok and is_reference_stub(self.source.reference_text or ""):
             # It compiles and matches the boundary, but it traps: not a problem that can run yet.
             self._status("! the checks pass, but the reference is still the stub (it fails when run): "
                          "write its body on the Reference tab", "warning")  # fmt: skip
+        elif result.ok and result.boundary:
+            self._status(f"! --check OK, but the reference does not take the boundary: {result.boundary[0]}",
+                         "warning")  # fmt: skip
         elif result.ok:
             n = len(result.warnings)
             self._status(f"✓ --check OK{f' ({n} warning' + ('s' if n != 1 else '') + ')' if n else ''}", "ok")
@@ -598,6 +602,7 @@ class ProblemEditorScreen(Screen[Path | None]):
         parts = [
             "reference signature",
             f"  {result.signature}",
+            *(f"  ! {line}" for line in result.boundary),
             "",
             "inputs.hpp (generated)",
             *(f"  {line}" for line in result.inputs_hpp.splitlines()),

@@ -104,9 +104,19 @@ def row_cells(entry: ProblemEntry, now: float | None = None, *, wide: bool = Fal
         return tuple(cells)
 
 
+def name_cell(entry: ProblemEntry, bold: bool = False) -> Text:
+    """The problem's directory name, then problem.yaml's ``name:`` dimmed where it differs: two
+    problems whose names are alike, or cut by the column, still read apart (a folder holds each
+    directory name once)."""
+    text = Text(safe_text(entry.key), style="bold" if bold else "")
+    if entry.name != entry.key:
+        text.append(f" {safe_text(entry.name)}", style="dim")
+    return text
+
+
 def _cells(entry: ProblemEntry, now: float | None, wide: bool) -> tuple[object, ...]:
     last = entry.last
-    name = Text(safe_text(entry.name), style="bold" if last.status == RUNNING else "")
+    name = name_cell(entry, bold=last.status == RUNNING)
     extra: tuple[object, ...] = ()
     if wide:
         history = Text(spark_text(last.history, HISTORY_CELLS), style="green")
@@ -144,7 +154,7 @@ def sort_key(entry: ProblemEntry, by: str) -> tuple[object, ...]:
         return (figure is None, -(figure or 0.0), last.best_ms if last.best_ms is not None else 0.0, entry.name)
     if by == "when":
         return (last.when is None, -(last.when or 0.0), entry.name)
-    return (entry.name,)
+    return (entry.key,)  # as the name column reads: the directory first
 
 
 def describe(entry: ProblemEntry, width: int = 78) -> Text:

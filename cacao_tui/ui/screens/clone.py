@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 from textual import on, work
@@ -17,11 +18,13 @@ from ktt.problem.errors import display_path
 
 
 def suggested_name(source: Path) -> str:
-    """``NAME_v2`` (or v3, ...): the first that is free beside the problem."""
+    """``name_v2`` (or v3, ...): the first that is free beside the problem, in the clone's
+    alphabet (lowercase letters, digits and '_', as the original's --clone)."""
+    base = re.sub(r"[^a-z0-9_]+", "_", source.name.lower()).strip("_") or "problem"
     k = 2
-    while (source.parent / f"{source.name}_v{k}").exists():
+    while (source.parent / f"{base}_v{k}").exists():
         k += 1
-    return f"{source.name}_v{k}"
+    return f"{base}_v{k}"
 
 
 class CloneScreen(ModalScreen[Path | None]):
