@@ -228,9 +228,32 @@ class LaunchOccupancy(_Model):
     limiter: str  # registers | shared memory | warps | blocks
 
 
+class InstructionCounts(_Model):
+    """Static instruction counts of a kernel or of its main loop (ktt.instruction_mix)."""
+
+    total: int
+    counts: dict[str, int] = Field(default_factory=dict)  # FFMA, MUFU, LDG, LDS, BAR, tensor, ...
+    detail: dict[str, int] = Field(default_factory=dict)  # e.g. MUFU.RSQ, LDG.128, sqrt.rn.f32
+
+
+class KernelMix(_Model):
+    """One kernel's instruction mix: SASS from the cubin, or PTX where no disassembler is installed."""
+
+    kernel: str
+    isa: Literal["SASS", "PTX"]
+    mix: InstructionCounts
+    loop: InstructionCounts | None = None  # the main loop's own body (ktt.instruction_mix.main_loop)
+    loop_nested: int = 0  # instructions of loops nested in it (not in ``loop``)
+
+
 class CheckedConfig(_Model):
     config: dict[str, ParamValue]
     ok: bool
+    # Why this configuration was compiled: "sampled", "requested", or the extreme of the space it
+    # is ("most shared memory", "largest parameter values", ...).
+    roles: list[str] = Field(default_factory=list)
+    instruction_mix: list[KernelMix] = Field(default_factory=list)
+    mix_note: str | None = None  # why there is no instruction mix, when there is none
     shape: str = "default"  # the base shape, or the case it was compiled for
     compile_s: float | None = None
     diagnostics: list[Diagnostic] = Field(default_factory=list)
@@ -253,6 +276,8 @@ class CheckReport(_Model):
     forbid: list[str] = Field(default_factory=list)  # forbid-rule hits, "line N: forbidden pattern ..."
     missing_kernels: list[str] = Field(default_factory=list)
     message: str | None = None
+    sm_count: int | None = None  # the SM_COUNT kernels and expressions saw (None: not defined)
+    requested_errors: list[str] = Field(default_factory=list)  # requested configurations that were not checked
 
 
 class Metric(_Model):

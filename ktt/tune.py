@@ -71,6 +71,7 @@ from ktt.reference_times import (
 from ktt.results import ResultsWriter, write_json_atomic
 from ktt.space import Key, SearchSpace
 from ktt.spec import TuningSpec, load_spec
+from ktt.target import sm_count_for, with_sm_count
 from ktt.toolkit import query_device
 from ktt.workdir import WorkDir
 from ktt.worker_client import WorkerClient, WorkerDied
@@ -190,7 +191,9 @@ class Tuner:
     def load(self) -> None:
         o = self.opts
         try:
-            self.problem: Problem = load_problem(o.problem_dir)
+            loaded = load_problem(o.problem_dir)
+            ordinal = o.device if o.device is not None else loaded.gpu_indices[0]
+            self.problem: Problem = with_sm_count(loaded, sm_count_for(None, ordinal, loaded.compute_capability))
         except ProblemError as exc:
             raise TuneError(str(exc), EXIT_BAD_INPUT) from None
         try:
