@@ -74,14 +74,15 @@ class Mix:
 
     total: int = 0
     counts: Counter[str] = field(default_factory=Counter)
-    detail: Counter[str] = field(default_factory=Counter)  # e.g. MUFU.RSQ, sqrt.rn.f32, LDG.E.128
+    # "category:variant", e.g. "MUFU:MUFU.RSQ", "LDS:LDS.128", "other:sqrt.rn.f32 (IEEE: ...)"
+    detail: Counter[str] = field(default_factory=Counter)
 
     def add(self, category: str | None, detail: str | None) -> None:
         self.total += 1
         if category is not None:
             self.counts[category] += 1
         if detail is not None:
-            self.detail[detail] += 1
+            self.detail[f"{category or 'other'}:{detail}"] += 1
 
     def math(self) -> int:
         return sum(n for c, n in self.counts.items() if c in MATH)

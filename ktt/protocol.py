@@ -233,7 +233,7 @@ class InstructionCounts(_Model):
 
     total: int
     counts: dict[str, int] = Field(default_factory=dict)  # FFMA, MUFU, LDG, LDS, BAR, tensor, ...
-    detail: dict[str, int] = Field(default_factory=dict)  # e.g. MUFU.RSQ, LDG.128, sqrt.rn.f32
+    detail: dict[str, int] = Field(default_factory=dict)  # category:variant, e.g. MUFU:MUFU.RSQ, LDS:LDS.128
 
 
 class KernelMix(_Model):

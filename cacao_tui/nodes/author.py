@@ -38,7 +38,7 @@ from cacao_tui.nodes.briefing import (
     revert_note,
     start_section,
 )
-from cacao_tui.nodes.compile_check import check_compilation
+from cacao_tui.nodes.compile_check import CheckOutcome, check_compilation
 from cacao_tui.nodes.context import BranchView, RunDeps
 from cacao_tui.nodes.validate import ValidateRefused, config_argument, default_config, validate_files
 from cacao_tui.nodes.workspace import Workspace, read_model_file, seed_workspace
@@ -126,11 +126,14 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
     # the step's own rules last (constant for the run: the tool cap, whether validate is offered).
     cap = deps.defaults.tool_call_cap
     rules = prompts.render("author_rules", tool_cap=cap, validate_rule=validate_rule(deps, names))
-    stable = "\n\n".join(
-        part.strip()
-        for part in (problem_brief(deps), analysis_section(deps), prompts.load("tuning_spec"), rules)
-        if part
-    ) + "\n"
+    stable = (
+        "\n\n".join(
+            part.strip()
+            for part in (problem_brief(deps), analysis_section(deps), prompts.load("tuning_spec"), rules)
+            if part
+        )
+        + "\n"
+    )
     text = prompts.render(
         "author",
         parent=parent_section(deps, branch) if branch.mode in ("first", "polish") else "",
@@ -206,11 +209,12 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
                 result = ToolOutcome(f"malformed arguments for {call.name}: {call.error}", is_error=True)
             elif call.name == "check_compilation":
                 outcome.compile_checks += 1
-                check = await check_compilation(deps, branch)
+                check = await check_compilation(deps, branch, call.arguments.get("configs"))
                 if check.ok:
                     passed_digest, passed_binary = _files_digest(branch), check.fingerprints[1]
                     outcome.last_check = None
                     last_report = check.report
+                    record_check(outcome, check)
                 else:
                     outcome.compile_failures += 1
                     outcome.last_check = check.text[:LAST_CHECK_CHARS]
@@ -252,6 +256,7 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
     outcome.compile_checks += 1
     if final.ok:
         outcome.ok = True
+        record_check(outcome, final)
         outcome.binary_fingerprint = final.fingerprints[1]
         outcome.message = f"{why}; the files passed a final check"
         branch.reporter.kernel_written(branch.it.kernel, branch.it.spec)
@@ -270,11 +275,23 @@ async def _end_step(
     outcome.compile_checks += 1
     if check.ok:
         outcome.last_check = None
+        record_check(outcome, check)
         return ToolOutcome("accepted (checked now)", ended=True), check.fingerprints[1]
     outcome.compile_failures += 1
     outcome.last_check = check.text[:LAST_CHECK_CHARS]
     text = "end_step rejected: the current files do not pass the check.\n" + check.text
     return ToolOutcome(text, is_error=True), None
+
+
+def record_check(outcome: AuthorOutcome, check: CheckOutcome) -> None:
+    """What the passing check found, kept with the step (propose, decide, a dry run's run step)."""
+    report = check.report
+    outcome.checked_fingerprint = check.fingerprints[0]
+    outcome.check_report = check.text[:LAST_CHECK_CHARS]
+    if report is not None:
+        outcome.checked_configs = len(report.configs)
+        outcome.compiled_configs = sum(1 for c in report.configs if c.ok)
+        outcome.checked_space = report.restricted_size if report.restricted_size is not None else report.space_size
 
 
 def validate_rule(deps: RunDeps, names: set[str]) -> str:

@@ -44,9 +44,17 @@ AUTHOR_TOOLS = [
     ),
     _spec(
         "check_compilation",
-        "Check the forbid rules, then compile kernels.cu with NVRTC for a sample of "
-        "configurations of tuning.yaml (restrictions applied). Returns errors with line numbers.",
-        {},
+        "Check the forbid rules, then compile kernels.cu with NVRTC (no GPU) for the extremes of "
+        "tuning.yaml's space, a random sample and the configs you name. Returns each distinct error "
+        "once with its kernels.cu line, or per configuration registers, spills, shared memory, "
+        "occupancy and the instruction mix (FFMA, MUFU, loads, barriers, tensor ops).",
+        {
+            "configs": {
+                "type": "array",
+                "description": 'optional: up to 6 configurations to check as well, e.g. [{"BX": 64, "TILE": 8}]',
+                "items": {"type": "object", "additionalProperties": {"type": ["integer", "number", "string"]}},
+            }
+        },
         [],
     ),
     _spec(
@@ -66,7 +74,7 @@ VALIDATE_TOOL = _spec(
     {
         "config": {
             "type": "object",
-            "description": "tune parameter values, e.g. {\"BX\": 16}; default: the first configuration the "
+            "description": 'tune parameter values, e.g. {"BX": 16}; default: the first configuration the '
             "last check compiled",
             "additionalProperties": {"type": ["integer", "number", "string"]},
         }

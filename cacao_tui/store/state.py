@@ -100,6 +100,7 @@ class RunSettings(BaseModel):
     samples: int = 1  # authoring attempts per iteration (best-of-k)
     model_plan: str | None = None  # "provider:model" of the plan step (None: the run's model)
     model_decide: str | None = None  # "provider:model" of the decide step
+    target: str | None = None  # --target: the GPU a dry run writes for (ktt.gpu_catalog's key)
 
     @property
     def pool_total(self) -> int:
@@ -377,6 +378,14 @@ class AuthorOutcome(BaseModel):
     last_check: str | None = None  # the last failed check's text (what decide sees after a failed step)
     binary_fingerprint: str | None = None  # of the files the step ended with (nodes/fingerprint.py)
     samples: list[SampleOutcome] = Field(default_factory=list)  # with --samples K > 1
+    # The check that accepted the files: its source fingerprint, what it compiled, and its report
+    # (resources, occupancy, instruction mix) as the model read it, for propose and decide; a dry
+    # run's run step reports it instead of compiling the same files again.
+    checked_fingerprint: str | None = None
+    checked_configs: int | None = None
+    compiled_configs: int | None = None
+    checked_space: int | None = None
+    check_report: str | None = None
 
 
 class IterState(_State):
