@@ -163,6 +163,18 @@ class FloorReport(_Model):
     fraction_of_floor: float | None = None  # floor_ms / best time_ms (1.0 = at the floor)
 
 
+class OutputStats(_Model):
+    """The reference's result for one validated buffer (the first input set of the primary shape):
+    what a tolerance is measured against."""
+
+    buffer: str
+    count: int
+    min: float | None = None  # None: no finite element
+    max: float | None = None
+    mean_abs: float | None = None
+    nonfinite: int = 0
+
+
 class TuneSummary(_Model):
     """The run's result. With several cases, the counts are totals over them, ``best`` and
     ``speedup`` are the primary shape's, ``score`` the geometric mean over all of them; each
@@ -202,6 +214,7 @@ class TuneSummary(_Model):
     time_to_best_s: float | None = None  # seconds from the start until the best was recorded
     worker_restarts: int = 0
     warnings: list[str] = Field(default_factory=list)  # e.g. a GPU reference timed by wall clock
+    reference_stats: list[OutputStats] = Field(default_factory=list)  # the primary shape's reference outputs
 
 
 class KernelResources(_Model):

@@ -56,6 +56,7 @@ from ktt.protocol import (
     ErrorLine,
     FloorReport,
     LogLine,
+    OutputStats,
     Progress,
     TuneSummary,
 )
@@ -128,6 +129,7 @@ class Tuner:
         self.outcomes: dict[str, CaseResult] = {}
         self.references: dict[str, CaseReference] = {}
         self.warnings: list[str] = []
+        self.reference_stats: list[OutputStats] = []
         self.compile_s_total = 0.0
         self.gpu_ms_total = 0.0
         self.worker: WorkerClient | None = None
@@ -405,6 +407,8 @@ class Tuner:
         if need_time and reply.get("reference_ms") is not None:
             self._measured(shape, float(reply["reference_ms"]), CUDA_REFERENCE_METHOD)
         search.floor_ms = reply.get("floor_ms")
+        if search.index == 0 and reply.get("reference_stats"):
+            self.reference_stats = [OutputStats.model_validate(x) for x in reply["reference_stats"]]
         for out in reply.get("unchanged_outputs") or []:
             warning = unchanged_output_warning(str(out.get("name")), str(out.get("access")))
             self.warnings.append(f"{shape.name}: {warning}" if self.multi else warning)
@@ -603,6 +607,7 @@ class Tuner:
             "configs_per_s": round(evaluated / search_s, 3) if search_s > 0 else None,
             "worker_restarts": self.worker.restarts if self.worker else 0,
             "warnings": list(self.warnings),
+            "reference_stats": list(self.reference_stats),
         }
 
     def summary(self, message: str | None = None) -> TuneSummary:

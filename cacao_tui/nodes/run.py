@@ -19,7 +19,7 @@ from cacao_tui.nodes.fingerprint import source_fingerprint
 from cacao_tui.nodes.workspace import read_model_file
 from cacao_tui.settings import tuner_watchdog_s
 from cacao_tui.store.atomic import StateFileError, read_model_or_none
-from cacao_tui.store.state import CaseOutcome, IterState, TuneOutcome
+from cacao_tui.store.state import CaseOutcome, IterState, OutputStats, TuneOutcome
 from ktt.protocol import TuneSummary
 
 DRY_RUN_SAMPLE = 8
@@ -91,6 +91,7 @@ def outcome_of(summary: TuneSummary, summary_path: str, output: Path) -> TuneOut
         ],
         message=summary.message,
         warnings=summary.warnings,
+        reference_stats=[OutputStats.model_validate(x.model_dump()) for x in summary.reference_stats],
     )
 
 

@@ -236,6 +236,18 @@ class BranchConfig(_State):
     retry_nonce: int = 0  # bumped by the user to ask for one more try after a failure
 
 
+class OutputStats(BaseModel):
+    """The reference's result for one validated buffer (ktt's summary.json ``reference_stats``)."""
+
+    model_config = ConfigDict(extra="ignore")
+    buffer: str
+    count: int = 0
+    min: float | None = None
+    max: float | None = None
+    mean_abs: float | None = None
+    nonfinite: int = 0
+
+
 class TuneOutcome(BaseModel):
     ran: bool  # False in --dry-run (compile check only) or when the step failed before tuning
     summary_path: str | None = None
@@ -254,6 +266,7 @@ class TuneOutcome(BaseModel):
     message: str | None = None
     reference_source: str | None = None  # the primary case's: measured | seeded
     warnings: list[str] = Field(default_factory=list)  # e.g. a GPU reference timed by wall clock
+    reference_stats: list[OutputStats] = Field(default_factory=list)  # the reference's outputs (prompts)
 
 
 class ProfileOutcome(BaseModel):
