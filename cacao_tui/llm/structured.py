@@ -47,12 +47,24 @@ class Parsed(Generic[T]):
 
 @functools.lru_cache(maxsize=64)
 def schema_instructions(model: type[BaseModel]) -> str:
-    """The instructions for ``model`` (built once per model: a schema is costly to generate)."""
-    schema = json.dumps(model.model_json_schema(), indent=1, ensure_ascii=False)
+    """The instructions for ``model`` with its schema, for a model that gets the schema in the
+    prompt only: the schema ``native_schema`` gives, the one a response format would carry."""
+    return schema_text(native_schema(model))
+
+
+def schema_text(schema: dict[str, Any]) -> str:
     return (
         "Answer with exactly one JSON object that validates against this JSON schema, "
-        "and nothing else (no prose, no comments, no code fences):\n"
-        f"{schema}"
+        "and nothing else (no prose, no comments, no code fences):\n" + json.dumps(schema, indent=1, ensure_ascii=False)
+    )
+
+
+def format_instructions(name: str) -> str:
+    """The instructions when the schema travels as the request's response format (stated once)."""
+    return (
+        f"Answer with exactly one JSON object, {name}, as the response format's schema describes it, "
+        "and nothing else (no prose, no code fences). Fill in every field the schema requires; use null "
+        "for an optional field that does not apply."
     )
 
 

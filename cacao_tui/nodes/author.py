@@ -33,13 +33,16 @@ from cacao_tui.nodes.briefing import (
     last_decision_section,
     messages_section,
     parent_section,
+    plan_section,
     previous_result_section,
-    problem_brief,
     revert_note,
     start_section,
 )
 from cacao_tui.nodes.compile_check import CheckOutcome, check_compilation
 from cacao_tui.nodes.context import BranchView, RunDeps
+from cacao_tui.nodes.notes import notes_block, problem_topics, strategy_topics
+from cacao_tui.nodes.problem_brief import problem_brief
+from cacao_tui.nodes.target import target_of
 from cacao_tui.nodes.validate import ValidateRefused, config_argument, default_config, validate_files
 from cacao_tui.nodes.workspace import Workspace, read_model_file, seed_workspace
 from cacao_tui.store.layout import RunLayout
@@ -122,43 +125,57 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
         )
     if has_other_results(deps, branch):
         notes.append("the other branches: branch_index, branch_log, branch_errors")
-    # The stable prefix: the same in every authoring step of the run (the analysis is the master's, once),
-    # the step's own rules last (constant for the run: the tool cap, whether validate is offered).
+    # The stable prefix: the same in every authoring step of the run (the analysis is the master's, once;
+    # the notes the problem itself calls for), the step's own rules last (constant for the run: the tool
+    # cap, whether validate is offered).
     cap = deps.defaults.tool_call_cap
     rules = prompts.render("author_rules", tool_cap=cap, validate_rule=validate_rule(deps, names))
+    arch = target_of(deps).arch
+    shared = problem_topics(deps.problem, arch)
+    own = strategy_topics(f"{branch.strategy.title} {branch.strategy.description} {plan}", arch, shared)
+    ws.notes_shown = [*shared, *own]
     stable = (
         "\n\n".join(
             part.strip()
-            for part in (problem_brief(deps), analysis_section(deps), prompts.load("tuning_spec"), rules)
+            for part in (
+                problem_brief(deps),
+                analysis_section(deps),
+                prompts.load("tuning_spec"),
+                notes_block(shared, "Notes this problem calls for"),
+                rules,
+            )
             if part
         )
         + "\n"
     )
-    text = prompts.render(
-        "author",
-        parent=parent_section(deps, branch) if branch.mode in ("first", "polish") else "",
-        strategy_title=branch.strategy.title,
-        plan=plan,
-        task=author_task(branch),
-        last_decision=last_decision_section(deps, branch),
-        previous_result=previous_result_section(deps, branch),
-        revert=revert_note(branch),
-        iteration_log=iteration_log(deps, branch),
-        messages=messages_section(deps, branch),
-        start=start_section(deps, branch),
-        best=best_section(deps, branch),
-        branches=branches_section(deps, branch),
-        file_rule=(
-            "In this iteration kernels.cu is fixed: only tuning.yaml can change.\n"
-            if branch.mode == "configure"
-            else ""
-        ),
-        readable=", ".join(ws.readable()),
-        query_tools=("\nYou can also ask about " + "; and ".join(notes) + ".") if notes else "",
-    )
+
+    def opening_task() -> str:
+        return prompts.render(
+            "author",
+            plan=plan_section(deps, branch) if plan else "",
+            notes=notes_block(own, "Notes for this branch's strategy"),
+            parent=parent_section(deps, branch) if branch.mode in ("first", "polish") else "",
+            task=author_task(branch),
+            last_decision=last_decision_section(deps, branch),
+            previous_result=previous_result_section(deps, branch),
+            revert=revert_note(branch),
+            iteration_log=iteration_log(deps, branch),
+            messages=messages_section(deps, branch),
+            start=start_section(deps, branch),
+            best=best_section(deps, branch),
+            branches=branches_section(deps, branch),
+            file_rule=(
+                "In this iteration kernels.cu is fixed: only tuning.yaml can change.\n"
+                if branch.mode == "configure"
+                else ""
+            ),
+            files=files_line(ws),
+            query_tools=("\nYou can also ask about " + "; and ".join(notes) + ".") if notes else "",
+        )
+
     messages: list[Message] = [
         Message(role="user", content=stable, cache_prefix=True),
-        Message(role="user", content=text),
+        Message(role="user", content=""),  # the task: built when the first call has its slot
     ]
     ctx = CallContext(branch=branch.name, iteration=branch.iteration, node=author_node(branch))
     outcome = AuthorOutcome()
@@ -173,7 +190,12 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
         branch.reporter.kernel_written(branch.it.kernel, branch.it.spec if branch.it.spec.exists() else None)
 
     while outcome.tool_calls < deps.defaults.tool_call_cap and not repeats.ended:
-        resp = await deps.llm.chat(messages, tools, ctx=ctx, system=prompts.load("system"))
+        if outcome.llm_calls == 0:
+            async with deps.llm.slot():  # the other branches' statuses as they are when it is sent
+                messages[1] = Message(role="user", content=opening_task())
+                resp = await deps.llm.chat(messages, tools, ctx=ctx, system=prompts.load("system"))
+        else:
+            resp = await deps.llm.chat(messages, tools, ctx=ctx, system=prompts.load("system"))
         outcome.llm_calls += 1
         outcome.input_tokens += resp.usage.input_tokens
         outcome.output_tokens += resp.usage.output_tokens
@@ -292,6 +314,20 @@ def record_check(outcome: AuthorOutcome, check: CheckOutcome) -> None:
         outcome.checked_configs = len(report.configs)
         outcome.compiled_configs = sum(1 for c in report.configs if c.ok)
         outcome.checked_space = report.restricted_size if report.restricted_size is not None else report.space_size
+
+
+def files_line(ws: Workspace) -> str:
+    """Which files exist, truthfully: what the workspace holds and what read_file can read."""
+    present = [n for n in ws.writable() if (ws.branch.it.root / n).exists()]
+    if ws.branch.mode == "configure":
+        present = [n for n in ("kernels.cu", "tuning.yaml") if (ws.branch.it.root / n).exists()]
+    head = (
+        f"Your workspace holds {' and '.join(present)} (the current files above)."
+        if present
+        else "Your workspace is empty: write kernels.cu and tuning.yaml with write_file."
+    )
+    others = [n for n in ws.readable() if n not in ("kernels.cu", "tuning.yaml")]
+    return head + (f" read_file also reads: {', '.join(others)}." if others else "")
 
 
 def validate_rule(deps: RunDeps, names: set[str]) -> str:

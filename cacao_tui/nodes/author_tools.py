@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from cacao_tui.llm import ToolCall, ToolSpec
 from cacao_tui.nodes.branch_queries import BranchQueries, QueryError
+from cacao_tui.nodes.notes import read_notes
+from cacao_tui.nodes.target import target_of
 from cacao_tui.nodes.workspace import Workspace, WorkspaceError
 
 
@@ -41,6 +43,13 @@ AUTHOR_TOOLS = [
         "reference, inputs.hpp.",
         {"path": FILE_PARAM},
         ["path"],
+    ),
+    _spec(
+        "read_notes",
+        "Optimisation notes this prompt does not carry: without a topic, the list of topics; with one, "
+        "its notes (memory, compute, reductions, multipass, tensor_cores, hopper_tma).",
+        {"topic": {"type": "string", "description": "a topic from the list; empty for the list"}},
+        [],
     ),
     _spec(
         "check_compilation",
@@ -142,7 +151,7 @@ def tool_specs(can_validate: bool = False) -> list[ToolSpec]:
     provider caches (it comes before the system prompt), so it must not change between the
     steps of a run. validate is offered when a GPU is used (a run-wide setting). A query with
     nothing to report yet says so; the task names the tools that can answer now."""
-    tools = AUTHOR_TOOLS[:4] + ([VALIDATE_TOOL] if can_validate else []) + AUTHOR_TOOLS[4:]
+    tools = AUTHOR_TOOLS[:5] + ([VALIDATE_TOOL] if can_validate else []) + AUTHOR_TOOLS[5:]
     return tools + HISTORY_TOOLS + BRANCH_TOOLS
 
 
@@ -185,6 +194,9 @@ def run_file_tool(call: ToolCall, ws: Workspace, queries: BranchQueries, names: 
             )
         if call.name == "read_file":
             return ToolOutcome(ws.read(str(argument(call, "path", str))))
+        if call.name == "read_notes":
+            text, bad = read_notes(_optional_str(call, "topic"), target_of(ws.deps).arch, ws.notes_shown)
+            return ToolOutcome(text, is_error=bad)
         if call.name == "tuning_landscape":
             return ToolOutcome(
                 queries.tuning_landscape(

@@ -18,12 +18,14 @@ from cacao_tui.nodes.briefing import (
     last_decision_section,
     messages_section,
     parent_section,
-    problem_brief,
     revert_note,
     start_section,
 )
 from cacao_tui.nodes.context import BranchView, RunDeps, llm_for
+from cacao_tui.nodes.notes import notes_block, problem_topics, strategy_topics
+from cacao_tui.nodes.problem_brief import problem_brief
 from cacao_tui.nodes.replies import ask_text, opening_turn, require_text, stable_prefix
+from cacao_tui.nodes.target import target_of
 
 TASK = "write the branch plan the first message asks for."
 
@@ -35,8 +37,13 @@ async def plan(deps: RunDeps, branch: BranchView) -> str:
         if again
         else prompts.load("tasks/plan_first").strip()
     )
+    arch = target_of(deps).arch
+    shared = problem_topics(deps.problem, arch)
+    own = strategy_topics(f"{branch.strategy.title} {branch.strategy.description}", arch, shared)
     text = prompts.render(
         "plan",
+        abilities=prompts.load("abilities").strip() + "\n",
+        notes=notes_block([*shared, *own]),
         problem=problem_brief(deps),
         analysis=analysis_section(deps),
         parent=parent_section(deps, branch),

@@ -20,8 +20,9 @@ from cacao_tui.llm import CallContext, ChatResponse, Message, TrackedLLM
 from cacao_tui.llm.errors import ReplyUnusable
 from cacao_tui.llm.refusals import restate, unusable_reason
 from cacao_tui.llm.structured import strip_reasoning
-from cacao_tui.nodes.briefing import analysis_section, problem_brief
+from cacao_tui.nodes.briefing import analysis_section
 from cacao_tui.nodes.context import RunDeps
+from cacao_tui.nodes.problem_brief import problem_brief
 
 _FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.DOTALL)
 _OPEN_FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n(.*)\Z", re.DOTALL)  # cut off before its close

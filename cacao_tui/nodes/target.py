@@ -40,9 +40,9 @@ def target_of(deps: RunDeps) -> Target:
     if deps.device is not None:
         return Target(deps.device, True, deps.device.arch, "measured at the start of this run")
     choices = (
-        (deps.settings.target, "--target"),
+        (deps.settings.target, "the GPU --target names"),
         (deps.gpu.name, "the GPU on this machine"),
-        (_named_in_problem(deps), "problem.yaml's gpu.name"),
+        (_named_in_problem(deps), "the GPU problem.yaml names"),
     )
     for name, why in choices:
         spec = gpu_catalog.find(name)
@@ -50,5 +50,5 @@ def target_of(deps: RunDeps) -> Target:
             return Target(gpu_catalog.datasheet_report(spec), False, spec.arch, why)
     spec = gpu_catalog.for_arch(deps.gpu.arch)
     if spec is not None:
-        return Target(gpu_catalog.datasheet_report(spec), False, spec.arch, f"the {deps.gpu.arch} GPU of the table")
+        return Target(gpu_catalog.datasheet_report(spec), False, spec.arch, f"the usual {deps.gpu.arch} GPU")
     return Target(None, False, deps.gpu.arch, "no GPU of this architecture in the built-in table")

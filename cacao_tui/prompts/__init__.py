@@ -19,14 +19,3 @@ def load(name: str) -> str:
 def render(template: str, /, **values: object) -> str:
     """Fill a template; a missing placeholder is a bug and raises KeyError."""
     return string.Template(load(template)).substitute({k: str(v) for k, v in values.items()})
-
-
-def gpu_knowledge(arch: str) -> str:
-    """Optimisation notes for the detected GPU generation (sm_90 -> Hopper)."""
-    digits = "".join(c for c in arch if c.isdigit())
-    major = int(digits[:-1]) if len(digits) >= 2 else 0
-    if major == 9:
-        return load("gpu/hopper")
-    if major == 8:
-        return load("gpu/ampere_ada")
-    return load("gpu/generic")
