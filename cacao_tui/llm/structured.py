@@ -193,7 +193,8 @@ def reask_message(error: str, *, truncated: bool) -> str:
 @functools.lru_cache(maxsize=64)
 def native_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The schema a provider's structured output enforces: every object closed, every
-    property required (optional ones nullable), no ``default`` or ``title`` keywords.
+    property required (optional ones nullable), no ``default``, ``title`` or ``description``
+    keywords (the prompt that asks for the object says what each field means: once).
     That is the form OpenAI's strict mode accepts; the others take it as well. The nulls
     a model then writes for optional fields are dropped when the reply is read."""
     return _strict(copy.deepcopy(model.model_json_schema()))
@@ -221,6 +222,8 @@ def _strict(node: Any) -> Any:
         return node
     node.pop("default", None)
     node.pop("title", None)
+    if isinstance(node.get("description"), str):
+        node.pop("description")
     for key, value in list(node.items()):
         if key == "properties" and isinstance(value, dict):
             node[key] = {name: _strict(prop) for name, prop in value.items()}

@@ -28,7 +28,6 @@ from cacao_tui.nodes.branch_queries import BranchQueries, DiskBranches
 from cacao_tui.nodes.briefing import (
     analysis_section,
     best_section,
-    branches_section,
     iteration_log,
     last_decision_section,
     messages_section,
@@ -41,6 +40,7 @@ from cacao_tui.nodes.briefing import (
 from cacao_tui.nodes.compile_check import CheckOutcome, check_compilation
 from cacao_tui.nodes.context import BranchView, RunDeps
 from cacao_tui.nodes.notes import notes_block, problem_topics, strategy_topics
+from cacao_tui.nodes.notes import text as notes_text
 from cacao_tui.nodes.problem_brief import problem_brief
 from cacao_tui.nodes.target import target_of
 from cacao_tui.nodes.validate import ValidateRefused, config_argument, default_config, validate_files
@@ -119,12 +119,9 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
     names = {t.name for t in tools}
     notes = []
     if has_history:
-        notes.append(
-            "this branch's earlier iterations: tuning_landscape, grep_tuner_output, list_iterations, "
-            "query_history, query_errors"
-        )
+        notes.append("this branch's earlier iterations (history: landscape, grep, iterations, iteration, errors)")
     if has_other_results(deps, branch):
-        notes.append("the other branches: branch_index, branch_log, branch_errors")
+        notes.append("the other branches (history: branches, branch_log, branch_errors)")
     # The stable prefix: the same in every authoring step of the run (the analysis is the master's, once;
     # the notes the problem itself calls for), the step's own rules last (constant for the run: the tool
     # cap, whether validate is offered).
@@ -133,21 +130,17 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
     arch = target_of(deps).arch
     shared = problem_topics(deps.problem, arch)
     own = strategy_topics(f"{branch.strategy.title} {branch.strategy.description} {plan}", arch, shared)
-    ws.notes_shown = [*shared, *own]
-    stable = (
-        "\n\n".join(
-            part.strip()
-            for part in (
-                problem_brief(deps),
-                analysis_section(deps),
-                prompts.load("tuning_spec"),
-                notes_block(shared, "Notes this problem calls for"),
-                rules,
-            )
-            if part
-        )
-        + "\n"
-    )
+    parts = [problem_brief(deps), analysis_section(deps), prompts.load("tuning_spec")]
+    fixed = len(prompts.load("system")) + sum(len(t.model_dump_json()) for t in tools)
+    topped = cache_top_up(deps, fixed + sum(map(len, parts)) + len(rules), [*shared, *own])
+    ws.notes_shown = [*shared, *topped, *own]
+    blocks = [
+        *parts,
+        notes_block(shared, "Notes this problem calls for"),
+        general_block(topped),
+        rules,
+    ]
+    stable = "\n\n".join(part.strip() for part in blocks if part) + "\n"
 
     def opening_task() -> str:
         return prompts.render(
@@ -163,7 +156,6 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
             messages=messages_section(deps, branch),
             start=start_section(deps, branch),
             best=best_section(deps, branch),
-            branches=branches_section(deps, branch),
             file_rule=(
                 "In this iteration kernels.cu is fixed: only tuning.yaml can change.\n"
                 if branch.mode == "configure"
@@ -316,18 +308,46 @@ def record_check(outcome: AuthorOutcome, check: CheckOutcome) -> None:
         outcome.checked_space = report.restricted_size if report.restricted_size is not None else report.space_size
 
 
+# What may lift a prefix up to a cache minimum, in this order: the general levers, what a kernel may
+# use, the syntax of several passes, reductions (the most common pattern in kernels).
+GENERAL_NOTES = ("memory", "compute", "abilities", "multipass", "reductions")
+CACHE_MARGIN = 1.03  # the provider's tokens are not quite ours
+
+
+def _general_text(name: str) -> str:
+    return prompts.load("abilities") if name == "abilities" else notes_text(name)
+
+
+def cache_top_up(deps: RunDeps, prefix_chars: int, shown: list[str]) -> list[str]:
+    """The general notes that lift the authoring steps' stable prefix to the model's prompt-cache
+    minimum (``ModelInfo.min_cache_tokens``: 4,096 tokens for Gemini 2.5 Pro and 3), where that is
+    what it takes: a prefix under the minimum is never cached, so every authoring step pays all of
+    it at the full price; one just over it is read from the cache at a tenth of the price. None
+    when the prefix is long enough already, or the general notes would not lift it far enough."""
+    minimum = deps.llm.info.min_cache_tokens
+    estimate = deps.llm.estimator.tokens
+    if estimate(prefix_chars) >= minimum:
+        return []
+    chosen: list[str] = []
+    for name in GENERAL_NOTES:
+        if name in shown:
+            continue
+        chosen.append(name)
+        prefix_chars += len(_general_text(name)) + 40
+        if estimate(prefix_chars) >= minimum * CACHE_MARGIN:
+            return chosen
+    return []
+
+
+def general_block(names: list[str]) -> str:
+    if not names:
+        return ""
+    return "General notes:\n" + "\n\n".join(_general_text(n).strip() for n in names) + "\n"
+
+
 def files_line(ws: Workspace) -> str:
-    """Which files exist, truthfully: what the workspace holds and what read_file can read."""
-    present = [n for n in ws.writable() if (ws.branch.it.root / n).exists()]
-    if ws.branch.mode == "configure":
-        present = [n for n in ("kernels.cu", "tuning.yaml") if (ws.branch.it.root / n).exists()]
-    head = (
-        f"Your workspace holds {' and '.join(present)} (the current files above)."
-        if present
-        else "Your workspace is empty: write kernels.cu and tuning.yaml with write_file."
-    )
-    others = [n for n in ws.readable() if n not in ("kernels.cu", "tuning.yaml")]
-    return head + (f" read_file also reads: {', '.join(others)}." if others else "")
+    """What read_file can read, truthfully: the workspace's files only once they exist."""
+    return f"read_file reads: {', '.join(ws.readable())}."
 
 
 def validate_rule(deps: RunDeps, names: set[str]) -> str:

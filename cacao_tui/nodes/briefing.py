@@ -11,7 +11,7 @@ from cacao_tui.store.atomic import StateFileError, read_model_or_none
 from cacao_tui.store.state import IterState, TuneOutcome
 from ktt.csource import global_function_lines
 
-EXISTING_CHARS = 240  # one branch's strategy in the tree decide sees (cut at a sentence or a word)
+EXISTING_CHARS = 160  # one branch's strategy title in the tree decide sees (cut at a word)
 KERNEL_HEAD_LINES = 40  # of a failed step's kernels.cu, for decide
 
 
@@ -88,11 +88,13 @@ def source_block(files: SourceFiles, limit: int) -> str:
     return "\n".join(parts)
 
 
-def structure(kernel: str | None, spec: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """What a kernel is built of: its __global__ functions and the kernels tuning.yaml launches, in order."""
+def structure(kernel: str | None, spec: str | None) -> tuple[tuple[str, ...], int, bool]:
+    """What a kernel is built of: its __global__ functions, how many launches tuning.yaml makes and
+    whether they repeat. A plan that steps from one single-launch kernel to the next keeps its
+    structure; one launch becoming several (or a repeat loop) changes it."""
     kernels = tuple(sorted(global_function_lines(kernel))) if kernel else ()
-    launched = tuple(_LAUNCHED.findall(spec)) if spec else ()
-    return kernels, launched
+    launched = len(_LAUNCHED.findall(spec)) if spec else 0
+    return kernels, launched, bool(spec and re.search(r"^\s*-?\s*repeat:", spec, re.MULTILINE))
 
 
 _LAUNCHED = re.compile(r"^\s*-?\s*kernel:\s*[\"']?([A-Za-z_]\w*)", re.MULTILINE)
@@ -112,21 +114,24 @@ def plan_section(deps: RunDeps, branch: BranchView) -> str:
     first = written[-1].index
     planned = _files_of(branch, first)
     now = structure(branch.start.kernel, branch.start.spec) if branch.start is not None else None
-    if planned is None or now is None or planned == now or not planned[0]:
+    if planned is None or now is None or planned[1:] == now[1:] or not planned[0]:
         return f"{head}, written for iteration {first}:\n{plan}\n"
     later = [st for st in earlier_states(branch) if st.index >= first and st.index not in branch.superseded]
     summaries = [f"- iteration {st.index}: {st.author.message}" for st in later
                  if st.author is not None and st.author.ok and st.author.message]  # fmt: skip
-    kernels = ", ".join(now[0]) or "none"
+
+    def shape(s: tuple[tuple[str, ...], int, bool]) -> str:
+        return f"{', '.join(s[0]) or 'no kernel'} in {s[1]} launch(es)" + (" with a repeat loop" if s[2] else "")
+
     return (
         f"{head}, written for iteration {first}, is SUPERSEDED: the kernel's structure has changed since "
-        f"(kernels then: {', '.join(planned[0])}; now: {kernels}). What the authoring steps since say they built:\n"
+        f"(then {shape(planned)}; now {shape(now)}). What the authoring steps since say they built:\n"
         + ("\n".join(summaries[-3:]) or "- (no summaries)")
         + "\n"
     )
 
 
-def _files_of(branch: BranchView, index: int) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+def _files_of(branch: BranchView, index: int) -> tuple[tuple[str, ...], int, bool] | None:
     it = branch.layout.iteration(index)
     try:
         return structure(read_model_file(it.kernel), read_model_file(it.spec))
@@ -144,12 +149,7 @@ def start_section(deps: RunDeps, branch: BranchView, *, workspace: bool = True) 
                 "(write_file); the reference is in the problem above.\n"
             )
         return "There is no earlier kernel in this branch: the first one is written from the reference.\n"
-    where = (
-        " (already in your workspace as kernels.cu and tuning.yaml: change them with edit_file, "
-        "or replace them with write_file)"
-        if workspace
-        else ""
-    )
+    where = " (in your workspace: edit_file or write_file them)" if workspace else ""
     return f"Current files, from {start.label}{where}:\n" + source_block(start, deps.defaults.source_chars) + "\n"
 
 
@@ -214,8 +214,9 @@ def earlier_states(branch: BranchView) -> list[IterState]:
     return out
 
 
-def history_section(deps: RunDeps, branch: BranchView) -> str:
-    """The last few decided iterations on this branch's current line, in full (never another branch's)."""
+def history_section(deps: RunDeps, branch: BranchView, proposals: bool = True) -> str:
+    """The last few decided iterations on this branch's current line, in full (never another branch's);
+    ``proposals``: with each one's proposal (its decision's feedback says what came of it)."""
     n = deps.defaults.history
     limit = deps.defaults.history_text_chars
     decided = [st for st in earlier_states(branch) if st.decision is not None and st.index not in branch.superseded]
@@ -231,7 +232,7 @@ def history_section(deps: RunDeps, branch: BranchView) -> str:
         lines.append(f"  Result: {outcome_text(st.run) if st.error is None else 'failed: ' + clip(st.error, limit)}")
         if st.profile is not None and st.profile.roofline:
             lines.append(f"  Profile: {st.profile.roofline}")
-        if st.proposal:
+        if st.proposal and (proposals or st.decision is None or not st.decision.feedback.strip()):
             lines.append(f"  Proposal: {clip(st.proposal, limit, 'proposal')}")
         lines += _decision_lines(st, limit)
     return "\n".join(lines) + "\n"
@@ -246,7 +247,7 @@ def iteration_log(deps: RunDeps, branch: BranchView) -> str:
         return ""
     lines = ["Iteration log of this branch (what was tried -> what happened):"]
     if len(states) > len(shown):
-        lines.append(f"- ... {len(states) - len(shown)} earlier iteration(s) (list_iterations shows them)")
+        lines.append(f'- ... {len(states) - len(shown)} earlier iteration(s) (history(what="iterations") lists them)')
     for st in shown:
         flag = " (superseded by a revert)" if st.index in branch.superseded else ""
         lines.append(f"- iter {st.index}{flag}: {clip(summary_line(st), deps.defaults.history_text_chars)}")
@@ -296,7 +297,7 @@ def previous_result_section(deps: RunDeps, branch: BranchView) -> str:
     text = f"Iteration {prev.index} result: {result}\n" + reference_output_line(deps, prev.run)
     if prev.profile is not None and prev.profile.diagnosis:
         text += f"Iteration {prev.index} profile diagnosis:\n{prev.profile.diagnosis}\n"
-    if prev.proposal:
+    if prev.proposal and (prev.decision is None or not prev.decision.feedback.strip()):  # else the feedback has it
         text += f"Iteration {prev.index} proposal: {clip(prev.proposal, limit, 'proposal')}\n"
     return text
 
@@ -384,7 +385,7 @@ def existing_branches_section(deps: RunDeps, branch: BranchView) -> str:
                 return
             best = f"best {m.best.time_ms:.4g} ms" if m.best else "no result yet"
             mark = " (this branch)" if m.name == branch.name else ""
-            what = shorten(" ".join(f"{m.strategy.title}: {m.strategy.description}".split()), EXISTING_CHARS)
+            what = shorten(" ".join(m.strategy.title.split()), EXISTING_CHARS)
             lines.append(f"{'  ' * depth}- {m.name}{mark} [{m.status}, {best}] {what}")
             walk(m.name, depth + 1)
 

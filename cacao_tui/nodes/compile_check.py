@@ -27,7 +27,7 @@ from ktt.protocol import CheckedConfig, CheckReport, InstructionCounts, KernelMi
 
 MAX_REPORTED = 30  # distinct compiler messages
 MAX_RESOURCE_LINES = 10
-MAX_MIX_CONFIGS = 3  # configurations whose instruction mix is shown (the named ones first)
+MAX_MIX_CONFIGS = 2  # configurations whose instruction mix is shown (the named ones first, then the largest)
 EXTREMES = ("largest parameter values", "smallest parameter values", "most dynamic shared memory",
             "least dynamic shared memory")  # fmt: skip
 
@@ -64,24 +64,38 @@ def _source_line(source: str, line: int | None) -> str:
 
 
 def _occupancy_text(o: LaunchOccupancy) -> str:
-    head = f"{o.threads} threads/block -> {o.blocks_per_sm} block{'s' if o.blocks_per_sm != 1 else ''}/SM, "
+    head = f"{o.threads} threads -> {o.blocks_per_sm} block{'s' if o.blocks_per_sm != 1 else ''}/SM, "
     head += f"occupancy {o.occupancy:.0%}"
     if o.limiter == "warps":
-        return head + (" (full)" if o.occupancy >= 0.999 else " (limited by the SM's thread limit at this block size)")
+        return head + (" (full)" if o.occupancy >= 0.999 else " (limited by the SM's threads at this block size)")
     if o.limiter == "blocks":
-        return head + " (limited by the SM's block limit: small blocks)"
+        return head + " (limited by blocks per SM: small blocks)"
     return head + f" (limited by {o.limiter})"
+
+
+ROLE_TEXT = {
+    "largest parameter values": "largest values",
+    "smallest parameter values": "smallest values",
+    "most dynamic shared memory": "most dynamic smem",
+    "least dynamic shared memory": "least dynamic smem",
+    "sampled": "random",
+    "requested": "named",
+}
+
+
+def _roles(c: CheckedConfig) -> list[str]:
+    return [ROLE_TEXT.get(r, r) for r in c.roles]
 
 
 def _tags(report: CheckReport) -> dict[int, list[str]]:
     """Each configuration's roles, plus the most and least register- and shared-memory-hungry of what compiled."""
-    tags = {i: list(c.roles) for i, c in enumerate(report.configs)}
+    tags = {i: _roles(c) for i, c in enumerate(report.configs)}
     built = [(i, c) for i, c in enumerate(report.configs) if c.ok and c.resources]
     if len(built) > 1:
         regs = {i: max(r.registers or 0 for r in c.resources) for i, c in built}
         smem = {i: max((o.smem_bytes for o in c.occupancy), default=0) for i, c in built}
         for values, most, least in ((regs, "most registers", "fewest registers"),
-                                    (smem, "most shared memory", "least shared memory")):  # fmt: skip
+                                    (smem, "most smem", "least smem")):  # fmt: skip
             if max(values.values()) != min(values.values()):
                 tags[max(values, key=lambda i: values[i])].append(most)
                 tags[min(values, key=lambda i: values[i])].append(least)
@@ -101,16 +115,16 @@ def resource_lines(report: CheckReport, limit: int = MAX_RESOURCE_LINES) -> list
         parts = []
         occ = {o.kernel: o for o in cfg.occupancy}
         for r in cfg.resources:
-            text = f"{r.kernel}: {r.registers} registers/thread, "
+            text = f"{r.kernel}: {r.registers} registers, "
             if r.spill_stores or r.spill_loads:
                 text += f"SPILLS {r.spill_stores} B stored / {r.spill_loads} B loaded"
             else:
-                text += "spills 0 B"
+                text += "0 B spilled"
             if r.stack_bytes:
-                text += f", {r.stack_bytes} B stack (local memory)"
+                text += f", {r.stack_bytes} B stack"
             o = occ.get(r.kernel)
             smem = o.smem_bytes if o is not None else (r.smem_static or 0)
-            text += f", {smem:,} B shared/block"
+            text += f", {smem:,} B shared"
             if o is not None:
                 text += ", " + _occupancy_text(o)
             parts.append(text)
@@ -150,12 +164,12 @@ def mix_lines(report: CheckReport) -> list[str]:
     notes = {c.mix_note for c in report.configs if c.mix_note and not c.instruction_mix}
     isa = {m.isa for c in with_mix for m in c.instruction_mix}
     if with_mix:
-        how = "SASS from the cubin"
+        how = "SASS"
         if isa != {"SASS"}:
-            how = "PTX from NVRTC (no disassembler found: counts before ptxas)"
-        out.append(f"Instruction mix ({how}; static counts, a loop body counted once):")
+            how = "PTX from NVRTC, counted before ptxas: no disassembler found"
+        out.append(f"Instruction mix ({how}; static counts: a loop body counts once):")
     for c in with_mix[:MAX_MIX_CONFIGS]:
-        roles = f" [{'; '.join(c.roles)}]" if c.roles else ""
+        roles = f" [{'; '.join(_roles(c))}]" if c.roles else ""
         out.append(f"  {config_text(c.config)}{roles}:")
         out += [f"    {_kernel_mix(m)}" for m in c.instruction_mix]
     if not with_mix and notes:
@@ -164,10 +178,10 @@ def mix_lines(report: CheckReport) -> list[str]:
 
 
 def _kernel_mix(m: KernelMix) -> str:
-    text = f"{m.kernel}: {m.mix.total:,} instructions: {counts_text(m.mix)}"
+    text = f"{m.kernel}, {m.mix.total:,} instructions: {counts_text(m.mix)}"
     if m.loop is not None:
-        nested = f" ({m.loop_nested:,} more in loops nested in it)" if m.loop_nested else ""
-        text += f"; main loop {m.loop.total:,} instructions{nested}: {counts_text(m.loop)}"
+        nested = f", +{m.loop_nested:,} in nested loops" if m.loop_nested else ""
+        text += f"; main loop {m.loop.total:,}{nested}: {counts_text(m.loop)}"
     return text
 
 
@@ -195,7 +209,7 @@ def _head(report: CheckReport, passed: bool) -> str:
     sm = f" SM_COUNT = {report.sm_count}." if report.sm_count else ""
     if passed:
         return (f"compile check passed: {n_ok}/{len(report.configs)} configurations compiled for {report.arch} "
-                f"({what}; space: {size:,} configurations after restrictions).{sm}")  # fmt: skip
+                f"({what}; the space has {size:,}).{sm}")  # fmt: skip
     return (f"compile check FAILED: {len(report.configs) - n_ok} of {len(report.configs)} configurations did not "
             f"compile for {report.arch}" + (f" ({what})" if what else "") + ".")  # fmt: skip
 
@@ -239,7 +253,7 @@ def format_report(report: CheckReport, source: str) -> str:
         out = [_head(report, True), *extra]
         resources = resource_lines(report)
         if resources:
-            out += ["Resources (ptxas) and the occupancy they allow, most registers first:", *resources]
+            out += ["Resources (ptxas) and occupancy, most registers first:", *resources]
         out += mix_lines(report)
         return "\n".join(out)
     out = [_head(report, False) if report.configs else "compile check FAILED."]

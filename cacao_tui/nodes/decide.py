@@ -33,7 +33,7 @@ from cacao_tui.nodes.briefing import (
 from cacao_tui.nodes.changes import changes_section
 from cacao_tui.nodes.context import BranchView, RunDeps, llm_for
 from cacao_tui.nodes.landscape import landscape_summary
-from cacao_tui.nodes.problem_brief import device_section
+from cacao_tui.nodes.problem_brief import target_summary
 from cacao_tui.nodes.propose import check_section
 from cacao_tui.nodes.strategize import slug
 from cacao_tui.nodes.workspace import read_model_file
@@ -129,15 +129,14 @@ def _spec(branch: BranchView) -> str | None:
         return None
 
 
-MEASURED_FIELDS = """- skip_implement: true when the next iteration should keep this kernel unchanged and only
-  change tuning.yaml (e.g. the landscape shows a best value AT THE EDGE of its range).
-- start_from: best (default: the next iteration starts from the branch's fastest kernel so
-  far, which may be an earlier iteration's) or latest (this iteration's files, e.g. a
-  restructuring that needs another step before it pays). A retry and skip_implement always
-  continue from this iteration's files; write the feedback for the files it will start from."""
-DRY_RUN_FIELDS = """- skip_implement: false (a dry run tunes nothing, so a new tuning space alone shows nothing).
-- start_from: latest (nothing is measured in a dry run, so there is no fastest kernel to return
-  to: the next iteration starts from this iteration's files)."""
+MEASURED_FIELDS = """- skip_implement: true when the next iteration keeps this kernel and changes only tuning.yaml
+  (e.g. the landscape shows a best value AT THE EDGE of its range).
+- start_from: best (default: the branch's fastest kernel so far, maybe an earlier iteration's) or
+  latest (this iteration's files: a restructuring that needs another step before it pays); a
+  retry and skip_implement continue from this iteration's files. Write the feedback for the
+  files the next iteration starts from."""
+DRY_RUN_FIELDS = """- skip_implement: false (a dry run tunes nothing: a new tuning space alone shows nothing).
+- start_from: latest (nothing is measured, so there is no fastest kernel to return to)."""
 
 
 def last_note(branch: BranchView) -> str:
@@ -177,12 +176,12 @@ async def decide(deps: RunDeps, branch: BranchView, state: IterState, path_note:
     async with llm_for(deps, "decide").slot():  # the branches' statuses as they are when the call is sent
         text = prompts.render(
             "decide",
-            device=device_section(deps),
+            device=target_summary(deps),
             failed_step=failed_step_text(branch, state),
             changes="" if state.error is not None and state.author is not None else changes_section(deps, branch),
-            check=check_section(state),
+            check=check_section(state, mix=False),
             landscape=landscape,
-            existing=existing_branches_section(deps, branch),
+            existing=existing_branches_section(deps, branch) if branch.can_branch else "",
             branch=branch.name,
             strategy_title=branch.strategy.title,
             level=branch.depth + 1,

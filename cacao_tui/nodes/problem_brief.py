@@ -15,11 +15,12 @@ from cacao_tui import prompts
 from cacao_tui.nodes.context import RunDeps
 from cacao_tui.nodes.target import Target, target_of
 from ktt.capped_read import MAX_SOURCE_BYTES, describe_read_error, read_text_capped
-from ktt.device_table import device_lines
+from ktt.gpu_catalog import issue_rates
 from ktt.occupancy import limits_for
 from ktt.peaks import NAMES, datasheet_peaks, flops_peak
 from ktt.problem import Buffer, Problem
 from ktt.problem.files import INTEGER_DTYPES
+from ktt.protocol import DeviceReport
 from ktt.reference_times import ReferenceTimeError, read_reference_times
 from ktt.target import SM_COUNT
 
@@ -53,10 +54,10 @@ def floor_text(problem: Problem, target: Target | None) -> str:
     if nbytes:
         text = f"{_mb(nbytes)} moved"
         if derived:
-            text += " (derived, not declared: each input read once and each output written once)"
+            text += " (derived, not declared: each input read and each output written once)"
         if bandwidth and device is not None:
             how = "measured" if device.copy_bandwidth_gbs else ("theoretical" if target.measured else "datasheet")
-            text += f" (~{nbytes / (bandwidth * 1e9) * 1e3:.4g} ms at the target's {how} {bandwidth:,.0f} GB/s)"
+            text += f" (~{nbytes / (bandwidth * 1e9) * 1e3:.3g} ms at {bandwidth:,.0f} GB/s, {how})"
         parts.append(text)
     if flops:
         parts.append(_flops_text(flops, problem.floor_flops_dtype, device))
@@ -74,22 +75,56 @@ def _flops_text(flops: float, dtype: str, device: object | None) -> str:
         return text
     peak = flops_peak(dtype, device.name, device.arch, device.sm_count, round(device.clock_mhz * 1000))  # type: ignore[attr-defined]
     if peak.gflops:
-        text += f" (~{flops / (peak.gflops * 1e9) * 1e3:.4g} ms at the target's {NAMES[dtype]} peak"
-        text += f" {peak.gflops / 1e3:,.1f} TFLOP/s: {peak.source})"
+        ms = flops / (peak.gflops * 1e9) * 1e3
+        text += f" (~{ms:.3g} ms at the {NAMES[dtype]} peak {peak.gflops / 1e3:,.1f} TFLOP/s)"
     else:
         text += f" ({peak.source})"
     return text
+
+
+def target_lines(d: DeviceReport, measured: bool) -> list[str]:
+    """The target as a prompt states it: the part, its limits, memory, and its issue rates."""
+    kib = 1024
+    memory = f", {d.total_memory_bytes / 2**30:.0f} GiB" if d.total_memory_bytes else ""
+    lines = [f"{d.name} ({d.arch}), {d.sm_count} SMs at up to {d.clock_mhz:.0f} MHz{memory}"]
+    per_sm = f"per SM: {d.max_threads_per_sm} threads, " + (
+        f"{d.max_blocks_per_sm} blocks, " if d.max_blocks_per_sm else ""
+    )
+    per_sm += f"{d.regs_per_sm:,} registers, {d.smem_per_sm / kib:.0f} KiB shared memory; per block: "
+    per_sm += (
+        f"{d.max_threads_per_block} threads, {d.smem_per_block_optin / kib:.0f} KiB shared memory with the opt-in "
+    )
+    per_sm += f"attribute ({d.smem_per_block / kib:.0f} KiB without)"
+    lines.append(per_sm)
+    bandwidth = []
+    if d.copy_bandwidth_gbs:
+        bandwidth.append(f"{d.copy_bandwidth_gbs:,.0f} GB/s measured (device-to-device copy)")
+    if d.theoretical_bandwidth_gbs:
+        bandwidth.append(f"{d.theoretical_bandwidth_gbs:,.0f} GB/s {'theoretical' if measured else 'datasheet'}")
+    lines.append(f"L2 {d.l2_bytes / 2**20:.0f} MiB; DRAM " + ("; ".join(bandwidth) or "bandwidth unknown"))
+    rates = issue_rates(d.arch)
+    if rates is not None:
+        chip = d.sm_count * d.clock_mhz * 1e6
+        tensor = f", FP16/BF16 tensor FMA {rates.tensor_fp16:,} dense" if rates.tensor_fp16 else ""
+        line = (f"per SM per clock: FP32 FMA {rates.fp32}, FP64 FMA {rates.fp64}, INT32 {rates.int32}, MUFU "
+                f"(rsqrt, ex2, sin...) {rates.sfu}{tensor}; the whole GPU: FP32 "
+                f"{2 * rates.fp32 * chip / 1e12:.1f} TFLOP/s, FP64 {2 * rates.fp64 * chip / 1e12:.1f}, MUFU "
+                f"{rates.sfu * chip / 1e12:.1f} Tops/s")  # fmt: skip
+        if rates.tensor_fp16:
+            line += f", FP16/BF16 tensor {2 * rates.tensor_fp16 * chip / 1e12:,.0f} TFLOP/s"
+        lines.append(line)
+    return lines
 
 
 def device_section(deps: RunDeps) -> str:
     """The target GPU: the device table measured at the start of the run, else its datasheet."""
     target = target_of(deps)
     if target.report is not None:
-        how = "measured at the start of this run" if target.measured else f"datasheet figures: {target.why}"
+        how = "measured at the start of this run" if target.measured else f"datasheet of {target.why}"
         if not target.measured and deps.settings.dry_run:
             how += "; a dry run measures nothing"
-        lines = [line for line in device_lines(target.report) if line != target.report.note]
-        return f"Target GPU ({how}):\n" + "\n".join(f"- {line}" for line in lines)
+        lines = target_lines(target.report, target.measured)
+        return f"Target GPU ({how}): {lines[0]}\n" + "\n".join(f"- {line}" for line in lines[1:])
     limits = limits_for(target.arch)
     text = f"Target GPU: an {target.arch} GPU ({target.why}; no device table was measured)"
     if limits is not None:
@@ -99,6 +134,16 @@ def device_section(deps: RunDeps) -> str:
             f"({limits.smem_per_block_optin // 1024} KiB per block with the opt-in attribute)"
         )
     return text + "."
+
+
+def target_summary(deps: RunDeps) -> str:
+    """The target in two lines (decide: enough to judge occupancy and bandwidth claims)."""
+    target = target_of(deps)
+    if target.report is None:
+        return device_section(deps)
+    lines = target_lines(target.report, target.measured)
+    how = "measured" if target.measured else "datasheet"
+    return f"Target GPU ({how}): {lines[0]}; {lines[1]}; {lines[2]}."
 
 
 def init_text(problem: Problem, b: Buffer) -> str:
@@ -114,9 +159,9 @@ def init_text(problem: Problem, b: Buffer) -> str:
     low, high = b.value_range
     kind = "integers" if b.dtype in INTEGER_DTYPES else "values"
     if b.access == "write":
-        return f"starts every run holding uniform random {kind} in [{low:g}, {high:g}] (its init): write every element"
-    seed = f"seed {b.seed}" if b.seed is not None else "a seed from its name"
-    text = f"uniform random {kind} in [{low:g}, {high:g}]; input set 0 is fixed ({seed}), set 1 is a fresh draw"
+        return f"holds uniform random {kind} in [{low:g}, {high:g}] when a run starts: write every element"
+    seed = f"seed {b.seed}" if b.seed is not None else "seeded by name"
+    text = f"uniform random {kind} in [{low:g}, {high:g}] (input set 0: {seed}; set 1 redrawn)"
     return text + (", restored before every run" if b.writable else "")
 
 
@@ -126,10 +171,8 @@ def buffers_text(problem: Problem) -> str:
     for b in problem.buffers:
         n = shape.sizes[b.name]
         flags = [b.access] + (["validated"] if b.validate else [])
-        lines.append(
-            f"- {b.name}: {b.ctype}[{b.size.text}] = {n:,} elements ({_mb(shape.bytes_of(b))}), {', '.join(flags)}; "
-            + init_text(problem, b)
-        )
+        lines.append(f"- {b.name}: {b.ctype}[{b.size.text}] ({n:,}, {_mb(shape.bytes_of(b))}), {', '.join(flags)}: "
+                     + init_text(problem, b))  # fmt: skip
     return "\n".join(lines)
 
 
@@ -163,16 +206,15 @@ def reference_time_text(deps: RunDeps) -> str:
         how = "CUDA events around the reference launch, median"
     else:
         how = "on the host, by the best method its language allows"
-    return f"not measured yet; the tuner measures it at the first tuning ({how})" + (
-        " - a dry run never does" if deps.settings.dry_run else ""
-    )
+    never = "; a dry run never does" if deps.settings.dry_run else ""
+    return f"not measured yet (the first tuning measures it: {how}{never})"
 
 
 def validation_text(problem: Problem) -> str:
     names = ", ".join(b.name for b in problem.validated)
     return (
-        f"every element of {names} within an absolute tolerance of {problem.tolerance:g} of the reference "
-        "(NaN or Inf fail), on both input sets; each configuration runs twice and a result that moves is a race"
+        f"each element of {names} within {problem.tolerance:g} (absolute) of the reference on both input sets; "
+        "NaN/Inf fail; every configuration runs twice (a moving result is a race)"
     )
 
 
@@ -181,7 +223,7 @@ def defines_text(deps: RunDeps) -> str:
     defines = ", ".join(f"{k}={v}" for k, v in p.defines().items())
     sm = target_of(deps).sm_count
     if sm and not any(a.name == SM_COUNT for a in p.args):
-        defines += (", " if defines else "") + f"{SM_COUNT}={sm} (the target's SMs, also in tuning.yaml expressions)"
+        defines += (", " if defines else "") + f"{SM_COUNT}={sm} (the target's SMs; tuning.yaml knows it too)"
     return defines or "none"
 
 

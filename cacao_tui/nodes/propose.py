@@ -84,10 +84,15 @@ ASK_DRY_RUN = (
 )
 
 
-def check_section(state: IterState) -> str:
-    """The compile check that accepted this iteration's files, as the author read it."""
+def check_section(state: IterState, mix: bool = True) -> str:
+    """The compile check that accepted this iteration's files, as the author read it (``mix``: with
+    its instruction mix)."""
     report = state.author.check_report if state.author is not None else None
-    return f"Compile check of these files:\n{report.strip()}\n" if report else ""
+    if not report:
+        return ""
+    if not mix:
+        report = report.split("\nInstruction mix")[0]
+    return f"Compile check of these files:\n{report.strip()}\n"
 
 
 async def propose(deps: RunDeps, branch: BranchView, state: IterState) -> str:
@@ -125,7 +130,7 @@ async def propose(deps: RunDeps, branch: BranchView, state: IterState) -> str:
             best=best_section(deps, branch),
             reference_output=reference_output_line(deps, state.run),
             iteration_log=iteration_log(deps, branch),
-            history=history_section(deps, branch),
+            history=history_section(deps, branch, proposals=False),
             messages=messages_section(deps, branch),
             branches=branches_section(deps, branch),
             branching=branching_text(deps, branch),
