@@ -353,8 +353,9 @@ def _count(ops: Iterable[tuple[str | None, str | None]]) -> Mix:
 def main_loop(k: KernelListing) -> LoopMix | None:
     """The loop whose own body (nested loops left out) holds the most arithmetic (ties: the
     most instructions); None when the kernel has no backward branch."""
+    # A branch to itself is not a loop (the trap nvdisasm shows after a kernel's EXIT).
     loops = sorted(
-        {(k.labels[t], i) for i, t in k.branches if t in k.labels and k.labels[t] <= i}, key=lambda x: (x[0], -x[1])
+        {(k.labels[t], i) for i, t in k.branches if t in k.labels and k.labels[t] < i}, key=lambda x: (x[0], -x[1])
     )
     best: tuple[tuple[int, int], LoopMix] | None = None
     for first, last in loops:
@@ -367,7 +368,9 @@ def main_loop(k: KernelListing) -> LoopMix | None:
         rank = (own.math(), own.total)
         if best is None or rank > best[0]:
             best = (rank, loop)
-    return best[1] if best is not None else None
+    if best is None or best[1].own.math() == 0:
+        return None  # no loop does arithmetic (loops unrolled away, or only copy loops)
+    return best[1]
 
 
 def kernel_mixes(kernels: list[KernelListing]) -> list[KernelMixResult]:

@@ -107,11 +107,12 @@ def resource_lines(report: CheckReport, limit: int = MAX_RESOURCE_LINES) -> list
     out: list[str] = []
     tags = _tags(report)
     order = sorted(range(len(report.configs)), key=lambda i: -_max_registers(report.configs[i]))
+    primary = report.configs[0].shape if report.configs else "default"
     for i in order:
         cfg = report.configs[i]
         if not cfg.resources:
             continue
-        shape = f" [shape {cfg.shape}]" if cfg.shape != "default" else ""
+        shape = f" [shape {cfg.shape}]" if cfg.shape != primary else ""
         parts = []
         occ = {o.kernel: o for o in cfg.occupancy}
         for r in cfg.resources:
@@ -196,7 +197,8 @@ def _what_was_compiled(report: CheckReport) -> str:
     n_named = sum(1 for c in report.configs if "requested" in c.roles)
     if n_named:
         parts.append(f"{n_named} you named")
-    cases = sum(1 for c in report.configs if c.shape != "default")
+    primary = report.configs[0].shape if report.configs else "default"
+    cases = sum(1 for c in report.configs if c.shape != primary)
     if cases:
         parts.append(f"{cases} for the other shapes")
     return ", ".join(parts)

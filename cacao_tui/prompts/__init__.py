@@ -6,6 +6,7 @@ need no escaping; a literal dollar sign is written ``$$``.
 
 from __future__ import annotations
 
+import re
 import string
 from functools import cache
 from importlib import resources
@@ -17,5 +18,11 @@ def load(name: str) -> str:
 
 
 def render(template: str, /, **values: object) -> str:
-    """Fill a template; a missing placeholder is a bug and raises KeyError."""
-    return string.Template(load(template)).substitute({k: str(v) for k, v in values.items()})
+    """Fill a template; a missing placeholder is a bug and raises KeyError. Sections left empty
+    leave no run of blank lines behind (at most one blank line between two parts)."""
+    text = string.Template(load(template)).substitute({k: str(v) for k, v in values.items()})
+    parts = text.split("```")  # inside a fenced block (a kernel, a spec) every line is kept as it is
+    return "```".join(_BLANK_RUNS.sub("\n\n", p) if i % 2 == 0 else p for i, p in enumerate(parts))
+
+
+_BLANK_RUNS = re.compile(r"\n(?:[ \t]*\n){2,}")
