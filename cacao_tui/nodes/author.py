@@ -39,7 +39,7 @@ from cacao_tui.nodes.briefing import (
 )
 from cacao_tui.nodes.compile_check import CheckOutcome, check_compilation
 from cacao_tui.nodes.context import BranchView, RunDeps
-from cacao_tui.nodes.notes import notes_block, problem_topics, strategy_topics
+from cacao_tui.nodes.notes import abilities, notes_block, problem_topics, strategy_topics
 from cacao_tui.nodes.notes import text as notes_text
 from cacao_tui.nodes.problem_brief import problem_brief
 from cacao_tui.nodes.target import target_of
@@ -137,7 +137,7 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
     blocks = [
         *parts,
         notes_block(shared, "Notes this problem calls for"),
-        general_block(topped),
+        general_block(deps, topped),
         rules,
     ]
     stable = "\n\n".join(part.strip() for part in blocks if part) + "\n"
@@ -314,8 +314,8 @@ GENERAL_NOTES = ("memory", "compute", "abilities", "multipass", "reductions")
 CACHE_MARGIN = 1.03  # the provider's tokens are not quite ours
 
 
-def _general_text(name: str) -> str:
-    return prompts.load("abilities") if name == "abilities" else notes_text(name)
+def _general_text(deps: RunDeps, name: str) -> str:
+    return abilities(deps.problem, target_of(deps).arch) if name == "abilities" else notes_text(name)
 
 
 def cache_top_up(deps: RunDeps, prefix_chars: int, shown: list[str]) -> list[str]:
@@ -333,16 +333,16 @@ def cache_top_up(deps: RunDeps, prefix_chars: int, shown: list[str]) -> list[str
         if name in shown:
             continue
         chosen.append(name)
-        prefix_chars += len(_general_text(name)) + 40
+        prefix_chars += len(_general_text(deps, name)) + 40
         if estimate(prefix_chars) >= minimum * CACHE_MARGIN:
             return chosen
     return []
 
 
-def general_block(names: list[str]) -> str:
+def general_block(deps: RunDeps, names: list[str]) -> str:
     if not names:
         return ""
-    return "General notes:\n" + "\n\n".join(_general_text(n).strip() for n in names) + "\n"
+    return "General notes:\n" + "\n\n".join(_general_text(deps, n).strip() for n in names) + "\n"
 
 
 def files_line(ws: Workspace) -> str:

@@ -283,7 +283,7 @@ def reference_output_line(deps: RunDeps, run: TuneOutcome | None) -> str:
             parts.append(f"{s.buffer}: no finite value")
             continue
         tol = deps.problem.tolerance
-        share = f"; the tolerance {tol:g} is {tol / s.mean_abs:.2%} of it" if s.mean_abs else ""
+        share = f"; the tolerance {tol:g} is {100 * tol / s.mean_abs:.2g}% of it" if s.mean_abs else ""
         parts.append(f"{s.buffer}: min {s.min:.4g}, max {s.max:.4g}, mean |x| {s.mean_abs:.4g}{share}")
     return "Reference output (first input set): " + "; ".join(parts) + "\n"
 

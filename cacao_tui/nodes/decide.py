@@ -290,6 +290,13 @@ def improved(branch: BranchView, state: IterState) -> bool:
     return not earlier or current < min(earlier)
 
 
+def _what_was_tried(branch: BranchView, state: IterState) -> str:
+    """The authoring step's own summary of what it built, else the iteration's mode."""
+    if state.author is not None and state.author.ok and state.author.message:
+        return " ".join(state.author.message.split())[:300]
+    return branch.mode
+
+
 def rule_decision(deps: RunDeps, branch: BranchView, state: IterState, why: str) -> Decision:
     """The decision when the model gave none: continue while improving, retry one failure, else stop."""
     limit = deps.defaults.history_text_chars
@@ -314,7 +321,7 @@ def rule_decision(deps: RunDeps, branch: BranchView, state: IterState, why: str)
         action=action,  # type: ignore[arg-type]
         reason=f"rule-based fallback ({rule}); the model gave no usable decision: {clip(why, 300)}",
         feedback=feedback,
-        iteration_summary=f"{branch.mode} -> {result} (decided by rule)"[:500],
+        iteration_summary=f"{_what_was_tried(branch, state)} -> {result} (decided by rule)"[:500],
         automatic=True,
         fallback=clip(why, limit),
         override_id=None,

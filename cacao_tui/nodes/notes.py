@@ -132,3 +132,13 @@ def read_notes(topic: str | None, arch: str, shown: list[str]) -> tuple[str, boo
     if name not in BY_NAME:
         return f"read_notes: no topic {topic[:60]!r}. Topics:\n{listing}", True
     return text(name), False
+
+
+HOPPER_ABILITY = "- on sm_90 and newer: TMA tensor maps encoded by the tuner, thread-block clusters, wgmma;\n"
+
+
+def abilities(problem: Problem, arch: str) -> str:
+    """What a kernel may use (prompts/abilities.txt), with the Hopper line only where the problem can
+    use it (the hopper_tma notes are relevant to it)."""
+    hopper = HOPPER_ABILITY if "hopper_tma" in problem_topics(problem, arch) else ""
+    return prompts.render("abilities", hopper=hopper).strip()

@@ -22,7 +22,7 @@ from cacao_tui.nodes.briefing import (
     start_section,
 )
 from cacao_tui.nodes.context import BranchView, RunDeps, llm_for
-from cacao_tui.nodes.notes import notes_block, problem_topics, strategy_topics
+from cacao_tui.nodes.notes import abilities, notes_block, problem_topics, strategy_topics
 from cacao_tui.nodes.problem_brief import problem_brief
 from cacao_tui.nodes.replies import ask_text, opening_turn, require_text, stable_prefix
 from cacao_tui.nodes.target import target_of
@@ -40,32 +40,34 @@ async def plan(deps: RunDeps, branch: BranchView) -> str:
     arch = target_of(deps).arch
     shared = problem_topics(deps.problem, arch)
     own = strategy_topics(f"{branch.strategy.title} {branch.strategy.description}", arch, shared)
-    text = prompts.render(
-        "plan",
-        abilities=prompts.load("abilities").strip() + "\n",
-        notes=notes_block([*shared, *own]),
-        problem=problem_brief(deps),
-        analysis=analysis_section(deps),
-        parent=parent_section(deps, branch),
-        branch=branch.name,
-        level=branch.depth + 1,
-        levels=deps.settings.max_depth,
-        strategy_title=branch.strategy.title,
-        strategy_description=branch.strategy.description,
-        start=start_section(deps, branch, workspace=False),
-        revert=revert_note(branch),
-        iteration_log=iteration_log(deps, branch),
-        history=history_section(deps, branch),
-        last_decision=(f"Plan so far:\n{branch.plan}\n\n" if again else "") + last_decision_section(deps, branch),
-        messages=messages_section(deps, branch),
-        branches=branches_section(deps, branch),
-        task=task,
-    )
-    resp = await ask_text(
-        llm_for(deps, "plan"),
-        opening_turn(text, stable_prefix(deps)),
-        ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="plan"),
-        system=prompts.load("system"),
-        task=TASK,
-    )
+    llm = llm_for(deps, "plan")
+    async with llm.slot():  # the other branches' statuses as they are when the call is sent
+        text = prompts.render(
+            "plan",
+            abilities=abilities(deps.problem, arch) + "\n",
+            notes=notes_block([*shared, *own]),
+            problem=problem_brief(deps),
+            analysis=analysis_section(deps),
+            parent=parent_section(deps, branch),
+            branch=branch.name,
+            level=branch.depth + 1,
+            levels=deps.settings.max_depth,
+            strategy_title=branch.strategy.title,
+            strategy_description=branch.strategy.description,
+            start=start_section(deps, branch, workspace=False),
+            revert=revert_note(branch),
+            iteration_log=iteration_log(deps, branch),
+            history=history_section(deps, branch),
+            last_decision=(f"Plan so far:\n{branch.plan}\n\n" if again else "") + last_decision_section(deps, branch),
+            messages=messages_section(deps, branch),
+            branches=branches_section(deps, branch),
+            task=task,
+        )
+        resp = await ask_text(
+            llm,
+            opening_turn(text, stable_prefix(deps)),
+            ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="plan"),
+            system=prompts.load("system"),
+            task=TASK,
+        )
     return require_text(resp, "plan")

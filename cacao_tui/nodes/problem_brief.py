@@ -86,15 +86,11 @@ def target_lines(d: DeviceReport, measured: bool) -> list[str]:
     """The target as a prompt states it: the part, its limits, memory, and its issue rates."""
     kib = 1024
     memory = f", {d.total_memory_bytes / 2**30:.0f} GiB" if d.total_memory_bytes else ""
-    lines = [f"{d.name} ({d.arch}), {d.sm_count} SMs at up to {d.clock_mhz:.0f} MHz{memory}"]
-    per_sm = f"per SM: {d.max_threads_per_sm} threads, " + (
-        f"{d.max_blocks_per_sm} blocks, " if d.max_blocks_per_sm else ""
-    )
-    per_sm += f"{d.regs_per_sm:,} registers, {d.smem_per_sm / kib:.0f} KiB shared memory; per block: "
-    per_sm += (
-        f"{d.max_threads_per_block} threads, {d.smem_per_block_optin / kib:.0f} KiB shared memory with the opt-in "
-    )
-    per_sm += f"attribute ({d.smem_per_block / kib:.0f} KiB without)"
+    lines = [f"{d.name} ({d.arch}): {d.sm_count} SMs at up to {d.clock_mhz:.0f} MHz{memory}"]
+    blocks = f"{d.max_blocks_per_sm} blocks, " if d.max_blocks_per_sm else ""
+    per_sm = f"per SM: {d.max_threads_per_sm} threads, {blocks}{d.regs_per_sm:,} registers, "
+    per_sm += f"{d.smem_per_sm / kib:.0f} KiB shared memory; per block: {d.max_threads_per_block} threads, "
+    per_sm += f"{d.smem_per_block_optin / kib:.0f} KiB shared memory (opt-in above {d.smem_per_block / kib:.0f} KiB)"
     lines.append(per_sm)
     bandwidth = []
     if d.copy_bandwidth_gbs:
