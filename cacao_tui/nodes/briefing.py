@@ -274,9 +274,16 @@ def last_decision_section(deps: RunDeps, branch: BranchView) -> str:
 
 
 def reference_output_line(deps: RunDeps, run: TuneOutcome | None) -> str:
-    """The reference's result per validated buffer (the tuner's), and the tolerance against it."""
-    if run is None or not run.reference_stats:
+    """The reference's time and its result per validated buffer (the tuner's), and the tolerance
+    against it: what a tuning learnt about the reference after the brief was written."""
+    if run is None or (not run.reference_stats and run.reference_ms is None):
         return ""
+    timed = ""
+    if run.reference_ms is not None:
+        how = "seeded by hand" if run.reference_source == "seeded" else "measured by the tuner"
+        timed = f"Reference time: {run.reference_ms:.4g} ms ({how}).\n"
+    if not run.reference_stats:
+        return timed
     parts = []
     for s in run.reference_stats:
         if s.mean_abs is None:
@@ -285,7 +292,7 @@ def reference_output_line(deps: RunDeps, run: TuneOutcome | None) -> str:
         tol = deps.problem.tolerance
         share = f"; the tolerance {tol:g} is {100 * tol / s.mean_abs:.2g}% of it" if s.mean_abs else ""
         parts.append(f"{s.buffer}: min {s.min:.4g}, max {s.max:.4g}, mean |x| {s.mean_abs:.4g}{share}")
-    return "Reference output (first input set): " + "; ".join(parts) + "\n"
+    return timed + "Reference output (first input set): " + "; ".join(parts) + "\n"
 
 
 def previous_result_section(deps: RunDeps, branch: BranchView) -> str:

@@ -195,7 +195,10 @@ def test_the_author_is_told_which_files_exist(stencil: Scenario) -> None:
     assert "read_file reads: kernels.cu, tuning.yaml, base/kernels.cu, base/tuning.yaml, iter1/kernels.cu" in text_of(
         later
     )
-    assert "Inside an expression\n`//` starts a comment (it is not integer division); elsewhere `#` starts a YAML comment" in first
+    rule = (
+        "Inside an expression\n`//` starts a comment (it is not integer division); elsewhere `#` starts a YAML comment"
+    )
+    assert rule in first
 
 
 def test_a_plan_whose_structure_changed_is_marked_superseded(tmp_path: Path) -> None:

@@ -28,7 +28,10 @@ TINY = ROOT / "tests" / "ktt" / "data" / "tiny"
 
 
 def test_a_cut_ends_at_a_sentence_and_says_what_was_left_out() -> None:
-    plan = "Step one builds tiles. Step two adds register blocking. Step three vectorises the loads and stores. Expect 0.4 ms against a floor of 0.26 ms."
+    plan = (
+        "Step one builds tiles. Step two adds register blocking. Step three vectorises the loads and "
+        "stores. Expect 0.4 ms against a floor of 0.26 ms."
+    )
     cut = clip(plan, 130, "plan")
     assert cut.startswith("Step one builds tiles. Step two adds register blocking.")
     assert cut.endswith("characters of the plan are left out]") and "0.4 ms" not in cut
@@ -64,11 +67,11 @@ def test_the_reference_output_is_stated_against_the_tolerance() -> None:
     deps = SimpleNamespace(problem=SimpleNamespace(tolerance=1e-6))
     run = TuneOutcome(ran=True, reference_stats=[OutputStats(buffer="Y", count=16, min=0.0, max=0.25, mean_abs=0.02)])
     line = reference_output_line(deps, run)  # type: ignore[arg-type]
-    assert (
-        line
-        == "Reference output (first input set): Y: min 0, max 0.25, mean |x| 0.02; the tolerance 1e-06 is 0.005% of it\n"
-    )
+    head = "Reference output (first input set): Y: min 0, max 0.25, mean |x| 0.02"
+    assert line == head + "; the tolerance 1e-06 is 0.005% of it\n"
     assert reference_output_line(deps, TuneOutcome(ran=False)) == ""  # type: ignore[arg-type]
+    timed = TuneOutcome(ran=True, reference_ms=2.5, reference_source="measured")
+    assert reference_output_line(deps, timed) == "Reference time: 2.5 ms (measured by the tuner).\n"  # type: ignore[arg-type]
 
 
 def _report(occ: float, limiter: str, regs: int, spills: int = 0) -> CheckReport:

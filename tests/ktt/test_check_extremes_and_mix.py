@@ -203,3 +203,20 @@ def test_compile_errors_are_counted_and_mapped_to_lines(tiny, compile_cache: Pat
     assert f'kernels.cu:{line}: error: identifier "w" is undefined ×{n} (in {n} of {n} configurations)' in text
     assert "\n    acc = fmaf(v, w, acc);" in text  # the source line under it
     assert text.count('identifier "w" is undefined') == 1  # once, however many configurations failed
+
+
+def test_the_worker_summarises_the_reference_output(tmp_path: Path) -> None:
+    """summary.json's reference_stats: min, max and mean |x| of each validated reference output."""
+    import numpy as np
+
+    from ktt.workdir import WorkDir
+    from ktt.worker import Session
+
+    problem = load_problem(DATA / "tiny")
+    work = WorkDir(tmp_path)
+    path = work.reference_file("default", 0, "Y")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, np.array([-2.0, 0.5, np.nan, 1.5], dtype=np.float32))
+    me = type("S", (), {"problem": problem, "work": work})()
+    (stats,) = Session._reference_stats(me, problem.primary, 0)  # type: ignore[arg-type]
+    assert stats == {"buffer": "Y", "count": 4, "nonfinite": 1, "min": -2.0, "max": 1.5, "mean_abs": 4.0 / 3}
