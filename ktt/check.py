@@ -26,6 +26,7 @@ import random
 import sys
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ktt import sandbox
@@ -58,7 +59,7 @@ from ktt.workdir import WorkDir
 ENUMERATION_LIMIT = 200_000
 EXTREME_POOL = 400  # random configurations the extremes are picked from when the space is not listed
 MIX_ROLES = ("requested", LARGEST, MOST_SMEM, SMALLEST)  # the configurations whose instruction mix is read
-MAX_MIXES = 8
+MAX_MIXES = 6  # the named configurations first, then the extremes
 MAX_PTX_MIXES = 2  # without a disassembler, each mix is one more (PTX) compile
 COMPILE_THREAD = "ktt-sandboxed-compile"  # the name ktt.sandbox gives a compile's thread
 MAX_CHECK_WORKERS = 4
@@ -324,16 +325,24 @@ def add_instruction_mix(
     targets = sorted(targets, key=lambda i: min(MIX_ROLES.index(r) for r in outcomes[i][0].roles if r in MIX_ROLES))
     targets = targets[:MAX_MIXES]
     missing: str | None = None
-    for i in targets:
-        checked, out, _ = outcomes[i]
+    if not targets:
+        return
+
+    def read(i: int) -> list[KernelMix]:
+        out = outcomes[i][1]
         assert out is not None and out.cubin is not None
-        try:
-            checked.instruction_mix = _protocol_mix(sass_mix(out.cubin), "SASS")
-        except DisassemblyError as exc:
-            missing = str(exc)
-            break
+        return _protocol_mix(sass_mix(out.cubin), "SASS")
+
+    with ThreadPoolExecutor(max_workers=min(len(targets), MAX_CHECK_WORKERS)) as disassemblers:
+        futures = {i: disassemblers.submit(read, i) for i in targets}
+        for i, future in futures.items():
+            try:
+                outcomes[i][0].instruction_mix = future.result()
+            except DisassemblyError as exc:
+                missing = missing or str(exc)
     if missing is None:
         return
+    targets = [i for i in targets if not outcomes[i][0].instruction_mix]
     ptx_targets = targets[:MAX_PTX_MIXES]
     with CompilePool(min(len(ptx_targets), MAX_CHECK_WORKERS), cache, timeout_s=compile_timeout_s(), pch=False) as pool:
         futures = {i: pool.submit(dataclasses.replace(ctx.request(*jobs[i]), output="ptx")) for i in ptx_targets}

@@ -66,12 +66,19 @@ def _human(obj: BaseModel) -> str:
             lines.append(f"  {obj.kernel_file}: {hit}")
         for c in obj.configs:
             mark = "ok  " if c.ok else "FAIL"
-            lines.append(f"  {mark} [{c.shape}] {json.dumps(c.config)}" + (f": {c.error}" if c.error else ""))
+            roles = f" ({', '.join(c.roles)})" if c.roles else ""
+            lines.append(f"  {mark} [{c.shape}] {json.dumps(c.config)}{roles}" + (f": {c.error}" if c.error else ""))
+            for m in c.instruction_mix:
+                counts = ", ".join(f"{k} {v}" for k, v in m.mix.counts.items())
+                lines.append(f"       {m.kernel} ({m.isa}): {m.mix.total} instructions: {counts}")
+            if c.mix_note and not c.instruction_mix:
+                lines.append(f"       {c.mix_note}")
             for d in c.diagnostics[:5]:
                 where = f"{d.file}:{d.line}" + (f":{d.column}" if d.column else "") if d.line else d.file
                 lines.append(f"       {where}: {d.severity}: {d.message}")
         if obj.missing_kernels:
             lines.append(f"  missing kernels: {', '.join(obj.missing_kernels)}")
+        lines += [f"  not checked: {e}" for e in obj.requested_errors]
         if obj.message:
             lines.append(obj.message)
         return "\n".join(lines)
