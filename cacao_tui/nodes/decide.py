@@ -208,7 +208,7 @@ async def decide(deps: RunDeps, branch: BranchView, state: IterState, path_note:
             ),
             user_choice=user_choice(forced),
             max_subs=MAX_SUB_STRATEGIES,
-            branch_note="" if branch.can_branch else f" (NOT available here{branch.branch_note})",
+            branch_note="" if branch.can_branch else f" (branching is NOT available here{branch.branch_note})",
             stop_when=(
                 "the branch's direction is exhausted or will not pay, judged at compile level (a dry run measures "
                 "nothing)"
@@ -237,9 +237,12 @@ def user_choice(forced: str | None) -> str:
 
 async def _ask(deps: RunDeps, branch: BranchView, state: IterState, text: str) -> Decision:
     forced = branch.forced_action
+    # The answer's fields and the target come first: the same in every decision of the run (a cached prefix).
+    head, _, rest = text.partition("\n----\n")
+    turn = [Message(role="user", content=head.strip() + "\n", cache_prefix=True), Message(role="user", content=rest)]
     try:
         reply = await llm_for(deps, "decide").structured(
-            [Message(role="user", content=text)],
+            turn if rest.strip() else [Message(role="user", content=text)],
             DecisionReply,
             ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="decide"),
             system=prompts.load("system"),

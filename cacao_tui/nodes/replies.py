@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from cacao_tui import prompts
 from cacao_tui.llm import CallContext, ChatResponse, Message, TrackedLLM
 from cacao_tui.llm.errors import ReplyUnusable
 from cacao_tui.llm.refusals import restate, unusable_reason
@@ -60,7 +61,7 @@ async def ask_text(
 def stable_prefix(deps: RunDeps) -> str:
     """How the branch steps' prompts open (``$problem`` then ``$analysis``): the same text in
     every call of a run."""
-    return f"{problem_brief(deps)}\n\n{analysis_section(deps)}"
+    return prompts.tidy(f"{problem_brief(deps)}\n\n{analysis_section(deps)}")  # as a rendered prompt has it
 
 
 def opening_turn(text: str, stable: str) -> list[Message]:

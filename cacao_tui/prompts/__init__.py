@@ -20,8 +20,13 @@ def load(name: str) -> str:
 def render(template: str, /, **values: object) -> str:
     """Fill a template; a missing placeholder is a bug and raises KeyError. Sections left empty
     leave no run of blank lines behind (at most one blank line between two parts)."""
-    text = string.Template(load(template)).substitute({k: str(v) for k, v in values.items()})
-    parts = text.split("```")  # inside a fenced block (a kernel, a spec) every line is kept as it is
+    return tidy(string.Template(load(template)).substitute({k: str(v) for k, v in values.items()}))
+
+
+def tidy(text: str) -> str:
+    """``text`` with runs of blank lines made one, outside fenced blocks (inside one, a kernel or a
+    spec, every line is kept as it is)."""
+    parts = text.split("```")
     return "```".join(_BLANK_RUNS.sub("\n\n", p) if i % 2 == 0 else p for i, p in enumerate(parts))
 
 

@@ -237,3 +237,13 @@ def test_the_iterations_log_entry_is_the_authors_summary(tmp_path: Path) -> None
     assert st.decision is not None and st.decision.automatic
     assert st.author is not None and st.author.message
     assert st.decision.iteration_summary.startswith(" ".join(st.author.message.split()))
+
+
+def test_plan_and_propose_open_with_the_cached_brief_and_analysis(stencil: Scenario) -> None:
+    """The shared [brief + analysis] prefix is its own cached message in every plan and propose call
+    (a rendered prompt's blank lines are tidied: the prefix is tidied the same way, or it would not match)."""
+    for node in ("plan", "propose", "analyze", "strategize"):
+        for request in requests(stencil, node):
+            first = request.messages[0]
+            assert first.cache_prefix and first.content.startswith("## Problem: stencil"), (node, request.key)
+            assert len(request.messages) >= 2 and not request.messages[1].cache_prefix
