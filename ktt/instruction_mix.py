@@ -201,7 +201,9 @@ def disassemble(cubin: bytes, timeout_s: float = DISASSEMBLE_TIMEOUT_S) -> str:
 
 _SASS_FUNC = re.compile(r"^\s*(?:\.text\.([A-Za-z_$][\w$]*):|Function : ([A-Za-z_$][\w$]*))")
 _SASS_LABEL = re.compile(r"^\s*(\.L_x_\d+):")
-_SASS_INSN = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:\{\s*)?(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*)((?:\.[A-Z0-9_]+)*)")
+_SASS_INSN = re.compile(
+    r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:\{\s*)?(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*)((?:\.[A-Za-z0-9_]+)*)"
+)
 _SASS_TARGET = re.compile(r"`\((\.L_x_\d+)\)")
 
 
@@ -244,11 +246,11 @@ def _sass_detail(opcode: str, mods: str) -> str:
     parts = [p for p in mods.split(".") if p]
     if opcode == "MUFU":
         return f"MUFU.{parts[0]}" if parts else "MUFU"
+    shape = next((p for p in parts if re.fullmatch(r"\d+[xX]\d+[xX]\d+", p)), None)
+    if shape is not None:  # a tensor-core op: its shape and types (HGMMA.64x128x16.F32.BF16)
+        return ".".join([opcode, shape, *[p for p in parts if p != shape][:2]])
     width = next((p for p in parts if p in ("64", "128", "U8", "S8", "U16", "S16")), None)
-    if width is not None:
-        return f"{opcode}.{width}"
-    shape = next((p for p in parts if re.fullmatch(r"\d+x\d+x\d+|\d+X\d+X\d+", p)), None)
-    return f"{opcode}.{shape}" if shape else opcode
+    return f"{opcode}.{width}" if width is not None else opcode
 
 
 _PTX_FUNC = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([A-Za-z_$][\w$]*)")
