@@ -185,7 +185,8 @@ class HeadlessRenderer:
             u = c.usage
             cached = f" ({u.cached_tokens:,} cached)" if u.cached_tokens else ""
             thought = f" ({u.reasoning_tokens:,} reasoning)" if u.reasoning_tokens else ""
-            rate = f", {u.output_tokens / c.latency_s:.0f} tok/s" if c.latency_s >= 0.5 and u.output_tokens else ""
+            answer = c.answer_s or c.latency_s  # the answering attempt on the wire, not the wait for a slot
+            rate = f", {u.output_tokens / answer:.0f} tok/s" if answer >= 0.5 and u.output_tokens else ""
             retries = f", {c.retries} retries" if c.retries else ""
             return (
                 f"{where}: LLM {c.node}#{c.index}: {u.input_tokens:,} in{cached} / {u.output_tokens:,} out{thought}, "

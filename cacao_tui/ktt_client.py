@@ -104,10 +104,32 @@ class TuneRequest:
     problem_budget: bool = False  # ignore the spec's duration_s (the budget is the user's, not the model's)
 
 
+@dataclass(frozen=True)
+class CheckOptions:
+    """What a compile check may be asked besides its sample: named configurations (checked as
+    well, at most ktt.check_sample.MAX_REQUESTED) and the value of ``SM_COUNT`` (ktt.target)."""
+
+    configs: tuple[dict, ...] = ()
+    sm_count: int | None = None
+
+    def argv(self) -> list[str]:
+        out = ["--configs", json.dumps(list(self.configs))] if self.configs else []
+        return out + (["--sm-count", str(self.sm_count)] if self.sm_count else [])
+
+
 class Tuner(Protocol):
     """What the run and profile nodes need; ``KttTuner`` is the real one."""
 
-    async def check(self, problem_dir: Path, kernel: Path, spec: Path, *, sample: int, arch: str) -> CheckReport: ...
+    async def check(
+        self,
+        problem_dir: Path,
+        kernel: Path,
+        spec: Path,
+        *,
+        sample: int,
+        arch: str,
+        options: CheckOptions | None = None,
+    ) -> CheckReport: ...
 
     async def tune(self, request: TuneRequest, on_progress: Callable[[Progress], None]) -> TuneSummary: ...
 
@@ -185,8 +207,18 @@ class KttTuner:
         return [self.python, "-m", "ktt", command, "--problem", str(problem_dir), "--kernel", str(kernel),
                 "--spec", str(spec), *extra, "--json"]  # fmt: skip
 
-    async def check(self, problem_dir: Path, kernel: Path, spec: Path, *, sample: int, arch: str) -> CheckReport:
-        argv = self._argv("check", problem_dir, kernel, spec, "--sample", str(sample), "--arch", arch)
+    async def check(
+        self,
+        problem_dir: Path,
+        kernel: Path,
+        spec: Path,
+        *,
+        sample: int,
+        arch: str,
+        options: CheckOptions | None = None,
+    ) -> CheckReport:
+        extra = options.argv() if options is not None else []
+        argv = self._argv("check", problem_dir, kernel, spec, "--sample", str(sample), "--arch", arch, *extra)
         result = await run_streaming(argv, env=_python_env(), timeout_s=CHECK_TIMEOUT_S)
         data = _last_json(result.stdout_lines, "check")
         if data is None:

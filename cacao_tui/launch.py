@@ -48,6 +48,7 @@ from cacao_tui.store.run_lock import RunLocked, acquire_run_lock, held_here
 from cacao_tui.store.state import Context, GpuInfo, RunSettings
 from cacao_tui.tuners import UnknownTuner, tuner_factory
 from cacao_tui.ui.formatting import safe_event
+from ktt import gpu_catalog
 from ktt.problem import Problem, ProblemError
 from ktt.problem.inputs_hpp import write_inputs_hpp
 from ktt.reference_times import ReferenceTimeError, read_reference_times
@@ -88,6 +89,10 @@ def exit_code(event: RunFinished | None) -> int:
 def _gpu_info(request: RunRequest, problem: Problem) -> GpuInfo:
     wanted: list[int] = list(request.gpus) if request.gpus else list(problem.gpu_indices)
     detected = detect_gpus()
+    if request.dry_run and request.target:
+        spec = gpu_catalog.find(request.target)
+        if spec is not None:
+            return GpuInfo(name=spec.name, arch=spec.arch, indices=wanted, detected=False)
     if request.dry_run:
         first = next((g for g in detected if g.index == wanted[0]), None)
         if first is not None:
@@ -205,6 +210,7 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         budget_tokens=request.budget_tokens if request.budget_tokens is not None else llm_settings.budget_tokens,
         budget_iters=request.budget_iters,
         samples=request.samples or 1,
+        target=request.target,
     )
     for node, step_choice in step_choices.items():
         settings = settings.model_copy(update={f"model_{node}": f"{step_choice.provider}:{step_choice.model}"})

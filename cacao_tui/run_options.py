@@ -21,6 +21,7 @@ from cacao_tui.run_request import RunRequest
 from cacao_tui.settings import DEFAULTS
 from cacao_tui.steer_flags import EPILOG_LINES as EPILOG_STEERING
 from cacao_tui.steer_flags import add_steering_flags, steering_mode
+from ktt import gpu_catalog
 from ktt.problem.files import DEFAULT_DURATION_S
 
 MODES = ("check", "clone", "best", "prune_archives")
@@ -84,6 +85,14 @@ def _provider(text: str) -> str:
     if name is None:
         raise argparse.ArgumentTypeError(f"unknown provider {text!r}; choose one of {names_for_help()}")
     return name
+
+
+def _target(text: str) -> str:
+    """--target: a GPU of the built-in datasheet table (ktt.gpu_catalog), by its key or name."""
+    spec = gpu_catalog.find(text)
+    if spec is None:
+        raise argparse.ArgumentTypeError(f"unknown GPU {text!r}; choose one of {', '.join(gpu_catalog.names())}")
+    return spec.key
 
 
 def _non_empty(text: str) -> str:
@@ -228,6 +237,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--export", metavar="FILE", help="with --best: write the results to FILE (.csv or .md) instead of showing them"
     )
     run.add_argument("--single-shot", action="store_true", help="author kernels with single calls, not the tool loop")
+    run.add_argument(
+        "--target",
+        type=_target,
+        metavar="GPU",
+        help="with --dry-run: the GPU the prompts describe and kernels are compiled for (default: the GPU here, "
+        f"else the problem's; one of {', '.join(gpu_catalog.names())})",
+    )
 
     llm = p.add_argument_group("LLM")
     llm.add_argument("--provider", type=_provider, metavar="NAME", help=f"one of {names_for_help()}")
@@ -294,6 +310,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args.mode = next((m for m in MODES if getattr(args, m)), "run")
     if steering_mode(args, UsageError):
         args.mode = "steer"
+    if args.target is not None and not args.dry_run:
+        raise UsageError("--target chooses the GPU of a dry run; a run on a GPU measures its own (add --dry-run)")
     if args.export is not None and args.mode != "best":
         raise UsageError("--export writes the results of --best; give --best --export FILE")
     if args.from_path is not None:
@@ -388,4 +406,5 @@ def run_request(args: argparse.Namespace, problem: Problem) -> RunRequest:
         llm_concurrency=args.llm_concurrency,
         replay_from=args.from_path,
         llm_timeout_s=args.llm_timeout,
+        target=args.target,
     )

@@ -52,6 +52,7 @@ class RunRequest:
     llm_concurrency: int | None = None
     replay_from: Path | None = None  # a recorded session (--provider replay); default: session.jsonl
     llm_timeout_s: float | None = None
+    target: str | None = None  # --target: the GPU a dry run describes and compiles for (ktt.gpu_catalog)
 
     @property
     def directory(self) -> Path:

@@ -26,6 +26,7 @@ import random
 import sys
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ktt import sandbox
@@ -38,21 +39,28 @@ from ktt.candidates import (
     target_arch,
 )
 from ktt.capped_read import MAX_KERNEL_BYTES, describe_read_error, read_text_capped
+from ktt.check_sample import LARGEST, MOST_SMEM, SMALLEST, extreme_keys, requested_keys
 from ktt.compile_cache import default_cache_dir, lookup
 from ktt.compile_pool import CompilePool, remove_stale_dirs
 from ktt.expressions import ExpressionError
+from ktt.instruction_mix import DisassemblyError, KernelMixResult, Mix, ptx_mix, sass_mix
 from ktt.launch_program import iter_launches
 from ktt.nvrtc import CompileOutput, CompileRequest, compile_timeout_s, kernel_definition_lines
 from ktt.occupancy import launch_occupancy, parse_ptxas_log
 from ktt.problem import ProblemError
 from ktt.problem.model import Problem, Shape, strip_c_comments
-from ktt.protocol import CheckedConfig, CheckReport
-from ktt.space import SearchSpace
+from ktt.protocol import CheckedConfig, CheckReport, InstructionCounts, KernelMix
+from ktt.space import Key, SearchSpace
 from ktt.spec import Config, TuningSpec, load_spec, load_spec_text
+from ktt.target import defined_sm_count, sm_count_for, with_sm_count
 from ktt.toolkit import resolve_arch
 from ktt.workdir import WorkDir
 
 ENUMERATION_LIMIT = 200_000
+EXTREME_POOL = 400  # random configurations the extremes are picked from when the space is not listed
+MIX_ROLES = ("requested", LARGEST, MOST_SMEM, SMALLEST)  # the configurations whose instruction mix is read
+MAX_MIXES = 6  # the named configurations first, then the extremes
+MAX_PTX_MIXES = 2  # without a disassembler, each mix is one more (PTX) compile
 COMPILE_THREAD = "ktt-sandboxed-compile"  # the name ktt.sandbox gives a compile's thread
 MAX_CHECK_WORKERS = 4
 VERBOSE_PTXAS = "-Xptxas=-v"  # registers, spills and shared memory per kernel, in the program log
@@ -117,12 +125,18 @@ def check_kernel(
     kernel_path: Path | None = None,
     cache_dir: str | Path | None = None,
     work_dir: Path | None = None,
+    configs: list[dict] | None = None,
+    sm_count: int | None = None,
 ) -> CheckReport:
     """Compile-check ``kernel_source`` against ``spec`` (a path or YAML text). Never raises for user errors.
 
     ``arch`` names the GPU (default: the device, else the problem's compute capability, else
-    sm_90); the compile target follows from it as in ``ktt tune`` (ktt.candidates.target_arch)."""
+    sm_90); the compile target follows from it as in ``ktt tune`` (ktt.candidates.target_arch).
+    The sample holds the extremes of the space (ktt.extremes) and ``sample`` configurations in
+    all; ``configs`` (at most ``MAX_REQUESTED``) are checked as well. ``sm_count``: the value of
+    ``SM_COUNT`` (ktt.target; default: the GPU, else the arch's GPU in ktt.gpu_catalog)."""
     arch_name, _ = resolve_arch(arch, problem.compute_capability, problem.gpu_indices[0])
+    problem = with_sm_count(problem, sm_count_for(sm_count, None if arch else problem.gpu_indices[0], arch_name))
     spec_label = str(spec) if _looks_like_path(spec) else "tuning.yaml"
     report = CheckReport(
         ok=False,
@@ -131,6 +145,7 @@ def check_kernel(
         arch=arch_name,
         space_size=0,
         sampled=0,
+        sm_count=defined_sm_count(problem),
     )
     too_big = oversize_kernel(kernel_source, kernel_name)
     if too_big is not None:
@@ -151,24 +166,39 @@ def check_kernel(
     space = SearchSpace(tspec.tune_params, tspec.restrictions, problem.primary.scalars)
     keys = space.enumerate(ENUMERATION_LIMIT)
     rng = random.Random(seed)
+    roles: dict[Key, list[str]] = {}
     if keys is not None:
         report.restricted_size = len(keys)
         if not keys:
             report.message = "no configuration satisfies the restrictions" + (f" ({space.note})" if space.note else "")
             return report
-        chosen = rng.sample(keys, min(max(1, sample), len(keys)))
+        pool = keys
     else:
-        chosen = []
+        pool = []
         seen: set = set()
-        for _ in range(max(1, sample)):
-            k = space.sample(rng, seen)
+        for _ in range(EXTREME_POOL):
+            k = space.sample(rng, seen, time_budget_s=0.2)
             if k is None:
                 break
             seen.add(k)
-            chosen.append(k)
-        if not chosen:
+            pool.append(k)
+        if not pool:
             report.message = "no configuration satisfying the restrictions was found by sampling"
             return report
+    for role, key in extreme_keys(space, pool, tspec, problem.primary, rng).items():
+        roles.setdefault(key, []).append(role)
+    chosen = list(roles)
+    rest = [k for k in pool if k not in roles]
+    for key in rng.sample(rest, min(max(0, max(1, sample) - len(chosen)), len(rest))):
+        roles[key] = ["sampled"]
+        chosen.append(key)
+    requested, report.requested_errors = requested_keys(space, configs or [])
+    for key in requested:
+        if key in roles:
+            roles[key].append("requested")
+        else:
+            roles[key] = ["requested"]
+            chosen.append(key)
 
     kernel = KernelSource(kernel_source, kernel_path.resolve() if kernel_path else Path(kernel_name), kernel_name)
     tmp_root = tempfile.gettempdir()
@@ -181,6 +211,10 @@ def check_kernel(
         for shape in {s.name: s for _, s in jobs}.values():
             ctx._inputs_hpp(shape)
         outcomes = _compile_jobs(ctx, tspec, jobs, str(cache_dir or default_cache_dir()), arch_name)
+        for (checked, _, _), (config, shape) in zip(outcomes, jobs, strict=True):
+            if shape is problem.primary:
+                checked.roles = list(roles.get(space.key(config), []))
+        add_instruction_mix(ctx, outcomes, jobs, str(cache_dir or default_cache_dir()))
     report.configs = [c for c, _, _ in outcomes]
     report.sampled = len(chosen)
     wanted = [launch.kernel for launch in tspec.kernel_launches()]
@@ -261,6 +295,69 @@ def _outcome(config: Config, shape: Shape, out: CompileOutput, launches: list[di
     return checked, out, launches
 
 
+def _counts(mix: Mix) -> InstructionCounts:
+    return InstructionCounts(total=mix.total, counts=dict(mix.counts), detail=dict(mix.detail))
+
+
+def _protocol_mix(results: list[KernelMixResult], isa: str) -> list[KernelMix]:
+    return [
+        KernelMix(
+            kernel=r.name,
+            isa=isa,  # type: ignore[arg-type]
+            mix=_counts(r.mix),
+            loop=_counts(r.loop.own) if r.loop is not None else None,
+            loop_nested=r.loop.nested if r.loop is not None else 0,
+        )
+        for r in results
+    ]
+
+
+def add_instruction_mix(
+    ctx: CompileContext, outcomes: list[Outcome], jobs: list[tuple[Config, Shape]], cache: str
+) -> None:
+    """The instruction mix of the extremes and the requested configurations that compiled (ktt.instruction_mix):
+    SASS from their cubins, else PTX from one more compile each (at most MAX_PTX_MIXES)."""
+    targets = [
+        i for i, (checked, out, _) in enumerate(outcomes)
+        if checked.ok and out is not None and out.cubin and any(r in MIX_ROLES for r in checked.roles)
+    ]  # fmt: skip
+    # The ones named first, then the extremes in MIX_ROLES' order (the PTX route reads only a few).
+    targets = sorted(targets, key=lambda i: min(MIX_ROLES.index(r) for r in outcomes[i][0].roles if r in MIX_ROLES))
+    targets = targets[:MAX_MIXES]
+    missing: str | None = None
+    if not targets:
+        return
+
+    def read(i: int) -> list[KernelMix]:
+        out = outcomes[i][1]
+        assert out is not None and out.cubin is not None
+        return _protocol_mix(sass_mix(out.cubin), "SASS")
+
+    with ThreadPoolExecutor(max_workers=min(len(targets), MAX_CHECK_WORKERS)) as disassemblers:
+        futures = {i: disassemblers.submit(read, i) for i in targets}
+        for i, future in futures.items():
+            try:
+                outcomes[i][0].instruction_mix = future.result()
+            except DisassemblyError as exc:
+                missing = missing or str(exc)
+    if missing is None:
+        return
+    targets = [i for i in targets if not outcomes[i][0].instruction_mix]
+    ptx_targets = targets[:MAX_PTX_MIXES]
+    with CompilePool(min(len(ptx_targets), MAX_CHECK_WORKERS), cache, timeout_s=compile_timeout_s(), pch=False) as pool:
+        futures = {i: pool.submit(dataclasses.replace(ctx.request(*jobs[i]), output="ptx")) for i in ptx_targets}
+        for i, future in futures.items():
+            checked = outcomes[i][0]
+            ptx, _ = future.result()
+            if ptx.ok and ptx.cubin:
+                checked.instruction_mix = _protocol_mix(ptx_mix(ptx.cubin.decode(errors="replace")), "PTX")
+                checked.mix_note = f"PTX (NVRTC's virtual ISA, before ptxas): {missing}"
+            else:
+                checked.mix_note = f"no instruction mix: {missing}, and the PTX compile failed ({ptx.first_error()})"
+    for i in targets[MAX_PTX_MIXES:]:
+        outcomes[i][0].mix_note = f"no instruction mix: {missing} (PTX is read for {MAX_PTX_MIXES} configurations)"
+
+
 def check_files(
     problem_dir: Path,
     kernel: Path,
@@ -270,6 +367,8 @@ def check_files(
     arch: str | None = None,
     seed: int = 0,
     cache_dir: str | Path | None = None,
+    configs: list[dict] | None = None,
+    sm_count: int | None = None,
 ) -> tuple[CheckReport, int]:
     """The CLI's entry: (report, exit code 0 ok / 1 not ok / 2 bad input)."""
     from ktt.problem import load_problem
@@ -300,6 +399,8 @@ def check_files(
         kernel_name=kernel.name,
         kernel_path=kernel,
         cache_dir=cache_dir,
+        configs=configs,
+        sm_count=sm_count,
     )
     if report.ok:
         return report, 0

@@ -66,12 +66,19 @@ def _human(obj: BaseModel) -> str:
             lines.append(f"  {obj.kernel_file}: {hit}")
         for c in obj.configs:
             mark = "ok  " if c.ok else "FAIL"
-            lines.append(f"  {mark} [{c.shape}] {json.dumps(c.config)}" + (f": {c.error}" if c.error else ""))
+            roles = f" ({', '.join(c.roles)})" if c.roles else ""
+            lines.append(f"  {mark} [{c.shape}] {json.dumps(c.config)}{roles}" + (f": {c.error}" if c.error else ""))
+            for m in c.instruction_mix:
+                counts = ", ".join(f"{k} {v}" for k, v in m.mix.counts.items())
+                lines.append(f"       {m.kernel} ({m.isa}): {m.mix.total} instructions: {counts}")
+            if c.mix_note and not c.instruction_mix:
+                lines.append(f"       {c.mix_note}")
             for d in c.diagnostics[:5]:
                 where = f"{d.file}:{d.line}" + (f":{d.column}" if d.column else "") if d.line else d.file
                 lines.append(f"       {where}: {d.severity}: {d.message}")
         if obj.missing_kernels:
             lines.append(f"  missing kernels: {', '.join(obj.missing_kernels)}")
+        lines += [f"  not checked: {e}" for e in obj.requested_errors]
         if obj.message:
             lines.append(obj.message)
         return "\n".join(lines)
@@ -191,6 +198,18 @@ def _parser() -> argparse.ArgumentParser:
         "the target is its arch-specific variant (sm_90a) unless tuning.yaml or problem.yaml names one",
     )
     c.add_argument("--seed", type=int, default=0)
+    c.add_argument(
+        "--configs",
+        type=_config_list,
+        default=None,
+        help='configurations to check besides the sample, as JSON: [{"BX": 16, "TILE": 4}, ...] (at most 6)',
+    )
+    c.add_argument(
+        "--sm-count",
+        type=int,
+        default=None,
+        help="the value of SM_COUNT for kernels and expressions (default: the GPU, else the arch's GPU)",
+    )
 
     t = sub.add_parser("tune", help="search the space on the GPU; write results.jsonl and summary.json")
     common(t)
@@ -267,6 +286,18 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _config_list(text: str) -> list[dict]:
+    """--configs: a JSON list of objects (or one object)."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
+    value = [value] if isinstance(value, dict) else value
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise argparse.ArgumentTypeError('a JSON list of objects, e.g. [{"BX": 16}]')
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     emit = _emitter(args.json)
@@ -282,6 +313,8 @@ def main(argv: list[str] | None = None) -> int:
                 arch=args.arch,
                 seed=args.seed,
                 cache_dir=args.cache_dir,
+                configs=args.configs,
+                sm_count=args.sm_count,
             )
             emit(report)
             return exit_code(code)  # ends the process at once when a cut-off compile still runs

@@ -88,6 +88,8 @@ def cache_key(req: CompileRequest) -> str:
         "headers=" + json.dumps(req.header_texts),
         "source=" + req.source,
     ]
+    if req.output != "cubin":
+        parts.insert(0, f"output={req.output}")
     for p in parts:
         h.update(p.encode())
         h.update(b"\0")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 
 from ktt import peaks
+from ktt.gpu_catalog import rate_line
 from ktt.protocol import DeviceReport, PeakRate
 
 
@@ -71,7 +72,8 @@ def device_lines(d: DeviceReport) -> list[str]:
     lines = [
         f"GPU: {d.name} ({d.arch}), {d.sm_count} SMs at up to {d.clock_mhz:.0f} MHz"
         + (f", {d.total_memory_bytes / 2**30:.0f} GiB" if d.total_memory_bytes else ""),
-        f"per SM: {d.max_threads_per_sm} threads, " + (f"{d.max_blocks_per_sm} blocks, " if d.max_blocks_per_sm else "")
+        f"per SM: {d.max_threads_per_sm} threads, "
+        + (f"{d.max_blocks_per_sm} blocks, " if d.max_blocks_per_sm else "")
         + f"{d.regs_per_sm:,} registers, {d.smem_per_sm / kib:.0f} KiB shared memory",
         f"per block: {d.max_threads_per_block} threads, {d.regs_per_block:,} registers, shared memory "
         f"{d.smem_per_block / kib:.0f} KiB ({d.smem_per_block_optin / kib:.0f} KiB with the opt-in attribute)",
@@ -87,6 +89,9 @@ def device_lines(d: DeviceReport) -> list[str]:
     if d.peaks:
         rates = "; ".join(f"{p.dtype} {p.unit} {p.tflops:,.1f}" for p in d.peaks)
         lines.append(f"peak dense TFLOP/s (derived from SMs x clock): {rates}")
+    issue = rate_line(d.arch, d.sm_count, d.clock_mhz)
+    if issue:
+        lines.append(issue)
     if d.note:
         lines.append(d.note)
     return lines

@@ -66,6 +66,10 @@ class CompileRequest:
     # Names among ``defines`` that keep one value for the whole run (the problem's scalars): they
     # stay on the command line of a compile with a precompiled header (ktt.pch); not in the key.
     fixed_defines: tuple[str, ...] = ()
+    # "cubin" (what runs), or "ptx": NVRTC's PTX for the same source and options, which
+    # ktt.instruction_mix counts where no disassembler is installed (``CompileOutput.cubin``
+    # then holds the PTX text).
+    output: str = "cubin"
 
 
 @dataclass
@@ -271,6 +275,37 @@ def _nvrtc_compile(source: str, name: str, options: list[bytes], heap: int) -> t
         api.nvrtcDestroyProgram(prog)
 
 
+def _nvrtc_ptx(source: str, name: str, options: list[bytes]) -> tuple[bytes | None, str]:
+    """PTX through NVRTC's API (cuda.core's PTX path asks for a driver): (PTX or None, log)."""
+    from cuda.bindings import nvrtc as api
+
+    err, prog = api.nvrtcCreateProgram(source.encode("utf-8", "surrogatepass"), name.encode(), 0, [], [])
+    if err != api.nvrtcResult.NVRTC_SUCCESS:
+        return None, f"nvrtcCreateProgram: {err}"
+    try:
+        (result,) = api.nvrtcCompileProgram(prog, len(options), options)
+        _, size = api.nvrtcGetProgramLogSize(prog)
+        buf = b" " * size
+        api.nvrtcGetProgramLog(prog, buf)
+        log = buf.decode("utf-8", errors="replace")
+        if result != api.nvrtcResult.NVRTC_SUCCESS:
+            return None, log
+        _, size = api.nvrtcGetPTXSize(prog)
+        ptx = b" " * size
+        api.nvrtcGetPTX(prog, ptx)
+        return bytes(ptx).rstrip(b"\0 "), log
+    finally:
+        api.nvrtcDestroyProgram(prog)
+
+
+def virtual_arch(arch: str) -> str:
+    """sm_90a -> compute_90a: the PTX target of a real one."""
+    return "compute_" + arch.split("_", 1)[1] if arch.startswith("sm_") else arch
+
+
+_PTX_ENTRY = re.compile(r"^\s*\.(?:visible\s+|weak\s+)?\.?entry\s+([A-Za-z_$][\w$]*)", re.MULTILINE)
+
+
 _PCH_NOTE = "precompiled header"
 
 
@@ -315,7 +350,8 @@ def compile_cubin(req: CompileRequest, timeout_s: float | None = None, pch_dir: 
     view = _view(req)
     warm_up(req.arch)
     plan = None
-    if pch_dir and not _pch_refused:
+    ptx = req.output == "ptx"
+    if pch_dir and not _pch_refused and not ptx:
         moved = tuple(d for d in req.defines if d[0] not in req.fixed_defines)
         with contextlib.suppress(AttributeError):  # a cuda.core without ProgramOptions.as_bytes: no PCH
             plan = pch.plan(req.source, moved, req.header_texts, req.arch, _pch_options(req), pch_dir)
@@ -323,6 +359,9 @@ def compile_cubin(req: CompileRequest, timeout_s: float | None = None, pch_dir: 
     limit = timeout_s or compile_timeout_s()
 
     def ordinary() -> tuple[bytes | None, str]:
+        if ptx:
+            virtual = dataclasses.replace(req, arch=virtual_arch(req.arch))
+            return _nvrtc_ptx(req.source, req.program_path, option_bytes(virtual))
         log = io.StringIO()
         try:
             obj = Program(req.source, "c++", options).compile("cubin", logs=log)
@@ -387,7 +426,10 @@ def compile_cubin(req: CompileRequest, timeout_s: float | None = None, pch_dir: 
     if oom:
         diags.insert(0, CompileDiagnostic(req.display_name, None, None, "error", out_of_memory_message()))
     diags = [_capped(d) for d in diags[:MAX_DIAGNOSTICS]]
-    kernels = tuple(sorted(cubin_kernels(cubin))) if cubin else ()
+    if ptx:
+        kernels = tuple(sorted(set(_PTX_ENTRY.findall(cubin.decode(errors="replace"))))) if cubin else ()
+    else:
+        kernels = tuple(sorted(cubin_kernels(cubin))) if cubin else ()
     return CompileOutput(ok, cubin, diags, text, seconds, False, kernels, pch=used, out_of_memory=oom)
 
 

@@ -97,7 +97,10 @@ def occupancy(
         per_block = _round_up(smem, limits.smem_unit) + limits.reserved_smem_per_block
         by["shared memory"] = limits.smem_per_sm // per_block if smem <= limits.smem_per_block_optin else 0
     blocks = min(by.values())
-    limiter = min(by, key=lambda k: (by[k], k != "registers"))
+    # The limit that binds; "warps" (the SM's thread limit) wins a tie, since then no resource is
+    # short: a block of 256 threads at 32 registers fits 8 times by warps and by registers alike.
+    binding = [k for k in ("warps", "blocks", "registers", "shared memory") if by.get(k) == blocks]
+    limiter = "warps" if "warps" in binding else " and ".join(binding)
     return LaunchOccupancy(
         kernel=kernel,
         threads=threads,
@@ -110,9 +113,7 @@ def occupancy(
     )
 
 
-def launch_occupancy(
-    launches: Iterable[dict], resources: list[KernelResources], arch: str
-) -> list[LaunchOccupancy]:
+def launch_occupancy(launches: Iterable[dict], resources: list[KernelResources], arch: str) -> list[LaunchOccupancy]:
     """The occupancy of each distinct (kernel, block, shared memory) launch of a program."""
     limits = limits_for(arch)
     if limits is None:

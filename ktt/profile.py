@@ -54,6 +54,7 @@ from ktt.protocol import (
 )
 from ktt.results import write_json_atomic
 from ktt.spec import Config, load_spec
+from ktt.target import sm_count_for, with_sm_count
 from ktt.toolkit import query_device
 from ktt.workdir import WorkDir
 
@@ -217,6 +218,8 @@ def ncu_version() -> str | None:
 
 def _setup(opts: ProfileOptions) -> tuple[Any, Any, KernelSource, Config, list[dict]]:
     problem = load_problem(opts.problem_dir)
+    ordinal = opts.device if opts.device is not None else problem.gpu_indices[0]
+    problem = with_sm_count(problem, sm_count_for(None, ordinal, problem.compute_capability))
     spec = load_spec(opts.spec, problem)
     kernel = KernelSource.read(opts.kernel)
     config = _config_from(opts)
@@ -337,10 +340,11 @@ def run_config(
     ``lineinfo``: compile with -lineinfo (the source view of the profile), and leave the source
     where the line information says it is, so ncu can import it."""
     problem = load_problem(problem_dir)
+    ordinal = device if device is not None else problem.gpu_indices[0]
+    problem = with_sm_count(problem, sm_count_for(None, ordinal, problem.compute_capability))
     spec = load_spec(spec_path, problem)
     kernel = KernelSource.read(kernel_path)
     shape = problem.shape(shape_name)
-    ordinal = device if device is not None else problem.gpu_indices[0]
     info = query_device(ordinal)
     if info is None:
         print(f"no CUDA device {ordinal}", file=sys.stderr)

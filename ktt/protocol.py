@@ -163,6 +163,18 @@ class FloorReport(_Model):
     fraction_of_floor: float | None = None  # floor_ms / best time_ms (1.0 = at the floor)
 
 
+class OutputStats(_Model):
+    """The reference's result for one validated buffer (the first input set of the primary shape):
+    what a tolerance is measured against."""
+
+    buffer: str
+    count: int
+    min: float | None = None  # None: no finite element
+    max: float | None = None
+    mean_abs: float | None = None
+    nonfinite: int = 0
+
+
 class TuneSummary(_Model):
     """The run's result. With several cases, the counts are totals over them, ``best`` and
     ``speedup`` are the primary shape's, ``score`` the geometric mean over all of them; each
@@ -202,6 +214,7 @@ class TuneSummary(_Model):
     time_to_best_s: float | None = None  # seconds from the start until the best was recorded
     worker_restarts: int = 0
     warnings: list[str] = Field(default_factory=list)  # e.g. a GPU reference timed by wall clock
+    reference_stats: list[OutputStats] = Field(default_factory=list)  # the primary shape's reference outputs
 
 
 class KernelResources(_Model):
@@ -228,9 +241,32 @@ class LaunchOccupancy(_Model):
     limiter: str  # registers | shared memory | warps | blocks
 
 
+class InstructionCounts(_Model):
+    """Static instruction counts of a kernel or of its main loop (ktt.instruction_mix)."""
+
+    total: int
+    counts: dict[str, int] = Field(default_factory=dict)  # FFMA, MUFU, LDG, LDS, BAR, tensor, ...
+    detail: dict[str, int] = Field(default_factory=dict)  # category:variant, e.g. MUFU:MUFU.RSQ, LDS:LDS.128
+
+
+class KernelMix(_Model):
+    """One kernel's instruction mix: SASS from the cubin, or PTX where no disassembler is installed."""
+
+    kernel: str
+    isa: Literal["SASS", "PTX"]
+    mix: InstructionCounts
+    loop: InstructionCounts | None = None  # the main loop's own body (ktt.instruction_mix.main_loop)
+    loop_nested: int = 0  # instructions of loops nested in it (not in ``loop``)
+
+
 class CheckedConfig(_Model):
     config: dict[str, ParamValue]
     ok: bool
+    # Why this configuration was compiled: "sampled", "requested", or the extreme of the space it
+    # is ("most shared memory", "largest parameter values", ...).
+    roles: list[str] = Field(default_factory=list)
+    instruction_mix: list[KernelMix] = Field(default_factory=list)
+    mix_note: str | None = None  # why there is no instruction mix, when there is none
     shape: str = "default"  # the base shape, or the case it was compiled for
     compile_s: float | None = None
     diagnostics: list[Diagnostic] = Field(default_factory=list)
@@ -253,6 +289,8 @@ class CheckReport(_Model):
     forbid: list[str] = Field(default_factory=list)  # forbid-rule hits, "line N: forbidden pattern ..."
     missing_kernels: list[str] = Field(default_factory=list)
     message: str | None = None
+    sm_count: int | None = None  # the SM_COUNT kernels and expressions saw (None: not defined)
+    requested_errors: list[str] = Field(default_factory=list)  # requested configurations that were not checked
 
 
 class Metric(_Model):

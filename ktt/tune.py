@@ -56,6 +56,7 @@ from ktt.protocol import (
     ErrorLine,
     FloorReport,
     LogLine,
+    OutputStats,
     Progress,
     TuneSummary,
 )
@@ -71,6 +72,7 @@ from ktt.reference_times import (
 from ktt.results import ResultsWriter, write_json_atomic
 from ktt.space import Key, SearchSpace
 from ktt.spec import TuningSpec, load_spec
+from ktt.target import sm_count_for, with_sm_count
 from ktt.toolkit import query_device
 from ktt.workdir import WorkDir
 from ktt.worker_client import WorkerClient, WorkerDied
@@ -127,6 +129,7 @@ class Tuner:
         self.outcomes: dict[str, CaseResult] = {}
         self.references: dict[str, CaseReference] = {}
         self.warnings: list[str] = []
+        self.reference_stats: list[OutputStats] = []
         self.compile_s_total = 0.0
         self.gpu_ms_total = 0.0
         self.worker: WorkerClient | None = None
@@ -190,7 +193,9 @@ class Tuner:
     def load(self) -> None:
         o = self.opts
         try:
-            self.problem: Problem = load_problem(o.problem_dir)
+            loaded = load_problem(o.problem_dir)
+            ordinal = o.device if o.device is not None else loaded.gpu_indices[0]
+            self.problem: Problem = with_sm_count(loaded, sm_count_for(None, ordinal, loaded.compute_capability))
         except ProblemError as exc:
             raise TuneError(str(exc), EXIT_BAD_INPUT) from None
         try:
@@ -407,6 +412,8 @@ class Tuner:
         if need_time and reply.get("reference_ms") is not None:
             self._measured(shape, float(reply["reference_ms"]), CUDA_REFERENCE_METHOD)
         search.floor_ms = reply.get("floor_ms")
+        if search.index == 0 and reply.get("reference_stats"):
+            self.reference_stats = [OutputStats.model_validate(x) for x in reply["reference_stats"]]
         for out in reply.get("unchanged_outputs") or []:
             warning = unchanged_output_warning(str(out.get("name")), str(out.get("access")))
             self.warnings.append(f"{shape.name}: {warning}" if self.multi else warning)
@@ -605,6 +612,7 @@ class Tuner:
             "configs_per_s": round(evaluated / search_s, 3) if search_s > 0 else None,
             "worker_restarts": self.worker.restarts if self.worker else 0,
             "warnings": list(self.warnings),
+            "reference_stats": list(self.reference_stats),
         }
 
     def summary(self, message: str | None = None) -> TuneSummary:

@@ -153,7 +153,23 @@ class Session:
             reference_ms = self._cuda_reference(shape, 0, time_it=True)
         self.gpu.sync()
         return {"ok": True, "reference_ms": reference_ms, "unchanged_outputs": self._unchanged(sets),
-                **self.floor(shape)}  # fmt: skip
+                "reference_stats": self._reference_stats(shape, sets[0]), **self.floor(shape)}  # fmt: skip
+
+    def _reference_stats(self, shape: Shape, set_index: int) -> list[dict[str, Any]]:
+        """Min, max and mean |x| of each validated reference output (the prompts state the tolerance against them)."""
+        out = []
+        for b in self.problem.validated:
+            try:
+                values = np.load(self.work.reference_file(shape.name, set_index, b.name)).astype(np.float64).ravel()
+            except (OSError, ValueError):
+                continue
+            finite = values[np.isfinite(values)]
+            stats: dict[str, Any] = {"buffer": b.name, "count": int(values.size)}
+            stats["nonfinite"] = int(values.size - finite.size)
+            if finite.size:
+                stats.update(min=float(finite.min()), max=float(finite.max()), mean_abs=float(np.abs(finite).mean()))
+            out.append(stats)
+        return out
 
     def _unchanged(self, sets: tuple[int, ...]) -> list[dict[str, str]]:
         """The validated outputs (not poisoned) whose reference result equals their init data in

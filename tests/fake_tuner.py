@@ -48,7 +48,9 @@ class FakeTuner:
         self.delay_s = delay_s
         self.calls: list[str] = []
 
-    async def check(self, problem_dir: Path, kernel: Path, spec: Path, *, sample: int, arch: str) -> CheckReport:
+    async def check(
+        self, problem_dir: Path, kernel: Path, spec: Path, *, sample: int, arch: str, options: object = None
+    ) -> CheckReport:
         self.calls.append("check")
         source = kernel.read_text(encoding="utf-8") if kernel.exists() else ""
         ok = bool(source) and spec.exists() and "FAKE_COMPILE_ERROR" not in source

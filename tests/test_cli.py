@@ -12,7 +12,9 @@ import pytest
 
 from cacao_tui import cli
 from cacao_tui.cli import ENGINE_MODULE, PROVIDERS, build_parser, main, parse_args
+from cacao_tui.run_options import run_request
 from cacao_tui.run_request import RunRequest
+from ktt.problem import load_problem
 
 REPO = Path(__file__).resolve().parents[1]
 MMUL = REPO / "problems" / "mmul"
@@ -94,6 +96,8 @@ def test_the_search_flags_are_parsed() -> None:
         (["--samples", "0"], "argument --samples: must be at least 1"),
         (["--model-plan", " "], "argument --model-plan: must not be empty"),
         (["--model-decide", "openai:"], "names no model after the provider"),
+        (["--target", "H100"], "--target chooses the GPU of a dry run"),  # a run on a GPU measures its own
+        (["--dry-run", "--target", "GTX480"], "unknown GPU 'GTX480'; choose one of H200"),
         (["--bogus"], "unrecognized arguments: --bogus"),
         (["--max-i", "3"], "unrecognized arguments"),  # no abbreviations: a typo is an error
     ],
@@ -251,3 +255,14 @@ def test_provider_names_match_the_llm_layer() -> None:
 def test_python_m_entry_point() -> None:
     text = (REPO / "cacao_tui" / "__main__.py").read_text()
     assert "from cacao_tui.cli import main" in text
+
+
+def test_target_names_the_gpu_of_a_dry_run() -> None:
+    """--target (issue 28): a GPU of the datasheet table, by key or name; the dry run compiles for its arch."""
+    from cacao_tui.launch import _gpu_info
+
+    args = parse_args(["--dir", str(MMUL), "--dry-run", "--target", "rtx 4090"])
+    assert args.target == "RTX4090"
+    request = run_request(args, load_problem(MMUL))
+    gpu = _gpu_info(request, request.problem)
+    assert (gpu.name, gpu.arch, gpu.detected) == ("NVIDIA GeForce RTX 4090", "sm_89", False)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cacao_tui.ktt_client import Tuner, TuneRequest, ValidateRequest
+from cacao_tui.ktt_client import CheckOptions, Tuner, TuneRequest, ValidateRequest
 from ktt.protocol import CheckReport, DeviceReport, ProfileReport, Progress, TuneSummary, ValidateReport
 
 _ITER = re.compile(r"iter(\d+)$")
@@ -60,8 +60,17 @@ class PlacedTuner:
         self.on_placed = on_placed
         self.host = host or socket.gethostname()
 
-    async def check(self, problem_dir: Path, kernel: Path, spec: Path, *, sample: int, arch: str) -> CheckReport:
-        return await self.inner.check(problem_dir, kernel, spec, sample=sample, arch=arch)
+    async def check(
+        self,
+        problem_dir: Path,
+        kernel: Path,
+        spec: Path,
+        *,
+        sample: int,
+        arch: str,
+        options: CheckOptions | None = None,
+    ) -> CheckReport:
+        return await self.inner.check(problem_dir, kernel, spec, sample=sample, arch=arch, options=options)
 
     async def tune(self, request: TuneRequest, on_progress: Callable[[Progress], None]) -> TuneSummary:
         self.on_placed(Placement("tune", request.kernel, self.host, "local", str(request.device)))

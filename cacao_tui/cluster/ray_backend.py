@@ -33,6 +33,7 @@ from cacao_tui.cluster.spec import ClusterChoice, ClusterError, require_ray
 from cacao_tui.ktt_client import (
     DEVICE_TIMEOUT_S,
     PROFILE_TIMEOUT_S,
+    CheckOptions,
     KttTuner,
     Tuner,
     TuneRequest,
@@ -356,8 +357,19 @@ class RayTuner:
         return model.model_validate_json(receiver.rewrite(str(message["result"])))
 
     # ---- the Tuner protocol ----------------------------------------------------
-    async def check(self, problem_dir: Path, kernel: Path, spec: Path, *, sample: int, arch: str) -> CheckReport:
-        job = Job("check", self._files(**{"kernels.cu": kernel, "tuning.yaml": spec}), {"sample": sample, "arch": arch})
+    async def check(
+        self,
+        problem_dir: Path,
+        kernel: Path,
+        spec: Path,
+        *,
+        sample: int,
+        arch: str,
+        options: CheckOptions | None = None,
+    ) -> CheckReport:
+        extra = {"configs": list(options.configs), "sm_count": options.sm_count} if options is not None else {}
+        args = {"sample": sample, "arch": arch, **extra}
+        job = Job("check", self._files(**{"kernels.cu": kernel, "tuning.yaml": spec}), args)
         heads = {"kernel": str(kernel), "spec": str(spec), "problem": str(problem_dir)}
         message, _ = await self._submit(job, kernel, gpu=False, out_dir=None, head_paths=heads, bound_s=300.0)
         report = CheckReport.model_validate_json(str(message["result"]))

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from cacao_tui.cluster.bundle import collect, unpack
-from cacao_tui.ktt_client import Tuner, TuneRequest, TunerError, ValidateRequest
+from cacao_tui.ktt_client import CheckOptions, Tuner, TuneRequest, TunerError, ValidateRequest
 
 POLL_S = 0.2
 HEARTBEAT_S = 5.0
@@ -173,7 +173,9 @@ def _run(paths: Paths, job: Job, tuner_factory: Callable[[], Tuner]) -> Iterator
     elif job.kind == "check":
 
         def factory() -> Any:
-            return tuner.check(paths.problem, kernel, spec, sample=int(a["sample"]), arch=str(a["arch"]))
+            options = CheckOptions(tuple(a.get("configs") or ()), a.get("sm_count"))
+            sample, arch = int(a["sample"]), str(a["arch"])
+            return tuner.check(paths.problem, kernel, spec, sample=sample, arch=arch, options=options)
     elif job.kind == "validate":
         validate = ValidateRequest(
             problem_dir=paths.problem, kernel=kernel, spec=spec, out_dir=paths.out, device=0,

@@ -290,6 +290,8 @@ class IterationSteps(SteerCommands, StartPoints):
             "polish": "polish of the run's best",
         }  # fmt: skip
         result = f"failed: {' '.join(st.error.split())[:200]}" if st.error else outcome_line(st.run)
+        if st.author is not None and st.author.ok and st.author.message:  # what the author says it built
+            return f"{' '.join(st.author.message.split())[:300]} -> {result}"
         return f"{what.get(st.mode, st.mode)} -> {result}"
 
     def note_best(self, m: BranchManifest, st: IterState) -> None:

@@ -58,7 +58,9 @@ class CallRecord(BaseModel):
     provider: str
     model: str
     started_at: float = Field(default_factory=time.time)
-    latency_s: float = 0.0  # the whole call, retries and waits included
+    latency_s: float = 0.0  # from the first attempt's start on the wire to the end, retries and waits included
+    queued_s: float = 0.0  # the wait for a concurrency slot before the first attempt (not in latency_s)
+    answer_s: float | None = None  # the answering attempt alone (its tokens per second)
     system: str | None = None
     messages: list[Message] = Field(default_factory=list)
     tools: list[ToolSpec] = Field(default_factory=list)

@@ -47,12 +47,24 @@ class Parsed(Generic[T]):
 
 @functools.lru_cache(maxsize=64)
 def schema_instructions(model: type[BaseModel]) -> str:
-    """The instructions for ``model`` (built once per model: a schema is costly to generate)."""
-    schema = json.dumps(model.model_json_schema(), indent=1, ensure_ascii=False)
+    """The instructions for ``model`` with its schema, for a model that gets the schema in the
+    prompt only: the schema ``native_schema`` gives, the one a response format would carry."""
+    return schema_text(native_schema(model))
+
+
+def schema_text(schema: dict[str, Any]) -> str:
     return (
         "Answer with exactly one JSON object that validates against this JSON schema, "
-        "and nothing else (no prose, no comments, no code fences):\n"
-        f"{schema}"
+        "and nothing else (no prose, no comments, no code fences):\n" + json.dumps(schema, indent=1, ensure_ascii=False)
+    )
+
+
+def format_instructions(name: str) -> str:
+    """The instructions when the schema travels as the request's response format (stated once)."""
+    return (
+        f"Answer with exactly one JSON object, {name}, as the response format's schema describes it, "
+        "and nothing else (no prose, no code fences). Fill in every field the schema requires; use null "
+        "for an optional field that does not apply."
     )
 
 
@@ -181,7 +193,8 @@ def reask_message(error: str, *, truncated: bool) -> str:
 @functools.lru_cache(maxsize=64)
 def native_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The schema a provider's structured output enforces: every object closed, every
-    property required (optional ones nullable), no ``default`` or ``title`` keywords.
+    property required (optional ones nullable), no ``default``, ``title`` or ``description``
+    keywords (the prompt that asks for the object says what each field means: once).
     That is the form OpenAI's strict mode accepts; the others take it as well. The nulls
     a model then writes for optional fields are dropped when the reply is read."""
     return _strict(copy.deepcopy(model.model_json_schema()))
@@ -209,6 +222,8 @@ def _strict(node: Any) -> Any:
         return node
     node.pop("default", None)
     node.pop("title", None)
+    if isinstance(node.get("description"), str):
+        node.pop("description")
     for key, value in list(node.items()):
         if key == "properties" and isinstance(value, dict):
             node[key] = {name: _strict(prop) for name, prop in value.items()}

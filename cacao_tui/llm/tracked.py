@@ -13,11 +13,13 @@ returns a validated pydantic instance or raises ``ReplyUnusable``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -38,10 +40,12 @@ from cacao_tui.llm.registry import Temperatures, temperature_for_call
 from cacao_tui.llm.retry import RetryPolicy
 from cacao_tui.llm.structured import (
     StructuredOutputError,
+    format_instructions,
     native_schema,
     parse_reply,
     reask_message,
     schema_instructions,
+    schema_text,
     strip_reasoning,
 )
 from cacao_tui.llm.types import CallContext, CallKey, ChatResponse, Message, ToolCall, ToolSpec
@@ -65,6 +69,9 @@ TRUNCATED_TOOL_CALL = (
 # A 429 that no wait clears (billing, a spent monthly quota): not retried.
 _HARD_QUOTA = re.compile(r"insufficient_quota|exceeded your current quota|billing|credit balance", re.IGNORECASE)
 STRUCTURED_TASK = "answer with the JSON object the first message asks for, matching the schema"
+# The TrackedLLM whose concurrency slot the current task holds (``TrackedLLM.slot``): its calls
+# then go out without waiting for another.
+_HOLDING: ContextVar[object | None] = ContextVar("cacao_llm_slot", default=None)
 
 
 @dataclass(frozen=True)
@@ -196,6 +203,21 @@ class TrackedLLM:
     async def aclose(self) -> None:
         await self._provider.aclose()
 
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold one concurrency slot: a step builds its prompt once the slot is its own, so what
+        the prompt says of the run (the other branches' statuses) is current when it is sent, and
+        the calls made inside go out at once."""
+        if _HOLDING.get() is self:
+            yield
+            return
+        async with self._semaphore:
+            token = _HOLDING.set(self)
+            try:
+                yield
+            finally:
+                _HOLDING.reset(token)
+
     # -- calls --------------------------------------------------------------------------
 
     async def chat(
@@ -246,9 +268,6 @@ class TrackedLLM:
         read tolerantly (reasoning blocks, fences, trailing commas, text around the JSON).
         A refusal is retried once with the task restated; a reply that does not validate
         gets ``repairs`` repair turns quoting the error; then ReplyUnusable."""
-        instructions = schema_instructions(model)
-        full_system = f"{system}\n\n{instructions}" if system else instructions
-        schema = native_schema(model) if self.info.structured != "prompt" else None
         conversation = list(messages)
         error = ""
         restated = False
@@ -256,11 +275,17 @@ class TrackedLLM:
         replies = 0
         purpose = "structured"
         while True:
+            # The schema is stated once: as the request's response format (OpenAI, Gemini) or the
+            # answer tool (Anthropic) where the model takes one, in the prompt otherwise (also
+            # once a server has refused the response format in this run).
+            native = self.info.structured != "prompt" and "structured" not in self.dropped
+            schema = native_schema(model) if native else None
+            instructions = format_instructions(model.__name__) if native else schema_instructions(model)
             response, record = await self._call(
                 ctx,
                 conversation,
                 [],
-                full_system,
+                f"{system}\n\n{instructions}" if system else instructions,
                 max_tokens,
                 purpose=purpose,
                 json_output=True,
@@ -411,8 +436,9 @@ class TrackedLLM:
         )
         started = time.monotonic()
         # The call's clock starts when it first gets a slot: waiting behind other calls
-        # (the concurrency limit) is not the provider's delay.
+        # (the concurrency limit) is not the provider's delay (its latency, its tokens per second).
         deadline: float | None = None
+        on_wire: list[float] = []  # when the first attempt got its slot
         policy = self.retry
         final: LLMError = LLMError("no attempt was made")
         retries = 0
@@ -423,11 +449,12 @@ class TrackedLLM:
             limit = self.timeout_s
             meter.restart()
             try:
-                async with self._semaphore:
+                async with contextlib.nullcontext() if _HOLDING.get() is self else self._semaphore:
                     t0 = time.monotonic()
                     meter.started = t0
                     if deadline is None:
                         deadline = t0 + self.call_timeout_s
+                        on_wire.append(t0)
                     limit = min(self.timeout_s, deadline - t0)
                     if limit <= 0:
                         raise TimeoutError
@@ -446,7 +473,9 @@ class TrackedLLM:
                 record.attempts.append(_attempt(attempt_started, t0, final))
                 break
             else:
-                return self._succeed(record, request, response, time.monotonic() - (t0 or started), started, secrets)
+                record.queued_s = round((on_wire[0] if on_wire else started) - started, 3)
+                wire_start = on_wire[0] if on_wire else started
+                return self._succeed(record, request, response, time.monotonic() - (t0 or started), wire_start, secrets)
 
             failure = _redacted_failure(failure, secrets)
             record.attempts.append(_attempt(attempt_started, t0, failure))
@@ -492,7 +521,8 @@ class TrackedLLM:
             meter.waiting(delay, f"{failure}" + (f" ({capped})" if capped else ""))
             await policy.sleep(delay)
 
-        return self._fail(record, final, started)
+        record.queued_s = round((on_wire[0] if on_wire else started) - started, 3)
+        return self._fail(record, final, on_wire[0] if on_wire else started)
 
     async def _shrink_after_overflow(self, request: ChatRequest, record: CallRecord, failure: ProviderError) -> None:
         """A context-length 400: learn the window if the server named it, shrink, send again once."""
@@ -517,6 +547,9 @@ class TrackedLLM:
         param = failure.param or ""
         self.dropped.add(param)
         if param == "structured":
+            if request.schema is not None:  # the schema goes into the prompt instead
+                request.system = _schema_in_prompt(request.system, request.schema)
+                record.system = request.system
             request.schema = None
         elif param == "reasoning":
             request.reasoning = None
@@ -580,7 +613,8 @@ class TrackedLLM:
         record.response = response
         record.usage = response.usage
         record.retries = len(record.attempts)
-        record.latency_s = time.monotonic() - started
+        record.latency_s = time.monotonic() - started  # from the first attempt's start on the wire
+        record.answer_s = round(latency_s, 3)
         self.usage.add(record.branch, record.iteration, record.node, response.usage, failed=False)
         self._save_and_notify(record)
         return response, record
@@ -702,3 +736,11 @@ def _tool_reminder(tools: list[ToolSpec], response: ChatResponse) -> str:
 def _snippet(text: str, limit: int = 160) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[:limit] + "..."
+
+
+def _schema_in_prompt(system: str | None, schema: dict) -> str:
+    """The system prompt with the schema in it, for a server that refused the response format."""
+    text = system or ""
+    at = text.find("Answer with exactly one JSON object, ")  # format_instructions: what the schema replaces
+    base = text[:at].rstrip() if at >= 0 else text
+    return f"{base}\n\n{schema_text(schema)}" if base else schema_text(schema)

@@ -28,18 +28,21 @@ from cacao_tui.nodes.branch_queries import BranchQueries, DiskBranches
 from cacao_tui.nodes.briefing import (
     analysis_section,
     best_section,
-    branches_section,
     iteration_log,
     last_decision_section,
     messages_section,
     parent_section,
+    plan_section,
     previous_result_section,
-    problem_brief,
     revert_note,
     start_section,
 )
-from cacao_tui.nodes.compile_check import check_compilation
+from cacao_tui.nodes.compile_check import CheckOutcome, check_compilation
 from cacao_tui.nodes.context import BranchView, RunDeps
+from cacao_tui.nodes.notes import abilities, notes_block, problem_topics, strategy_topics
+from cacao_tui.nodes.notes import text as notes_text
+from cacao_tui.nodes.problem_brief import problem_brief
+from cacao_tui.nodes.target import target_of
 from cacao_tui.nodes.validate import ValidateRefused, config_argument, default_config, validate_files
 from cacao_tui.nodes.workspace import Workspace, read_model_file, seed_workspace
 from cacao_tui.store.layout import RunLayout
@@ -116,46 +119,55 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
     names = {t.name for t in tools}
     notes = []
     if has_history:
-        notes.append(
-            "this branch's earlier iterations: tuning_landscape, grep_tuner_output, list_iterations, "
-            "query_history, query_errors"
-        )
+        notes.append("this branch's earlier iterations (history: landscape, grep, iterations, iteration, errors)")
     if has_other_results(deps, branch):
-        notes.append("the other branches: branch_index, branch_log, branch_errors")
-    # The stable prefix: the same in every authoring step of the run (the analysis is the master's, once),
-    # the step's own rules last (constant for the run: the tool cap, whether validate is offered).
+        notes.append("the other branches (history: branches, branch_log, branch_errors)")
+    # The stable prefix: the same in every authoring step of the run (the analysis is the master's, once;
+    # the notes the problem itself calls for), the step's own rules last (constant for the run: the tool
+    # cap, whether validate is offered).
     cap = deps.defaults.tool_call_cap
     rules = prompts.render("author_rules", tool_cap=cap, validate_rule=validate_rule(deps, names))
-    stable = "\n\n".join(
-        part.strip()
-        for part in (problem_brief(deps), analysis_section(deps), prompts.load("tuning_spec"), rules)
-        if part
-    ) + "\n"
-    text = prompts.render(
-        "author",
-        parent=parent_section(deps, branch) if branch.mode in ("first", "polish") else "",
-        strategy_title=branch.strategy.title,
-        plan=plan,
-        task=author_task(branch),
-        last_decision=last_decision_section(deps, branch),
-        previous_result=previous_result_section(deps, branch),
-        revert=revert_note(branch),
-        iteration_log=iteration_log(deps, branch),
-        messages=messages_section(deps, branch),
-        start=start_section(deps, branch),
-        best=best_section(deps, branch),
-        branches=branches_section(deps, branch),
-        file_rule=(
-            "In this iteration kernels.cu is fixed: only tuning.yaml can change.\n"
-            if branch.mode == "configure"
-            else ""
-        ),
-        readable=", ".join(ws.readable()),
-        query_tools=("\nYou can also ask about " + "; and ".join(notes) + ".") if notes else "",
-    )
+    arch = target_of(deps).arch
+    shared = problem_topics(deps.problem, arch)
+    own = strategy_topics(f"{branch.strategy.title} {branch.strategy.description} {plan}", arch, shared)
+    parts = [problem_brief(deps), analysis_section(deps), prompts.load("tuning_spec")]
+    fixed = len(prompts.load("system")) + sum(len(t.model_dump_json()) for t in tools)
+    topped = cache_top_up(deps, fixed + sum(map(len, parts)) + len(rules), [*shared, *own])
+    ws.notes_shown = [*shared, *topped, *own]
+    blocks = [
+        *parts,
+        notes_block(shared, "Notes this problem calls for"),
+        general_block(deps, topped),
+        rules,
+    ]
+    stable = "\n\n".join(part.strip() for part in blocks if part) + "\n"
+
+    def opening_task() -> str:
+        return prompts.render(
+            "author",
+            plan=plan_section(deps, branch) if plan else "",
+            notes=notes_block(own, "Notes for this branch's strategy"),
+            parent=parent_section(deps, branch) if branch.mode in ("first", "polish") else "",
+            task=author_task(branch),
+            last_decision=last_decision_section(deps, branch),
+            previous_result=previous_result_section(deps, branch),
+            revert=revert_note(branch),
+            iteration_log=iteration_log(deps, branch),
+            messages=messages_section(deps, branch),
+            start=start_section(deps, branch),
+            best=best_section(deps, branch),
+            file_rule=(
+                "In this iteration kernels.cu is fixed: only tuning.yaml can change.\n"
+                if branch.mode == "configure"
+                else ""
+            ),
+            files=files_line(ws),
+            query_tools=("\nYou can also ask about " + "; and ".join(notes) + ".") if notes else "",
+        )
+
     messages: list[Message] = [
         Message(role="user", content=stable, cache_prefix=True),
-        Message(role="user", content=text),
+        Message(role="user", content=""),  # the task: built when the first call has its slot
     ]
     ctx = CallContext(branch=branch.name, iteration=branch.iteration, node=author_node(branch))
     outcome = AuthorOutcome()
@@ -170,7 +182,12 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
         branch.reporter.kernel_written(branch.it.kernel, branch.it.spec if branch.it.spec.exists() else None)
 
     while outcome.tool_calls < deps.defaults.tool_call_cap and not repeats.ended:
-        resp = await deps.llm.chat(messages, tools, ctx=ctx, system=prompts.load("system"))
+        if outcome.llm_calls == 0:
+            async with deps.llm.slot():  # the other branches' statuses as they are when it is sent
+                messages[1] = Message(role="user", content=opening_task())
+                resp = await deps.llm.chat(messages, tools, ctx=ctx, system=prompts.load("system"))
+        else:
+            resp = await deps.llm.chat(messages, tools, ctx=ctx, system=prompts.load("system"))
         outcome.llm_calls += 1
         outcome.input_tokens += resp.usage.input_tokens
         outcome.output_tokens += resp.usage.output_tokens
@@ -206,11 +223,12 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
                 result = ToolOutcome(f"malformed arguments for {call.name}: {call.error}", is_error=True)
             elif call.name == "check_compilation":
                 outcome.compile_checks += 1
-                check = await check_compilation(deps, branch)
+                check = await check_compilation(deps, branch, call.arguments.get("configs"))
                 if check.ok:
                     passed_digest, passed_binary = _files_digest(branch), check.fingerprints[1]
                     outcome.last_check = None
                     last_report = check.report
+                    record_check(outcome, check)
                 else:
                     outcome.compile_failures += 1
                     outcome.last_check = check.text[:LAST_CHECK_CHARS]
@@ -252,6 +270,7 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
     outcome.compile_checks += 1
     if final.ok:
         outcome.ok = True
+        record_check(outcome, final)
         outcome.binary_fingerprint = final.fingerprints[1]
         outcome.message = f"{why}; the files passed a final check"
         branch.reporter.kernel_written(branch.it.kernel, branch.it.spec)
@@ -270,11 +289,65 @@ async def _end_step(
     outcome.compile_checks += 1
     if check.ok:
         outcome.last_check = None
+        record_check(outcome, check)
         return ToolOutcome("accepted (checked now)", ended=True), check.fingerprints[1]
     outcome.compile_failures += 1
     outcome.last_check = check.text[:LAST_CHECK_CHARS]
     text = "end_step rejected: the current files do not pass the check.\n" + check.text
     return ToolOutcome(text, is_error=True), None
+
+
+def record_check(outcome: AuthorOutcome, check: CheckOutcome) -> None:
+    """What the passing check found, kept with the step (propose, decide, a dry run's run step)."""
+    report = check.report
+    outcome.checked_fingerprint = check.fingerprints[0]
+    outcome.check_report = check.text[:LAST_CHECK_CHARS]
+    if report is not None:
+        outcome.checked_configs = len(report.configs)
+        outcome.compiled_configs = sum(1 for c in report.configs if c.ok)
+        outcome.checked_space = report.restricted_size if report.restricted_size is not None else report.space_size
+
+
+# What may lift a prefix up to a cache minimum, in this order: the general levers, what a kernel may
+# use, the syntax of several passes, reductions (the most common pattern in kernels).
+GENERAL_NOTES = ("memory", "compute", "abilities", "multipass", "reductions")
+CACHE_MARGIN = 1.03  # the provider's tokens are not quite ours
+
+
+def _general_text(deps: RunDeps, name: str) -> str:
+    return abilities(deps.problem, target_of(deps).arch) if name == "abilities" else notes_text(name)
+
+
+def cache_top_up(deps: RunDeps, prefix_chars: int, shown: list[str]) -> list[str]:
+    """The general notes that lift the authoring steps' stable prefix to the model's prompt-cache
+    minimum (``ModelInfo.min_cache_tokens``: 4,096 tokens for Gemini 2.5 Pro and 3), where that is
+    what it takes: a prefix under the minimum is never cached, so every authoring step pays all of
+    it at the full price; one just over it is read from the cache at a tenth of the price. None
+    when the prefix is long enough already, or the general notes would not lift it far enough."""
+    minimum = deps.llm.info.min_cache_tokens
+    estimate = deps.llm.estimator.tokens
+    if estimate(prefix_chars) >= minimum:
+        return []
+    chosen: list[str] = []
+    for name in GENERAL_NOTES:
+        if name in shown:
+            continue
+        chosen.append(name)
+        prefix_chars += len(_general_text(deps, name)) + 40
+        if estimate(prefix_chars) >= minimum * CACHE_MARGIN:
+            return chosen
+    return []
+
+
+def general_block(deps: RunDeps, names: list[str]) -> str:
+    if not names:
+        return ""
+    return "General notes:\n" + "\n\n".join(_general_text(deps, n).strip() for n in names) + "\n"
+
+
+def files_line(ws: Workspace) -> str:
+    """What read_file can read, truthfully: the workspace's files only once they exist."""
+    return f"read_file reads: {', '.join(ws.readable())}."
 
 
 def validate_rule(deps: RunDeps, names: set[str]) -> str:

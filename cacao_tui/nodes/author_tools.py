@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from cacao_tui.llm import ToolCall, ToolSpec
 from cacao_tui.nodes.branch_queries import BranchQueries, QueryError
+from cacao_tui.nodes.notes import read_notes
+from cacao_tui.nodes.target import target_of
 from cacao_tui.nodes.workspace import Workspace, WorkspaceError
 
 
@@ -17,116 +19,93 @@ def _spec(name: str, description: str, properties: dict, required: list[str]) ->
     )
 
 
-FILE_PARAM = {
-    "type": "string",
-    "description": "kernels.cu or tuning.yaml (read_file also takes the other listed files)",
-}
+FILE_PARAM = {"type": "string", "description": "kernels.cu or tuning.yaml"}
+INT = {"type": "integer"}
+STR = {"type": "string"}
 
 AUTHOR_TOOLS = [
-    _spec(
-        "write_file",
-        "Create or replace kernels.cu or tuning.yaml with the full content.",
-        {"path": FILE_PARAM, "content": {"type": "string"}},
-        ["path", "content"],
-    ),
+    _spec("write_file", "Create or replace a file with the full content.", {"path": FILE_PARAM, "content": STR},
+          ["path", "content"]),
     _spec(
         "edit_file",
-        "Replace one exact, unique occurrence of old_text with new_text in kernels.cu or tuning.yaml.",
-        {"path": FILE_PARAM, "old_text": {"type": "string"}, "new_text": {"type": "string"}},
+        "Replace one exact, unique occurrence of old_text with new_text.",
+        {"path": FILE_PARAM, "old_text": STR, "new_text": STR},
         ["path", "old_text", "new_text"],
     ),
     _spec(
         "read_file",
-        "Read a file: kernels.cu, tuning.yaml, base/... (the starting files), best/..., iterN/..., "
-        "reference, inputs.hpp.",
-        {"path": FILE_PARAM},
+        "Read a file the prompt lists (kernels.cu, tuning.yaml, base/..., best/..., iterN/..., reference, inputs.hpp).",
+        {"path": STR},
         ["path"],
     ),
+    _spec("read_notes", "Optimisation notes: no topic lists the topics; a topic returns them.", {"topic": STR}, []),
     _spec(
         "check_compilation",
-        "Check the forbid rules, then compile kernels.cu with NVRTC for a sample of "
-        "configurations of tuning.yaml (restrictions applied). Returns errors with line numbers.",
-        {},
+        "Compile (NVRTC, no GPU) the space's extremes, a random sample and the configs named: errors with "
+        "their lines, or resources, occupancy and instruction mix per configuration.",
+        {
+            "configs": {
+                "type": "array",
+                "description": 'up to 6 configurations, e.g. [{"BX": 64}]',
+                "items": {"type": "object", "additionalProperties": {"type": ["integer", "number", "string"]}},
+            }
+        },
         [],
     ),
     _spec(
         "end_step",
-        "Finish this step. Only accepted when the latest check_compilation passed on the current files.",
-        {"summary": {"type": "string", "description": "what you wrote, one paragraph"}},
+        "Finish this step; accepted once the last check passed on the current files.",
+        {"summary": {"type": "string", "description": "what the kernel is now and what changed, one paragraph"}},
         ["summary"],
     ),
-]
+]  # fmt: skip
 
 VALIDATE_TOOL = _spec(
     "validate",
-    "Run ONE configuration of the current files on the GPU for correctness only (no timing): both "
-    "input sets and every scored shape, with the tuner's checks (out-of-bounds writes, races, input "
-    "mutation). Returns valid or how many elements are wrong and a few (index, expected, got). Use it "
-    "after check_compilation passes and before end_step; it may be used a few times per step.",
+    "Run ONE configuration on the GPU for correctness only (no timing), with the tuner's checks: both "
+    "input sets, every shape, out-of-bounds writes, races, input mutation. Returns valid, or the wrong "
+    "elements. Use it after a passing check, before end_step.",
     {
         "config": {
             "type": "object",
-            "description": "tune parameter values, e.g. {\"BX\": 16}; default: the first configuration the "
-            "last check compiled",
+            "description": "tune parameter values; default: the last check's first configuration",
             "additionalProperties": {"type": ["integer", "number", "string"]},
         }
     },
     [],
 )
 
-HISTORY_TOOLS = [
-    _spec(
-        "tuning_landscape",
-        "An earlier iteration's tuning results: mode 'top' (the n fastest configurations), 'sweep' "
-        "(one parameter's values with the others held at the best configuration) or 'failures' "
-        "(configurations by status, and parameter values that never worked).",
-        {
-            "iteration": {"type": "integer"},
-            "mode": {"type": "string", "enum": ["top", "sweep", "failures"]},
-            "n": {"type": "integer", "description": "rows for mode 'top' (default 10)"},
-            "param": {"type": "string", "description": "the parameter to sweep (mode 'sweep')"},
-            "case": {"type": "string", "description": "with several cases: which one (default: the first)"},
-        },
-        ["iteration", "mode"],
-    ),
-    _spec(
-        "grep_tuner_output",
-        "Lines of an earlier iteration's tuner output (one line per configuration, then the result) "
-        "that contain a text (a plain, case-insensitive substring; not a regular expression).",
-        {"iteration": {"type": "integer"}, "text": {"type": "string"}},
-        ["iteration", "text"],
-    ),
-    _spec("list_iterations", "This branch's earlier iterations: mode, result, decision, summary.", {}, []),
-    _spec(
-        "query_history",
-        "Plan, result, proposal and full decision of one earlier iteration of this branch.",
-        {"iteration": {"type": "integer"}},
-        ["iteration"],
-    ),
-    _spec(
-        "query_errors",
-        "Errors seen so far in this branch: failed steps, compile errors, error analyses, "
-        "failed configurations by status with an example of each.",
-        {},
-        [],
-    ),
-]
-
-BRANCH_TOOLS = [
-    _spec("branch_index", "Every other branch of the run: status, iterations, best time, strategy.", {}, []),
-    _spec(
-        "branch_log",
-        "What another branch tried: one line per decided iteration (no kernel source).",
-        {"name": {"type": "string", "description": "a branch name from branch_index"}},
-        ["name"],
-    ),
-    _spec(
-        "branch_errors",
-        "Failures another branch hit and what its decisions concluded about their causes.",
-        {"name": {"type": "string", "description": "a branch name from branch_index"}},
-        ["name"],
-    ),
-]
+# What earlier iterations and other branches did: one tool, the question in ``what`` (each was a tool of
+# its own before; those names are still answered, so recorded sessions replay).
+QUERIES = {
+    "landscape": "tuning_landscape",
+    "grep": "grep_tuner_output",
+    "iterations": "list_iterations",
+    "iteration": "query_history",
+    "errors": "query_errors",
+    "branches": "branch_index",
+    "branch_log": "branch_log",
+    "branch_errors": "branch_errors",
+}
+HISTORY_TOOL = _spec(
+    "history",
+    "What earlier iterations and other branches did. what: landscape (iteration; mode top, sweep or failures; "
+    "n, param, case): an earlier iteration's tuning results; grep (iteration, text): its tuner output lines "
+    "containing text; iterations: this branch's, one line each; iteration (iteration): one in full; errors: "
+    "this branch's failures and their analyses; branches: the other branches; branch_log (name) and "
+    "branch_errors (name): another branch's iterations or failures.",
+    {
+        "what": {"type": "string", "enum": list(QUERIES)},
+        "iteration": INT,
+        "mode": {"type": "string", "enum": ["top", "sweep", "failures"]},
+        "n": INT,
+        "param": STR,
+        "case": STR,
+        "text": STR,
+        "name": STR,
+    },
+    ["what"],
+)
 
 
 def tool_specs(can_validate: bool = False) -> list[ToolSpec]:
@@ -134,8 +113,8 @@ def tool_specs(can_validate: bool = False) -> list[ToolSpec]:
     provider caches (it comes before the system prompt), so it must not change between the
     steps of a run. validate is offered when a GPU is used (a run-wide setting). A query with
     nothing to report yet says so; the task names the tools that can answer now."""
-    tools = AUTHOR_TOOLS[:4] + ([VALIDATE_TOOL] if can_validate else []) + AUTHOR_TOOLS[4:]
-    return tools + HISTORY_TOOLS + BRANCH_TOOLS
+    tools = AUTHOR_TOOLS[:5] + ([VALIDATE_TOOL] if can_validate else []) + AUTHOR_TOOLS[5:]
+    return [*tools, HISTORY_TOOL]
 
 
 @dataclass
@@ -163,7 +142,15 @@ def run_file_tool(call: ToolCall, ws: Workspace, queries: BranchQueries, names: 
     ``names`` are the tools offered in this step; a call to any other is answered with the list.
     """
     try:
-        if call.name not in names:
+        name = call.name
+        if name == "history" and "history" in names:
+            what = call.arguments.get("what")
+            if what not in QUERIES:
+                raise WorkspaceError(f"history: what must be one of {', '.join(QUERIES)}")
+            name = QUERIES[str(what)]
+        elif name in QUERIES.values() and "history" in names:
+            pass  # an earlier tool name: answered as before
+        elif name not in names:
             raise WorkspaceError(f"unknown tool {call.name[:60]!r}; available: {', '.join(sorted(names))}")
         if call.name == "write_file":
             return ToolOutcome(ws.write(str(argument(call, "path", str)), str(argument(call, "content", str))))
@@ -177,7 +164,10 @@ def run_file_tool(call: ToolCall, ws: Workspace, queries: BranchQueries, names: 
             )
         if call.name == "read_file":
             return ToolOutcome(ws.read(str(argument(call, "path", str))))
-        if call.name == "tuning_landscape":
+        if call.name == "read_notes":
+            text, bad = read_notes(_optional_str(call, "topic"), target_of(ws.deps).arch, ws.notes_shown)
+            return ToolOutcome(text, is_error=bad)
+        if name == "tuning_landscape":
             return ToolOutcome(
                 queries.tuning_landscape(
                     int(argument(call, "iteration", int)),  # type: ignore[arg-type]
@@ -187,21 +177,21 @@ def run_file_tool(call: ToolCall, ws: Workspace, queries: BranchQueries, names: 
                     case=_optional_str(call, "case"),
                 )
             )
-        if call.name == "grep_tuner_output":
+        if name == "grep_tuner_output":
             return ToolOutcome(
                 queries.grep_tuner_output(int(argument(call, "iteration", int)), str(argument(call, "text", str)))  # type: ignore[arg-type]
             )
-        if call.name == "list_iterations":
+        if name == "list_iterations":
             return ToolOutcome(queries.list_iterations())
-        if call.name == "query_history":
+        if name == "query_history":
             return ToolOutcome(queries.history(int(argument(call, "iteration", int))))  # type: ignore[arg-type]
-        if call.name == "query_errors":
+        if name == "query_errors":
             return ToolOutcome(queries.errors())
-        if call.name == "branch_index":
+        if name == "branch_index":
             return ToolOutcome(queries.branch_index())
-        if call.name == "branch_log":
+        if name == "branch_log":
             return ToolOutcome(queries.branch_log(str(argument(call, "name", str))))
-        if call.name == "branch_errors":
+        if name == "branch_errors":
             return ToolOutcome(queries.branch_errors(str(argument(call, "name", str))))
     except (WorkspaceError, QueryError) as exc:
         return ToolOutcome(str(exc), is_error=True)

@@ -1,143 +1,26 @@
-"""The texts every prompt shares: the problem brief, the starting kernel, recent history."""
+"""The texts the branch steps share: the starting kernel, the best, recent history, the other branches."""
 
 from __future__ import annotations
 
-from cacao_tui import prompts
+import re
+
 from cacao_tui.nodes.branch_queries import DiskBranches, branch_index_lines, summary_line
 from cacao_tui.nodes.context import BranchView, RunDeps, SourceFiles
+from cacao_tui.nodes.workspace import read_model_file
 from cacao_tui.store.atomic import StateFileError, read_model_or_none
 from cacao_tui.store.state import IterState, TuneOutcome
-from ktt.capped_read import MAX_SOURCE_BYTES, describe_read_error, read_text_capped
-from ktt.device_table import device_lines
-from ktt.occupancy import limits_for
-from ktt.peaks import NAMES, datasheet_peaks, flops_peak
-from ktt.problem import Buffer, Problem
-from ktt.protocol import DeviceReport
+from ktt.csource import global_function_lines
 
-MAX_REFERENCE_CHARS = 12_000
-EXISTING_CHARS = 200  # one branch's strategy in the tree decide sees
+EXISTING_CHARS = 160  # one branch's strategy title in the tree decide sees (cut at a word)
 KERNEL_HEAD_LINES = 40  # of a failed step's kernels.cu, for decide
-
-
-def floor_text(problem: Problem, device: DeviceReport | None) -> str:
-    """The problem's bytes and flops, and the time each takes on the device measured for this run."""
-    nbytes, flops = problem.floor()
-    parts = []
-    bandwidth = device.copy_bandwidth_gbs or device.theoretical_bandwidth_gbs if device is not None else None
-    if nbytes:
-        text = f"{nbytes / 1e6:,.1f} MB moved"
-        if bandwidth:
-            how = "measured" if device is not None and device.copy_bandwidth_gbs else "theoretical"
-            text += f" (~{nbytes / (bandwidth * 1e9) * 1e3:.4g} ms at this GPU's {how} {bandwidth:,.0f} GB/s)"
-        parts.append(text)
-    if flops:
-        parts.append(_flops_text(flops, problem.floor_flops_dtype, device))
-    if not parts:
-        return "not declared"
-    floor = "; ".join(parts)
-    return floor if device is not None else floor + " (no device was measured for this run: no time floor)"
-
-
-def _flops_text(flops: float, dtype: str, device: DeviceReport | None) -> str:
-    """The flops against the peak the tuner's floor uses (physical_floor.flops_dtype, ktt.peaks)."""
-    text = f"{flops / 1e9:,.2f} GFLOP"
-    if device is None:
-        sheets = datasheet_peaks(dtype)
-        if sheets:
-            part, tflops = sheets[0]
-            text += f" (~{flops / (tflops * 1e12) * 1e3:.3f} ms at {tflops:g} TFLOP/s {dtype} on {part})"
-        return text
-    peak = flops_peak(dtype, device.name, device.arch, device.sm_count, round(device.clock_mhz * 1000))
-    if peak.gflops:
-        text += f" (~{flops / (peak.gflops * 1e9) * 1e3:.4g} ms at this GPU's {NAMES[dtype]} peak"
-        text += f" {peak.gflops / 1e3:,.1f} TFLOP/s: {peak.source})"
-    else:
-        text += f" ({peak.source})"
-    return text
-
-
-def device_section(deps: RunDeps) -> str:
-    """The device table measured at the start of the run (or what is known without one)."""
-    if deps.device is not None:
-        table = "\n".join(f"- {line}" for line in device_lines(deps.device))
-        return "Target GPU (measured at the start of this run):\n" + table
-    limits = limits_for(deps.gpu.arch)
-    text = f"Target GPU: {deps.gpu.name or 'unknown GPU'} ({deps.gpu.arch}); no device table was measured"
-    text += " (a dry run)" if deps.settings.dry_run else ""
-    if limits is not None:
-        text += (
-            f". {deps.gpu.arch} limits: {limits.max_warps_per_sm} warps and {limits.max_blocks_per_sm} blocks per SM, "
-            f"{limits.regs_per_sm:,} registers per SM, {limits.smem_per_sm // 1024} KiB shared memory per SM "
-            f"({limits.smem_per_block_optin // 1024} KiB per block with the opt-in attribute)"
-        )
-    return text + "."
 
 
 def analysis_section(deps: RunDeps) -> str:
     """The master's analysis of the problem, written at the start of the run."""
     if not deps.analysis:
         return ""
-    text = clip(deps.analysis, deps.defaults.analysis_chars)
+    text = clip(deps.analysis, deps.defaults.analysis_chars, "analysis")
     return f"Analysis of the problem (written at the start of this run):\n{text}\n"
-
-
-def _buffers_text(problem: Problem) -> str:
-    out = []
-    for b in problem.buffers:
-        n = problem.primary.sizes[b.name]
-        flags = [b.access] + (["validated"] if b.validate else [])
-        out.append(f"{b.name} ({b.ctype}[{b.size.text}] = {n:,} elements, {', '.join(flags)})")
-    return "; ".join(out)
-
-
-def _description(p: Problem) -> str:
-    """The description, and the gpu.* metadata of problem.yaml (advisory: the GPU it was written for)."""
-    text = p.description or "(no description)"
-    info = {k: v for k, v in p.gpu_info.items() if k != "compute_capability"}
-    if info:
-        text += "\nproblem.yaml describes its GPU as: " + ", ".join(f"{k} {v}" for k, v in info.items())
-    return text
-
-
-def problem_brief(deps: RunDeps) -> str:
-    if deps._brief is not None:
-        return deps._brief
-    p = deps.problem
-    ref = p.reference
-    try:
-        source = read_text_capped(ref.file, MAX_SOURCE_BYTES, errors="replace")  # checked at load; read again
-    except OSError as exc:
-        source = f"(the reference could not be read: {describe_read_error(exc)})"
-    if len(source) > MAX_REFERENCE_CHARS:
-        source = source[:MAX_REFERENCE_CHARS] + "\n... (truncated)"
-    defines = ", ".join(f"{k}={v}" for k, v in p.defines().items()) or "none"
-    rules = [f"- {t}" for t in p.rules_text]
-    rules += [f"- forbidden: /{r.pattern.pattern}/" + (f" ({r.reason})" if r.reason else "") for r in p.forbid]
-    shapes = "; ".join(f"{s.name}: " + ", ".join(f"{k}={v}" for k, v in s.scalars.items()) for s in p.shapes)
-    if p.declared_cases:
-        shapes += " (score = geometric mean of the per-shape speedups; every shape must pass)"
-    budget = deps.settings.timeout_s or p.primary.duration_s
-    deps._brief = prompts.render(
-        "problem_brief",
-        name=p.name,
-        description=_description(p),
-        signature=p.boundary_signature() or "(no parameters)",
-        defines=defines,
-        buffers=_buffers_text(p),
-        reference_type=ref.type,
-        reference_file=ref.file.name,
-        grid=str(p.primary.grid),
-        block=str(ref.block),
-        reference_source=source.rstrip(),
-        tolerance=p.tolerance,
-        validated=", ".join(b.name for b in p.buffers if isinstance(b, Buffer) and b.validate),
-        floor=floor_text(p, deps.device),
-        shapes=shapes,
-        rules="\n".join(rules) or "- none beyond the evaluation rules",
-        device=device_section(deps),
-        budget_s=f"{budget:g}",
-    )
-    return deps._brief
 
 
 def outcome_text(run: TuneOutcome | None) -> str:
@@ -166,36 +49,107 @@ def outcome_text(run: TuneOutcome | None) -> str:
     return text
 
 
-def clip(text: str | None, limit: int) -> str:
-    """A text cut to ``limit`` characters (a setting, never a fixed cut), saying so when it was."""
+def clip(text: str | None, limit: int, what: str = "text") -> str:
+    """A text cut to about ``limit`` characters (a setting, never a fixed cut): at the end of a
+    sentence or a line where one is near, never inside a word, saying what was left out."""
     if not text:
         return "-"
     text = text.strip()
     if len(text) <= limit:
         return text
-    return text[: max(0, limit - 40)].rstrip() + f" ... [cut at {limit:,} characters]"
+    room = max(0, limit - 60)
+    head = text[:room]
+    ends = [head.rfind(m) + len(m) - 1 for m in (". ", ".\n", "\n", "; ", "! ", "? ")]
+    end = max(ends)
+    if end < room // 2:  # no sentence end near: the last whole word
+        end = head.rfind(" ") if head.rfind(" ") > room // 2 else room
+    kept = text[: end + 1].rstrip()
+    return kept + f" [... cut: the last {len(text) - len(kept):,} characters of the {what} are left out]"
+
+
+def shorten(text: str, limit: int) -> str:
+    """A one-line text kept whole up to ``limit``, else cut after its last whole sentence or word
+    that fits, marked with an ellipsis (never inside a word)."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    end = head.rfind(". ")
+    if end < limit // 2:
+        end = head.rfind(" ")
+    return (head[: end + 1] if end > 0 else head).rstrip() + " …"
 
 
 def source_block(files: SourceFiles, limit: int) -> str:
     parts = []
     if files.kernel is not None:
-        parts.append(f"kernels.cu:\n```cuda\n{clip(files.kernel, limit)}\n```")
+        parts.append(f"kernels.cu:\n```cuda\n{clip(files.kernel, limit, 'file')}\n```")
     if files.spec is not None:
-        parts.append(f"tuning.yaml:\n```yaml\n{clip(files.spec, limit)}\n```")
+        parts.append(f"tuning.yaml:\n```yaml\n{clip(files.spec, limit, 'file')}\n```")
     return "\n".join(parts)
+
+
+def structure(kernel: str | None, spec: str | None) -> tuple[tuple[str, ...], int, bool]:
+    """What a kernel is built of: its __global__ functions, how many launches tuning.yaml makes and
+    whether they repeat. A plan that steps from one single-launch kernel to the next keeps its
+    structure; one launch becoming several (or a repeat loop) changes it."""
+    kernels = tuple(sorted(global_function_lines(kernel))) if kernel else ()
+    launched = len(_LAUNCHED.findall(spec)) if spec else 0
+    return kernels, launched, bool(spec and re.search(r"^\s*-?\s*repeat:", spec, re.MULTILINE))
+
+
+_LAUNCHED = re.compile(r"^\s*-?\s*kernel:\s*[\"']?([A-Za-z_]\w*)", re.MULTILINE)
+
+
+def plan_section(deps: RunDeps, branch: BranchView) -> str:
+    """The branch plan in force, in full; or, when the kernel's structure has changed since the
+    plan's first kernel (other kernels, other launches), the plan marked superseded with what
+    the authoring steps since say the kernel is now."""
+    plan = branch.plan or ""
+    head = f"Branch plan ({branch.strategy.title})"
+    if not plan:
+        return f"{head}: none.\n"
+    written = [st for st in earlier_states(branch) if st.plan and st.index not in branch.superseded]
+    if not written or written[-1].plan != plan:  # written in this iteration
+        return f"{head}:\n{plan}\n"
+    first = written[-1].index
+    planned = _files_of(branch, first)
+    now = structure(branch.start.kernel, branch.start.spec) if branch.start is not None else None
+    if planned is None or now is None or planned[1:] == now[1:] or not planned[0]:
+        return f"{head}, written for iteration {first}:\n{plan}\n"
+    later = [st for st in earlier_states(branch) if st.index >= first and st.index not in branch.superseded]
+    summaries = [f"- iteration {st.index}: {st.author.message}" for st in later
+                 if st.author is not None and st.author.ok and st.author.message]  # fmt: skip
+
+    def shape(s: tuple[tuple[str, ...], int, bool]) -> str:
+        return f"{', '.join(s[0]) or 'no kernel'} in {s[1]} launch(es)" + (" with a repeat loop" if s[2] else "")
+
+    return (
+        f"{head}, written for iteration {first}, is SUPERSEDED: the kernel's structure has changed since "
+        f"(then {shape(planned)}; now {shape(now)}). What the authoring steps since say they built:\n"
+        + ("\n".join(summaries[-3:]) or "- (no summaries)")
+        + "\n"
+    )
+
+
+def _files_of(branch: BranchView, index: int) -> tuple[tuple[str, ...], int, bool] | None:
+    it = branch.layout.iteration(index)
+    try:
+        return structure(read_model_file(it.kernel), read_model_file(it.spec))
+    except OSError:
+        return None
 
 
 def start_section(deps: RunDeps, branch: BranchView, *, workspace: bool = True) -> str:
     """The files this iteration starts from (for the author: already in its directory)."""
     start = branch.start
     if start is None or start.kernel is None:
-        return "There is no earlier kernel in this branch: the first one starts from the reference.\n"
-    where = (
-        " (already in your workspace as kernels.cu and tuning.yaml: change them with edit_file, "
-        "or replace them with write_file)"
-        if workspace
-        else ""
-    )
+        if workspace:
+            return (
+                "There are no files yet: this iteration writes the branch's first kernels.cu and tuning.yaml "
+                "(write_file); the reference is in the problem above.\n"
+            )
+        return "There is no earlier kernel in this branch: the first one is written from the reference.\n"
+    where = " (in your workspace: edit_file or write_file them)" if workspace else ""
     return f"Current files, from {start.label}{where}:\n" + source_block(start, deps.defaults.source_chars) + "\n"
 
 
@@ -213,9 +167,8 @@ def best_section(deps: RunDeps, branch: BranchView) -> str:
     if best.config:
         text += ", config " + ", ".join(f"{k}={v}" for k, v in best.config.items())
     if branch.best_files is not None and branch.best_files.kernel is not None:
-        text += (
-            ". Its files (best/kernels.cu, best/tuning.yaml) differ from the current ones:\n"
-            + source_block(branch.best_files, deps.defaults.source_chars)
+        text += ". Its files (best/kernels.cu, best/tuning.yaml) differ from the current ones:\n" + source_block(
+            branch.best_files, deps.defaults.source_chars
         )
     elif branch.start is not None and best.branch == branch.name and best.iteration == branch.start.iteration:
         text += " (the current files)"
@@ -261,8 +214,9 @@ def earlier_states(branch: BranchView) -> list[IterState]:
     return out
 
 
-def history_section(deps: RunDeps, branch: BranchView) -> str:
-    """The last few decided iterations on this branch's current line, in full (never another branch's)."""
+def history_section(deps: RunDeps, branch: BranchView, proposals: bool = True) -> str:
+    """The last few decided iterations on this branch's current line, in full (never another branch's);
+    ``proposals``: with each one's proposal (its decision's feedback says what came of it)."""
     n = deps.defaults.history
     limit = deps.defaults.history_text_chars
     decided = [st for st in earlier_states(branch) if st.decision is not None and st.index not in branch.superseded]
@@ -273,13 +227,13 @@ def history_section(deps: RunDeps, branch: BranchView) -> str:
     for st in recent:
         mode = "" if st.mode in ("first", "continue") else f" [{st.mode}]"
         lines.append(f"- iteration {st.index}{mode}: {st.status}")
-        if st.plan:
-            lines.append(f"  Plan (written then): {clip(st.plan, limit)}")
+        if st.plan and st.plan != branch.plan:
+            lines.append(f"  Plan (written then): {clip(st.plan, limit, 'plan')}")
         lines.append(f"  Result: {outcome_text(st.run) if st.error is None else 'failed: ' + clip(st.error, limit)}")
         if st.profile is not None and st.profile.roofline:
             lines.append(f"  Profile: {st.profile.roofline}")
-        if st.proposal:
-            lines.append(f"  Proposal: {clip(st.proposal, limit)}")
+        if st.proposal and (proposals or st.decision is None or not st.decision.feedback.strip()):
+            lines.append(f"  Proposal: {clip(st.proposal, limit, 'proposal')}")
         lines += _decision_lines(st, limit)
     return "\n".join(lines) + "\n"
 
@@ -293,7 +247,7 @@ def iteration_log(deps: RunDeps, branch: BranchView) -> str:
         return ""
     lines = ["Iteration log of this branch (what was tried -> what happened):"]
     if len(states) > len(shown):
-        lines.append(f"- ... {len(states) - len(shown)} earlier iteration(s) (list_iterations shows them)")
+        lines.append(f'- ... {len(states) - len(shown)} earlier iteration(s) (history(what="iterations") lists them)')
     for st in shown:
         flag = " (superseded by a revert)" if st.index in branch.superseded else ""
         lines.append(f"- iter {st.index}{flag}: {clip(summary_line(st), deps.defaults.history_text_chars)}")
@@ -311,12 +265,34 @@ def last_decision_section(deps: RunDeps, branch: BranchView) -> str:
     if d.overridden_from:
         lines.append(f"(The user chose {d.action}; the model had chosen {d.overridden_from}.)")
     if d.feedback.strip():
-        lines.append(f"Feedback for this iteration: {clip(d.feedback, limit)}")
+        lines.append(f"Feedback for this iteration: {clip(d.feedback, limit, 'feedback')}")
     if d.error_analysis is not None:
         ea = d.error_analysis
         lines.append(f"Error analysis ({ea.error_type}): cause: {clip(ea.root_cause, limit)}")
         lines.append(f"Suggested fix: {clip(ea.suggested_fix, limit)}")
     return "\n".join(lines) + "\n"
+
+
+def reference_output_line(deps: RunDeps, run: TuneOutcome | None) -> str:
+    """The reference's time and its result per validated buffer (the tuner's), and the tolerance
+    against it: what a tuning learnt about the reference after the brief was written."""
+    if run is None or (not run.reference_stats and run.reference_ms is None):
+        return ""
+    timed = ""
+    if run.reference_ms is not None:
+        how = "seeded by hand" if run.reference_source == "seeded" else "measured by the tuner"
+        timed = f"Reference time: {run.reference_ms:.4g} ms ({how}).\n"
+    if not run.reference_stats:
+        return timed
+    parts = []
+    for s in run.reference_stats:
+        if s.mean_abs is None:
+            parts.append(f"{s.buffer}: no finite value")
+            continue
+        tol = deps.problem.tolerance
+        share = f"; the tolerance {tol:g} is {100 * tol / s.mean_abs:.2g}% of it" if s.mean_abs else ""
+        parts.append(f"{s.buffer}: min {s.min:.4g}, max {s.max:.4g}, mean |x| {s.mean_abs:.4g}{share}")
+    return timed + "Reference output (first input set): " + "; ".join(parts) + "\n"
 
 
 def previous_result_section(deps: RunDeps, branch: BranchView) -> str:
@@ -325,11 +301,11 @@ def previous_result_section(deps: RunDeps, branch: BranchView) -> str:
         return ""
     limit = deps.defaults.history_text_chars
     result = outcome_text(prev.run) if prev.error is None else "failed: " + clip(prev.error, limit)
-    text = f"Iteration {prev.index} result: {result}\n"
+    text = f"Iteration {prev.index} result: {result}\n" + reference_output_line(deps, prev.run)
     if prev.profile is not None and prev.profile.diagnosis:
         text += f"Iteration {prev.index} profile diagnosis:\n{prev.profile.diagnosis}\n"
-    if prev.proposal:
-        text += f"Iteration {prev.index} proposal: {clip(prev.proposal, limit)}\n"
+    if prev.proposal and (prev.decision is None or not prev.decision.feedback.strip()):  # else the feedback has it
+        text += f"Iteration {prev.index} proposal: {clip(prev.proposal, limit, 'proposal')}\n"
     return text
 
 
@@ -416,7 +392,7 @@ def existing_branches_section(deps: RunDeps, branch: BranchView) -> str:
                 return
             best = f"best {m.best.time_ms:.4g} ms" if m.best else "no result yet"
             mark = " (this branch)" if m.name == branch.name else ""
-            what = " ".join(f"{m.strategy.title}: {m.strategy.description}".split())[:EXISTING_CHARS]
+            what = shorten(" ".join(m.strategy.title.split()), EXISTING_CHARS)
             lines.append(f"{'  ' * depth}- {m.name}{mark} [{m.status}, {best}] {what}")
             walk(m.name, depth + 1)
 

@@ -1,20 +1,35 @@
-"""check_compilation: forbid rules first, then NVRTC (through ktt) over a sample of configurations."""
+"""check_compilation: forbid rules first, then NVRTC (through ktt) over a sample of configurations.
+
+What the model reads: which configurations were compiled and why (the extremes of the space,
+a random sample, the ones it named), each one's registers, spills (also when none), shared
+memory and the occupancy they allow with the limit that binds, the instruction mix of the
+extremes and of the named configurations (what the kernel executes: FFMA, MUFU, loads,
+barriers, tensor-core ops, in the kernel and in its main loop), and on a failure every distinct
+compiler message once, with how often it occurred, mapped to its kernels.cu line.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
-from cacao_tui.ktt_client import TunerError
+from cacao_tui.ktt_client import CheckOptions, TunerError
 from cacao_tui.nodes.branch_queries import outcome_line
 from cacao_tui.nodes.context import BranchView, RunDeps
 from cacao_tui.nodes.fingerprint import binary_fingerprint, source_fingerprint
+from cacao_tui.nodes.target import target_of
 from cacao_tui.nodes.tuner_output import config_text
 from cacao_tui.nodes.workspace import read_model_file
 from ktt.capped_read import describe_read_error
-from ktt.protocol import CheckReport
+from ktt.check_sample import MAX_REQUESTED
+from ktt.instruction_mix import ORDER
+from ktt.protocol import CheckedConfig, CheckReport, InstructionCounts, KernelMix, LaunchOccupancy
 
-MAX_REPORTED = 12
-MAX_RESOURCE_LINES = 8
+MAX_REPORTED = 30  # distinct compiler messages
+MAX_RESOURCE_LINES = 10
+MAX_MIX_CONFIGS = 2  # configurations whose instruction mix is shown (the named ones first, then the largest)
+EXTREMES = ("largest parameter values", "smallest parameter values", "most dynamic shared memory",
+            "least dynamic shared memory")  # fmt: skip
 
 
 @dataclass
@@ -25,6 +40,22 @@ class CheckOutcome:
     fingerprints: tuple[str | None, str | None] = (None, None)  # source, binary (nodes/fingerprint.py)
 
 
+class ConfigsArgument(ValueError):
+    """check_compilation(configs=...) that is not a list of configurations."""
+
+
+def configs_argument(value: object) -> tuple[dict, ...]:
+    """The ``configs`` argument of check_compilation: a list of objects (one object is one)."""
+    if value is None or value == "" or value == []:
+        return ()
+    items = [value] if isinstance(value, dict) else value
+    if not isinstance(items, list) or not all(isinstance(v, dict) for v in items):
+        raise ConfigsArgument('configs must be a list of objects of tune-parameter values, e.g. [{"BX": 16}]')
+    if len(items) > MAX_REQUESTED:
+        raise ConfigsArgument(f"configs: at most {MAX_REQUESTED} configurations per check, {len(items)} given")
+    return tuple(items)
+
+
 def _source_line(source: str, line: int | None) -> str:
     if not line:
         return ""
@@ -32,73 +63,210 @@ def _source_line(source: str, line: int | None) -> str:
     return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
 
+def _occupancy_text(o: LaunchOccupancy) -> str:
+    head = f"{o.threads} threads -> {o.blocks_per_sm} block{'s' if o.blocks_per_sm != 1 else ''}/SM, "
+    head += f"occupancy {o.occupancy:.0%}"
+    if o.limiter == "warps":
+        return head + (" (full)" if o.occupancy >= 0.999 else " (limited by the SM's threads at this block size)")
+    if o.limiter == "blocks":
+        return head + " (limited by blocks per SM: small blocks)"
+    return head + f" (limited by {o.limiter})"
+
+
+ROLE_TEXT = {
+    "largest parameter values": "largest values",
+    "smallest parameter values": "smallest values",
+    "most dynamic shared memory": "most dynamic smem",
+    "least dynamic shared memory": "least dynamic smem",
+    "sampled": "random",
+    "requested": "named",
+}
+
+
+def _roles(c: CheckedConfig) -> list[str]:
+    return [ROLE_TEXT.get(r, r) for r in c.roles]
+
+
+def _tags(report: CheckReport) -> dict[int, list[str]]:
+    """Each configuration's roles, plus the most and least register- and shared-memory-hungry of what compiled."""
+    tags = {i: _roles(c) for i, c in enumerate(report.configs)}
+    built = [(i, c) for i, c in enumerate(report.configs) if c.ok and c.resources]
+    if len(built) > 1:
+        regs = {i: max(r.registers or 0 for r in c.resources) for i, c in built}
+        smem = {i: max((o.smem_bytes for o in c.occupancy), default=0) for i, c in built}
+        for values, most, least in ((regs, "most registers", "fewest registers"),
+                                    (smem, "most smem", "least smem")):  # fmt: skip
+            if max(values.values()) != min(values.values()):
+                tags[max(values, key=lambda i: values[i])].append(most)
+                tags[min(values, key=lambda i: values[i])].append(least)
+    return tags
+
+
 def resource_lines(report: CheckReport, limit: int = MAX_RESOURCE_LINES) -> list[str]:
-    """Per sampled configuration: registers, spills, shared memory and the occupancy they allow."""
+    """Per compiled configuration: registers, spills, shared memory and the occupancy they allow."""
     out: list[str] = []
-    for cfg in report.configs:
+    tags = _tags(report)
+    order = sorted(range(len(report.configs)), key=lambda i: -_max_registers(report.configs[i]))
+    primary = report.configs[0].shape if report.configs else "default"
+    for i in order:
+        cfg = report.configs[i]
         if not cfg.resources:
             continue
-        shape = f" [{cfg.shape}]" if cfg.shape != "default" else ""
+        shape = f" [shape {cfg.shape}]" if cfg.shape != primary else ""
         parts = []
         occ = {o.kernel: o for o in cfg.occupancy}
         for r in cfg.resources:
-            text = f"{r.kernel}: {r.registers} registers/thread"
+            text = f"{r.kernel}: {r.registers} registers, "
             if r.spill_stores or r.spill_loads:
-                text += f", SPILLS {r.spill_stores} B stored / {r.spill_loads} B loaded"
-            elif r.stack_bytes:
-                text += f", {r.stack_bytes} B stack (local memory)"
+                text += f"SPILLS {r.spill_stores} B stored / {r.spill_loads} B loaded"
+            else:
+                text += "0 B spilled"
+            if r.stack_bytes:
+                text += f", {r.stack_bytes} B stack"
             o = occ.get(r.kernel)
             smem = o.smem_bytes if o is not None else (r.smem_static or 0)
-            text += f", {smem:,} B shared/block"
+            text += f", {smem:,} B shared"
             if o is not None:
-                text += (
-                    f", {o.threads} threads/block -> {o.blocks_per_sm} blocks/SM, occupancy {o.occupancy:.0%} "
-                    f"(limited by {o.limiter})"
-                )
+                text += ", " + _occupancy_text(o)
             parts.append(text)
-        out.append(f"  config {config_text(cfg.config)}{shape}: " + "; ".join(parts))
+        why = f" [{'; '.join(tags[i])}]" if tags.get(i) else ""
+        out.append(f"  {config_text(cfg.config)}{shape}{why}: " + "; ".join(parts))
         if len(out) >= limit:
             break
     return out
 
 
+def _max_registers(c: CheckedConfig) -> int:
+    return max((r.registers or 0 for r in c.resources), default=0)
+
+
+def counts_text(c: InstructionCounts) -> str:
+    """``FFMA 2,048, LDS 344 (LDS.128 64), MUFU 4 (MUFU.RSQ 4)``: the categories in a fixed order,
+    each with its variants where the disassembly names them."""
+    variants: dict[str, list[tuple[str, int]]] = {}
+    for key, n in sorted(c.detail.items()):
+        category, _, variant = key.partition(":")
+        variants.setdefault(category, []).append((variant, n))
+    parts = []
+    for k in ORDER:
+        if c.counts.get(k):
+            shown = variants.get(k, [])[:4]
+            extra = f" ({', '.join(f'{v} {m:,}' for v, m in shown)})" if shown else ""
+            parts.append(f"{k} {c.counts[k]:,}{extra}")
+    parts += [f"{v} {m:,}" for v, m in variants.get("other", [])[:4]]
+    return ", ".join(parts) or "no arithmetic or memory instructions"
+
+
+def mix_lines(report: CheckReport) -> list[str]:
+    """The instruction mix of the named configurations, then the extremes (a few)."""
+    with_mix = [c for c in report.configs if c.instruction_mix]
+    with_mix.sort(key=lambda c: ("requested" not in c.roles, "largest parameter values" not in c.roles))
+    out: list[str] = []
+    notes = {c.mix_note for c in report.configs if c.mix_note and not c.instruction_mix}
+    isa = {m.isa for c in with_mix for m in c.instruction_mix}
+    if with_mix:
+        how = "SASS"
+        if isa != {"SASS"}:
+            how = "PTX from NVRTC, counted before ptxas: no disassembler found"
+        out.append(f"Instruction mix ({how}; static counts: a loop body counts once):")
+    for c in with_mix[:MAX_MIX_CONFIGS]:
+        roles = f" [{'; '.join(_roles(c))}]" if c.roles else ""
+        out.append(f"  {config_text(c.config)}{roles}:")
+        out += [f"    {_kernel_mix(m)}" for m in c.instruction_mix]
+    if not with_mix and notes:
+        out.append(f"Instruction mix: {sorted(notes)[0]}")
+    return out
+
+
+def _kernel_mix(m: KernelMix) -> str:
+    text = f"{m.kernel}, {m.mix.total:,} instructions: {counts_text(m.mix)}"
+    if m.loop is not None:
+        nested = f", +{m.loop_nested:,} in nested loops" if m.loop_nested else ""
+        text += f"; main loop {m.loop.total:,}{nested}: {counts_text(m.loop)}"
+    return text
+
+
+def _what_was_compiled(report: CheckReport) -> str:
+    roles = [r for c in report.configs for r in c.roles]
+    parts = []
+    if any(r in EXTREMES for r in roles):
+        parts.append("the extremes of the space")
+    n_sampled = sum(1 for c in report.configs if "sampled" in c.roles)
+    if n_sampled:
+        parts.append(f"{n_sampled} at random")
+    n_named = sum(1 for c in report.configs if "requested" in c.roles)
+    if n_named:
+        parts.append(f"{n_named} you named")
+    primary = report.configs[0].shape if report.configs else "default"
+    cases = sum(1 for c in report.configs if c.shape != primary)
+    if cases:
+        parts.append(f"{cases} for the other shapes")
+    return ", ".join(parts)
+
+
+def _head(report: CheckReport, passed: bool) -> str:
+    n_ok = sum(1 for c in report.configs if c.ok)
+    size = report.restricted_size if report.restricted_size is not None else report.space_size
+    what = _what_was_compiled(report)
+    sm = f" SM_COUNT = {report.sm_count}." if report.sm_count else ""
+    if passed:
+        return (f"compile check passed: {n_ok}/{len(report.configs)} configurations compiled for {report.arch} "
+                f"({what}; the space has {size:,}).{sm}")  # fmt: skip
+    return (f"compile check FAILED: {len(report.configs) - n_ok} of {len(report.configs)} configurations did not "
+            f"compile for {report.arch}" + (f" ({what})" if what else "") + ".")  # fmt: skip
+
+
+def diagnostic_lines(report: CheckReport, source: str, limit: int = MAX_REPORTED) -> list[str]:
+    """Every distinct compiler message once (errors first, by line), with how often it occurred."""
+    seen: Counter[tuple[str, int | None, str, str]] = Counter()
+    configs: dict[tuple[str, int | None, str, str], set[int]] = {}
+    for i, cfg in enumerate(report.configs):
+        for d in cfg.diagnostics:
+            if d.severity == "note":
+                continue
+            key = (d.severity, d.line, d.file, d.message)
+            seen[key] += 1
+            configs.setdefault(key, set()).add(i)
+        if cfg.error and not cfg.diagnostics:
+            key = ("error", None, "configuration", cfg.error)
+            seen[key] += 1
+            configs.setdefault(key, set()).add(i)
+    keys = sorted(seen, key=lambda k: (k[0] != "error", k[1] is None, k[1] or 0, k[3]))
+    total = len(report.configs)
+    out = []
+    for key in keys[:limit]:
+        severity, line, file, message = key
+        where = f"{file}:{line}" if line else file
+        count = f" ×{seen[key]}" if seen[key] > 1 else ""
+        spread = f" (in {len(configs[key])} of {total} configurations)" if total > 1 else ""
+        code = _source_line(source, line) if file.endswith("kernels.cu") else ""
+        if file == "configuration":
+            out.append(f"{severity}: {message}{count}{spread}")
+        else:
+            out.append(f"{where}: {severity}: {message}{count}{spread}" + (f"\n    {code}" if code else ""))
+    if len(keys) > limit:
+        out.append(f"... and {len(keys) - limit} more distinct messages (fix these first)")
+    return out
+
+
 def format_report(report: CheckReport, source: str) -> str:
+    extra = [f"not checked: {e}" for e in report.requested_errors]
     if report.ok:
-        n_ok = sum(1 for c in report.configs if c.ok)
-        size = report.restricted_size if report.restricted_size is not None else report.space_size
-        head = (
-            f"compile check passed: {n_ok}/{len(report.configs)} sampled configurations compiled "
-            f"(space: {size} configurations after restrictions)."
-        )
+        out = [_head(report, True), *extra]
         resources = resource_lines(report)
-        if not resources:
-            return head
-        return head + "\nResources (ptxas) and the occupancy they allow:\n" + "\n".join(resources)
-    out = ["compile check FAILED."]
-    has_diagnostics = any(c.diagnostics for c in report.configs)
+        if resources:
+            out += ["Resources (ptxas) and occupancy, most registers first:", *resources]
+        out += mix_lines(report)
+        return "\n".join(out)
+    out = [_head(report, False) if report.configs else "compile check FAILED."]
+    has_diagnostics = any(c.diagnostics or c.error for c in report.configs)
     if report.message and not has_diagnostics:
         out.append(report.message)
     out += [f"forbidden: {hit}" for hit in report.forbid]
     if report.missing_kernels:
         out.append(f"kernels named in tuning.yaml but not defined in kernels.cu: {', '.join(report.missing_kernels)}")
-    seen: set[tuple[str, int | None, str]] = set()
-    for cfg in report.configs:
-        if cfg.ok:
-            continue
-        if cfg.error and not cfg.diagnostics:
-            out.append(f"config {cfg.config}: {cfg.error}")
-        for d in cfg.diagnostics:
-            key = (d.file, d.line, d.message)
-            if key in seen or d.severity == "note":
-                continue
-            seen.add(key)
-            where = f"{d.file}:{d.line}" if d.line else d.file
-            code = _source_line(source, d.line) if d.file.endswith("kernels.cu") else ""
-            out.append(
-                f"{where}: {d.severity}: {d.message}" + (f"\n    {code}" if code else "") + f"   [config {cfg.config}]"
-            )
-            if len(seen) >= MAX_REPORTED:
-                break
+    out += diagnostic_lines(report, source)
+    out += extra
     resources = resource_lines(report)
     if resources:
         out.append("Resources of the configurations that compiled (ptxas):")
@@ -106,8 +274,16 @@ def format_report(report: CheckReport, source: str) -> str:
     return "\n".join(out)
 
 
-async def check_compilation(deps: RunDeps, branch: BranchView) -> CheckOutcome:
+def check_options(deps: RunDeps, configs: tuple[dict, ...] = ()) -> CheckOptions:
+    return CheckOptions(configs=configs, sm_count=target_of(deps).sm_count)
+
+
+async def check_compilation(deps: RunDeps, branch: BranchView, configs: object = None) -> CheckOutcome:
     it = branch.it
+    try:
+        named = configs_argument(configs)
+    except ConfigsArgument as exc:
+        return CheckOutcome(False, f"check_compilation: {exc}")
     if not it.kernel.exists() or not it.spec.exists():
         missing = [n for n, p in (("kernels.cu", it.kernel), ("tuning.yaml", it.spec)) if not p.exists()]
         return CheckOutcome(False, f"compile check FAILED: {' and '.join(missing)} not written yet")
@@ -122,7 +298,12 @@ async def check_compilation(deps: RunDeps, branch: BranchView) -> CheckOutcome:
         )
     try:
         report = await deps.tuner.check(
-            deps.problem.directory, it.kernel, it.spec, sample=deps.defaults.check_sample, arch=deps.gpu.arch
+            deps.problem.directory,
+            it.kernel,
+            it.spec,
+            sample=deps.defaults.check_sample,
+            arch=deps.gpu.arch,
+            options=check_options(deps, named),
         )
     except TunerError as exc:
         return CheckOutcome(False, f"compile check FAILED: {exc}")
@@ -138,3 +319,6 @@ async def check_compilation(deps: RunDeps, branch: BranchView) -> CheckOutcome:
                 f"({outcome_line(earlier.outcome)}); they would not be tuned again. Change something that matters."
             )
     return CheckOutcome(report.ok, text, report, fingerprints)
+
+
+__all__ = ["CheckOutcome", "CheckedConfig", "check_compilation", "format_report", "resource_lines"]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from cacao_tui import prompts
 from cacao_tui.llm import CallContext, ReplyUnusable
-from cacao_tui.nodes.briefing import problem_brief
 from cacao_tui.nodes.context import BranchView, RunDeps
+from cacao_tui.nodes.notes import notes_block, problem_topics, strategy_topics
+from cacao_tui.nodes.problem_brief import problem_brief
 from cacao_tui.nodes.replies import YAML_START, ask_text, code_reply, opening_turn
+from cacao_tui.nodes.target import target_of
 
 TASK = "reply with the whole tuning.yaml in one ```yaml fenced block."
 
@@ -19,7 +21,7 @@ async def configure(deps: RunDeps, branch: BranchView, kernel: str, errors: str 
         kernel=kernel,
         task=task,
         errors=f"The previous tuning.yaml failed the check:\n{errors}\n" if errors else "",
-        tuning_spec=prompts.load("tuning_spec"),
+        tuning_spec=prompts.load("tuning_spec") + _spec_notes(deps, branch),
     )
     resp = await ask_text(
         deps.llm,
@@ -33,3 +35,12 @@ async def configure(deps: RunDeps, branch: BranchView, kernel: str, errors: str 
         raise ReplyUnusable("configure: the reply holds no ```yaml block with launches", reason="no tuning.yaml")
     branch.it.spec.write_text(spec, encoding="utf-8")
     return spec
+
+
+def _spec_notes(deps: RunDeps, branch: BranchView) -> str:
+    """The tuning.yaml syntax notes (multipass, hopper_tma) the problem or the strategy calls for."""
+    arch = target_of(deps).arch
+    shared = problem_topics(deps.problem, arch)
+    own = strategy_topics(f"{branch.strategy.title} {branch.strategy.description} {branch.plan or ''}", arch, shared)
+    wanted = [n for n in (*shared, *own) if n in ("multipass", "hopper_tma")]
+    return "\n" + notes_block(wanted) if wanted else ""

@@ -22,17 +22,19 @@ from cacao_tui.llm import CallContext, CallFailed, Message, ReplyUnusable
 from cacao_tui.nodes.branch_queries import outcome_line
 from cacao_tui.nodes.briefing import (
     KERNEL_HEAD_LINES,
-    analysis_section,
     clip,
-    device_section,
     earlier_states,
     existing_branches_section,
     iteration_log,
     messages_section,
     outcome_text,
+    reference_output_line,
 )
+from cacao_tui.nodes.changes import changes_section
 from cacao_tui.nodes.context import BranchView, RunDeps, llm_for
 from cacao_tui.nodes.landscape import landscape_summary
+from cacao_tui.nodes.problem_brief import target_summary
+from cacao_tui.nodes.propose import check_section
 from cacao_tui.nodes.strategize import slug
 from cacao_tui.nodes.workspace import read_model_file
 from cacao_tui.store.state import (
@@ -47,7 +49,7 @@ from cacao_tui.store.state import (
 
 
 class DecisionReply(BaseModel):
-    """What the model answers; see prompts/decide.txt."""
+    """The decision after an iteration: what the branch does next, and what the next iteration is told."""
 
     model_config = ConfigDict(extra="ignore")
     action: Action = Field(description="continue | retry | branch | stop")
@@ -127,58 +129,120 @@ def _spec(branch: BranchView) -> str | None:
         return None
 
 
+MEASURED_FIELDS = """- skip_implement: true when the next iteration keeps this kernel and changes only tuning.yaml
+  (e.g. the landscape shows a best value AT THE EDGE of its range).
+- start_from: best (default: the branch's fastest kernel so far, maybe an earlier iteration's) or
+  latest (this iteration's files: a restructuring that needs another step before it pays); a
+  retry and skip_implement continue from this iteration's files. Write the feedback for the
+  files the next iteration starts from."""
+DRY_RUN_FIELDS = """- skip_implement: false (a dry run tunes nothing: a new tuning space alone shows nothing).
+- start_from: latest (nothing is measured, so there is no fastest kernel to return to)."""
+
+
+def last_note(branch: BranchView) -> str:
+    """Said when the next iteration is the last the branch's allowance holds."""
+    if branch.iterations_done + 2 != branch.max_iter:
+        return ""
+    return (
+        f"The next iteration ({branch.max_iter} of {branch.max_iter}) is this branch's last: it is written and "
+        "tuned, but neither reviewed nor decided on (unless the run's pool grants more to an improving branch). "
+        "Ask for a change that completes in one step, or stop.\n"
+    )
+
+
 async def decide(deps: RunDeps, branch: BranchView, state: IterState, path_note: str = "") -> Decision:
     limit = deps.defaults.history_text_chars
+    dry = deps.settings.dry_run
     best = "Best time so far in this branch: " + (
-        f"{branch.best.time_ms:.4g} ms (iteration {branch.best.iteration})" if branch.best else "none yet"
+        f"{branch.best.time_ms:.4g} ms (iteration {branch.best.iteration})"
+        if branch.best
+        else ("none (a dry run times nothing)" if dry else "none yet")
     )
     prev = branch.previous
     asked = ""
     if prev is not None and prev.decision is not None and prev.decision.feedback.strip():
-        asked = f"This iteration was asked to: {clip(prev.decision.feedback, limit)}\n"
+        asked = f"This iteration was asked to: {clip(prev.decision.feedback, limit, 'feedback')}\n"
     is_plateau = plateau(deps, branch, state.run.best_ms if state.run else None)
     forced = branch.forced_action
-    text = prompts.render(
-        "decide",
-        device=device_section(deps),
-        analysis=analysis_section(deps),
-        failed_step=failed_step_text(branch, state),
-        landscape=landscape_summary(branch.it, _spec(branch), deps.defaults.landscape_top),
-        existing=existing_branches_section(deps, branch),
-        branch=branch.name,
-        strategy_title=branch.strategy.title,
-        level=branch.depth + 1,
-        levels=deps.settings.max_depth,
-        iterations_done=branch.iterations_done + 1,
-        max_iter=branch.max_iter,
-        path_note=path_note,
-        best=best,
-        iteration=branch.iteration,
-        mode=branch.mode,
-        this_result=this_result(state),
-        asked=asked,
-        proposal=clip(state.proposal, limit) if state.proposal else "(none: the iteration did not get that far)",
-        iteration_log=iteration_log(deps, branch),
-        messages=messages_section(deps, branch),
-        plateau=(
-            f"PLATEAU: less than {deps.defaults.plateau_gain:.0%} gain over the last "
-            f"{deps.defaults.plateau_iterations} iterations; prefer branch or stop.\n"
-            if is_plateau
-            else ""
-        ),
-        user_choice=(
-            f"THE USER HAS CHOSEN THE ACTION FOR THIS DECISION: {forced}. Answer with action {forced} "
-            "and fill in the other fields for it" + (" (the sub_strategies above all)" if forced == "branch" else "")
-            + ".\n"
-            if forced
-            else ""
-        ),
-        max_subs=MAX_SUB_STRATEGIES,
-        branch_note="" if branch.can_branch else f" (NOT available here{branch.branch_note})",
+    if dry:
+        landscape = ""
+    else:
+        landscape = (
+            "Tuning landscape of this iteration:\n"
+            + landscape_summary(branch.it, _spec(branch), deps.defaults.landscape_top)
+            + "\n"
+            + reference_output_line(deps, state.run)
+        )
+    async with llm_for(deps, "decide").slot():  # the branches' statuses as they are when the call is sent
+        text = prompts.render(
+            "decide",
+            device=target_summary(deps),
+            failed_step=failed_step_text(branch, state),
+            changes="" if state.error is not None and state.author is not None else changes_section(deps, branch),
+            check=check_section(state, mix=False),
+            landscape=landscape,
+            existing=existing_branches_section(deps, branch) if branch.can_branch else "",
+            branch=branch.name,
+            strategy_title=branch.strategy.title,
+            level=branch.depth + 1,
+            levels=deps.settings.max_depth,
+            iterations_done=branch.iterations_done + 1,
+            max_iter=branch.max_iter,
+            path_note=path_note,
+            last_note=last_note(branch),
+            best=best,
+            iteration=branch.iteration,
+            mode=branch.mode,
+            this_result=this_result(state),
+            asked=asked,
+            proposal=clip(state.proposal, limit, "proposal")
+            if state.proposal
+            else "(none: the iteration did not get that far)",
+            iteration_log=iteration_log(deps, branch),
+            messages=messages_section(deps, branch),
+            plateau=(
+                f"PLATEAU: less than {deps.defaults.plateau_gain:.0%} gain over the last "
+                f"{deps.defaults.plateau_iterations} iterations; prefer branch or stop.\n"
+                if is_plateau
+                else ""
+            ),
+            user_choice=user_choice(forced),
+            max_subs=MAX_SUB_STRATEGIES,
+            branch_note="" if branch.can_branch else f" (branching is NOT available here{branch.branch_note})",
+            stop_when=(
+                "the branch's direction is exhausted or will not pay, judged at compile level (a dry run measures "
+                "nothing)"
+                if dry
+                else "the branch is at the floor, out of ideas, or not worth more iterations"
+            ),
+            mode_fields=DRY_RUN_FIELDS if dry else MEASURED_FIELDS,
+            summary_form=(
+                "<what was tried> -> <what the compile check showed> (not timed: a dry run)"
+                if dry
+                else "<what was tried> -> <measured result> (<diagnosis>)"
+            ),
+        )
+        return await _ask(deps, branch, state, text)
+
+
+def user_choice(forced: str | None) -> str:
+    if not forced:
+        return ""
+    subs = " (the sub_strategies above all)" if forced == "branch" else ""
+    return (
+        f"THE USER HAS CHOSEN THE ACTION FOR THIS DECISION: {forced}. Answer with action {forced} "
+        f"and fill in the other fields for it{subs}.\n"
     )
+
+
+async def _ask(deps: RunDeps, branch: BranchView, state: IterState, text: str) -> Decision:
+    forced = branch.forced_action
+    # The answer's fields and the target come first: the same in every decision of the run (a cached prefix).
+    head, _, rest = text.partition("\n----\n")
+    turn = [Message(role="user", content=head.strip() + "\n", cache_prefix=True), Message(role="user", content=rest)]
     try:
         reply = await llm_for(deps, "decide").structured(
-            [Message(role="user", content=text)],
+            turn if rest.strip() else [Message(role="user", content=text)],
             DecisionReply,
             ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="decide"),
             system=prompts.load("system"),
@@ -209,7 +273,7 @@ async def decide(deps: RunDeps, branch: BranchView, state: IterState, path_note:
         sub_strategies=subs,
         skip_implement=reply.skip_implement,
         iteration_summary=" ".join(reply.iteration_summary.split())[:500],
-        start_from=reply.start_from,
+        start_from="latest" if deps.settings.dry_run else reply.start_from,  # nothing measured: no best to go to
     )
     if forced is not None and forced != decision.action:
         decision = decision.model_copy(update={"action": forced, "overridden_from": decision.action})
@@ -227,6 +291,13 @@ def improved(branch: BranchView, state: IterState) -> bool:
         if st.index not in branch.superseded and st.run is not None and st.run.best_ms
     ]
     return not earlier or current < min(earlier)
+
+
+def _what_was_tried(branch: BranchView, state: IterState) -> str:
+    """The authoring step's own summary of what it built, else the iteration's mode."""
+    if state.author is not None and state.author.ok and state.author.message:
+        return " ".join(state.author.message.split())[:300]
+    return branch.mode
 
 
 def rule_decision(deps: RunDeps, branch: BranchView, state: IterState, why: str) -> Decision:
@@ -253,7 +324,7 @@ def rule_decision(deps: RunDeps, branch: BranchView, state: IterState, why: str)
         action=action,  # type: ignore[arg-type]
         reason=f"rule-based fallback ({rule}); the model gave no usable decision: {clip(why, 300)}",
         feedback=feedback,
-        iteration_summary=f"{branch.mode} -> {result} (decided by rule)"[:500],
+        iteration_summary=f"{_what_was_tried(branch, state)} -> {result} (decided by rule)"[:500],
         automatic=True,
         fallback=clip(why, limit),
         override_id=None,

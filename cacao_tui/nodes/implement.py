@@ -5,8 +5,9 @@ from __future__ import annotations
 from cacao_tui import prompts
 from cacao_tui.llm import CallContext, ReplyUnusable
 from cacao_tui.nodes.author import author_task
-from cacao_tui.nodes.briefing import last_decision_section, messages_section, problem_brief, start_section
+from cacao_tui.nodes.briefing import last_decision_section, messages_section, start_section
 from cacao_tui.nodes.context import BranchView, RunDeps
+from cacao_tui.nodes.problem_brief import problem_brief
 from cacao_tui.nodes.replies import ask_text, code_reply, opening_turn
 
 TASK = "reply with the whole kernels.cu in one ```cuda fenced block."

@@ -18,12 +18,14 @@ from cacao_tui.nodes.briefing import (
     last_decision_section,
     messages_section,
     parent_section,
-    problem_brief,
     revert_note,
     start_section,
 )
 from cacao_tui.nodes.context import BranchView, RunDeps, llm_for
+from cacao_tui.nodes.notes import abilities, notes_block, problem_topics, strategy_topics
+from cacao_tui.nodes.problem_brief import problem_brief
 from cacao_tui.nodes.replies import ask_text, opening_turn, require_text, stable_prefix
+from cacao_tui.nodes.target import target_of
 
 TASK = "write the branch plan the first message asks for."
 
@@ -35,30 +37,37 @@ async def plan(deps: RunDeps, branch: BranchView) -> str:
         if again
         else prompts.load("tasks/plan_first").strip()
     )
-    text = prompts.render(
-        "plan",
-        problem=problem_brief(deps),
-        analysis=analysis_section(deps),
-        parent=parent_section(deps, branch),
-        branch=branch.name,
-        level=branch.depth + 1,
-        levels=deps.settings.max_depth,
-        strategy_title=branch.strategy.title,
-        strategy_description=branch.strategy.description,
-        start=start_section(deps, branch, workspace=False),
-        revert=revert_note(branch),
-        iteration_log=iteration_log(deps, branch),
-        history=history_section(deps, branch),
-        last_decision=(f"Plan so far:\n{branch.plan}\n\n" if again else "") + last_decision_section(deps, branch),
-        messages=messages_section(deps, branch),
-        branches=branches_section(deps, branch),
-        task=task,
-    )
-    resp = await ask_text(
-        llm_for(deps, "plan"),
-        opening_turn(text, stable_prefix(deps)),
-        ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="plan"),
-        system=prompts.load("system"),
-        task=TASK,
-    )
+    arch = target_of(deps).arch
+    shared = problem_topics(deps.problem, arch)
+    own = strategy_topics(f"{branch.strategy.title} {branch.strategy.description}", arch, shared)
+    llm = llm_for(deps, "plan")
+    async with llm.slot():  # the other branches' statuses as they are when the call is sent
+        text = prompts.render(
+            "plan",
+            abilities=abilities(deps.problem, arch) + "\n",
+            notes=notes_block([*shared, *own]),
+            problem=problem_brief(deps),
+            analysis=analysis_section(deps),
+            parent=parent_section(deps, branch),
+            branch=branch.name,
+            level=branch.depth + 1,
+            levels=deps.settings.max_depth,
+            strategy_title=branch.strategy.title,
+            strategy_description=branch.strategy.description,
+            start=start_section(deps, branch, workspace=False),
+            revert=revert_note(branch),
+            iteration_log=iteration_log(deps, branch),
+            history=history_section(deps, branch),
+            last_decision=(f"Plan so far:\n{branch.plan}\n\n" if again else "") + last_decision_section(deps, branch),
+            messages=messages_section(deps, branch),
+            branches=branches_section(deps, branch),
+            task=task,
+        )
+        resp = await ask_text(
+            llm,
+            opening_turn(text, stable_prefix(deps)),
+            ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="plan"),
+            system=prompts.load("system"),
+            task=TASK,
+        )
     return require_text(resp, "plan")

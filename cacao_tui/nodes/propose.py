@@ -17,17 +17,18 @@ from cacao_tui.nodes.briefing import (
     analysis_section,
     best_section,
     branches_section,
-    clip,
     earlier_states,
     history_section,
     iteration_log,
     messages_section,
     outcome_text,
-    problem_brief,
+    plan_section,
+    reference_output_line,
     source_block,
 )
 from cacao_tui.nodes.context import BranchView, RunDeps, SourceFiles
 from cacao_tui.nodes.landscape import landscape_summary
+from cacao_tui.nodes.problem_brief import problem_brief
 from cacao_tui.nodes.profile import profile_text
 from cacao_tui.nodes.replies import ask_text, opening_turn, require_text, stable_prefix
 from cacao_tui.nodes.workspace import read_model_file
@@ -67,7 +68,35 @@ def branching_text(deps: RunDeps, branch: BranchView) -> str:
     return f"Branching is not possible here{branch.branch_note}: propose a change within this branch.\n"
 
 
+ASK_MEASURED = (
+    "Interpret these results. Where does the time go (the two leading bottlenecks of the diagnosis, "
+    "memory throughput against the floor, occupancy and what limits it)? Did the change of this iteration "
+    "do what its plan predicted? Propose the single most valuable next change and predict its effect; if only "
+    "the tuning space should change (a best value at the edge of its range, wider or different values, same "
+    "kernel), say so. Under 250 words."
+)
+ASK_DRY_RUN = (
+    "This is a dry run: nothing was timed or profiled, so review the kernel at compile level. From the "
+    "compile check (registers, spills, occupancy and its limit, the instruction mix: FFMA per load, MUFU, "
+    "shared-memory traffic, barriers) and the code itself (coalescing, bank conflicts, vector widths, "
+    "the work per thread), predict where the time would go on the target against the physical floor, "
+    "and propose the single most valuable next change. Under 250 words."
+)
+
+
+def check_section(state: IterState, mix: bool = True) -> str:
+    """The compile check that accepted this iteration's files, as the author read it (``mix``: with
+    its instruction mix)."""
+    report = state.author.check_report if state.author is not None else None
+    if not report:
+        return ""
+    if not mix:
+        report = report.split("\nInstruction mix")[0]
+    return f"Compile check of these files:\n{report.strip()}\n"
+
+
 async def propose(deps: RunDeps, branch: BranchView, state: IterState) -> str:
+    dry = deps.settings.dry_run
     tuning = outcome_text(state.run)
     if state.run and state.run.confirmed:
         tuning += " (best confirmed on a fresh input set)"
@@ -76,31 +105,42 @@ async def propose(deps: RunDeps, branch: BranchView, state: IterState) -> str:
         SourceFiles(kernel=_read(it.kernel), spec=_read(it.spec), label=f"iteration {branch.iteration}"),
         deps.defaults.source_chars,
     )
-    text = prompts.render(
-        "propose",
-        problem=problem_brief(deps),
-        branch=branch.name,
-        strategy_title=branch.strategy.title,
-        iteration=branch.iteration,
-        mode=MODE_TEXT.get(branch.mode, branch.mode),
-        plan=clip(branch.plan, deps.defaults.history_text_chars),
-        source=source or "(no files)",
-        analysis=analysis_section(deps),
-        tuning=tuning,
-        landscape=landscape_summary(it, _read(it.spec), deps.defaults.landscape_top),
-        profile=profile_text(deps, branch, state.profile, last_profiled(branch)),
-        best=best_section(deps, branch),
-        iteration_log=iteration_log(deps, branch),
-        history=history_section(deps, branch),
-        messages=messages_section(deps, branch),
-        branches=branches_section(deps, branch),
-        branching=branching_text(deps, branch),
-    )
-    resp = await ask_text(
-        deps.llm,
-        opening_turn(text, stable_prefix(deps)),
-        ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="propose"),
-        system=prompts.load("system"),
-        task=TASK,
-    )
+    if dry:
+        measured = "Dry run: nothing was timed or profiled.\n"
+    else:
+        landscape = landscape_summary(it, _read(it.spec), deps.defaults.landscape_top)
+        profile = profile_text(deps, branch, state.profile, last_profiled(branch))
+        measured = (
+            f"Tuning result: {tuning}\n\nTuning landscape:\n{landscape}\n\n"
+            f"Profile of the best configuration (Nsight Compute):\n{profile}\n"
+        )
+    async with deps.llm.slot():  # the other branches' statuses as they are when the call is sent
+        text = prompts.render(
+            "propose",
+            problem=problem_brief(deps),
+            branch=branch.name,
+            strategy_title=branch.strategy.title,
+            iteration=branch.iteration,
+            mode=MODE_TEXT.get(branch.mode, branch.mode),
+            plan=plan_section(deps, branch),
+            source=source or "(no files)",
+            check=check_section(state),
+            measured=measured,
+            analysis=analysis_section(deps),
+            best=best_section(deps, branch),
+            reference_output=reference_output_line(deps, state.run),
+            iteration_log=iteration_log(deps, branch),
+            history=history_section(deps, branch, proposals=False),
+            messages=messages_section(deps, branch),
+            branches=branches_section(deps, branch),
+            branching=branching_text(deps, branch),
+            ask=ASK_DRY_RUN if dry else ASK_MEASURED,
+        )
+        resp = await ask_text(
+            deps.llm,
+            opening_turn(text, stable_prefix(deps)),
+            ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="propose"),
+            system=prompts.load("system"),
+            task=TASK,
+        )
     return require_text(resp, "propose")

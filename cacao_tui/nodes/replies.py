@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import re
 
+from cacao_tui import prompts
 from cacao_tui.llm import CallContext, ChatResponse, Message, TrackedLLM
 from cacao_tui.llm.errors import ReplyUnusable
 from cacao_tui.llm.refusals import restate, unusable_reason
 from cacao_tui.llm.structured import strip_reasoning
-from cacao_tui.nodes.briefing import analysis_section, problem_brief
+from cacao_tui.nodes.briefing import analysis_section
 from cacao_tui.nodes.context import RunDeps
+from cacao_tui.nodes.problem_brief import problem_brief
 
 _FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.DOTALL)
 _OPEN_FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n(.*)\Z", re.DOTALL)  # cut off before its close
@@ -59,7 +61,7 @@ async def ask_text(
 def stable_prefix(deps: RunDeps) -> str:
     """How the branch steps' prompts open (``$problem`` then ``$analysis``): the same text in
     every call of a run."""
-    return f"{problem_brief(deps)}\n\n{analysis_section(deps)}"
+    return prompts.tidy(f"{problem_brief(deps)}\n\n{analysis_section(deps)}")  # as a rendered prompt has it
 
 
 def opening_turn(text: str, stable: str) -> list[Message]:

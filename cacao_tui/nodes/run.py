@@ -13,9 +13,13 @@ import os
 from pathlib import Path
 
 from cacao_tui.ktt_client import TuneRequest, TunerError
+from cacao_tui.nodes.compile_check import check_options
 from cacao_tui.nodes.context import BranchView, RunDeps
+from cacao_tui.nodes.fingerprint import source_fingerprint
+from cacao_tui.nodes.workspace import read_model_file
 from cacao_tui.settings import tuner_watchdog_s
-from cacao_tui.store.state import CaseOutcome, TuneOutcome
+from cacao_tui.store.atomic import StateFileError, read_model_or_none
+from cacao_tui.store.state import CaseOutcome, IterState, OutputStats, TuneOutcome
 from ktt.protocol import TuneSummary
 
 DRY_RUN_SAMPLE = 8
@@ -87,6 +91,27 @@ def outcome_of(summary: TuneSummary, summary_path: str, output: Path) -> TuneOut
         ],
         message=summary.message,
         warnings=summary.warnings,
+        reference_stats=[OutputStats.model_validate(x.model_dump()) for x in summary.reference_stats],
+    )
+
+
+def _checked_by_author(branch: BranchView) -> TuneOutcome | None:
+    """A dry run's result from the authoring step's passing check of these very files (None:
+    no such check, or the files changed since): nothing is compiled twice."""
+    it = branch.it
+    try:
+        st = read_model_or_none(it.state, IterState)
+        source = source_fingerprint(read_model_file(it.kernel), read_model_file(it.spec))
+    except (StateFileError, OSError):
+        return None
+    author = st.author if st is not None else None
+    if author is None or author.checked_fingerprint != source or author.compiled_configs is None:
+        return None
+    return TuneOutcome(
+        ran=False,
+        space_size=author.checked_space,
+        message=f"dry run: not run on a GPU; {author.compiled_configs}/{author.checked_configs} configurations "
+        "compiled in the authoring step's check",
     )
 
 
@@ -94,10 +119,14 @@ async def run_tuning(deps: RunDeps, branch: BranchView) -> TuneOutcome:
     it = branch.it
     problem = deps.problem
     if deps.settings.dry_run:
+        reused = _checked_by_author(branch)
+        if reused is not None:
+            return reused
         try:
             report = await deps.tuner.check(
-                problem.directory, it.kernel, it.spec, sample=DRY_RUN_SAMPLE, arch=deps.gpu.arch
-            )
+                problem.directory, it.kernel, it.spec, sample=DRY_RUN_SAMPLE, arch=deps.gpu.arch,
+                options=check_options(deps),
+            )  # fmt: skip
         except TunerError as exc:
             return TuneOutcome(ran=False, message=f"dry run: compile check could not run: {exc}")
         n_ok = sum(1 for c in report.configs if c.ok)

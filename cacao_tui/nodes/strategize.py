@@ -20,9 +20,11 @@ from pydantic import BaseModel, Field, ValidationError
 from cacao_tui import prompts
 from cacao_tui.llm import CallContext, CallFailed, ReplyUnusable
 from cacao_tui.llm.structured import StructuredOutputError, extract_json
-from cacao_tui.nodes.briefing import problem_brief
 from cacao_tui.nodes.context import RunDeps
+from cacao_tui.nodes.notes import abilities
+from cacao_tui.nodes.problem_brief import problem_brief
 from cacao_tui.nodes.replies import opening_turn
+from cacao_tui.nodes.target import target_of
 from cacao_tui.store.state import Strategy
 
 DEFAULT_STRATEGY = Strategy(
@@ -72,7 +74,9 @@ def salvage(text: str) -> list[Strategy]:
 
 async def strategize(deps: RunDeps, analysis: str, n: int) -> Strategies:
     brief = problem_brief(deps)
-    text = prompts.render("strategize", problem=brief, analysis=analysis, n=n)
+    text = prompts.render(
+        "strategize", problem=brief, analysis=analysis, n=n, abilities=abilities(deps.problem, target_of(deps).arch)
+    )
     fallback = None
     try:
         result = await deps.llm.structured(

@@ -10,7 +10,7 @@ source (``reference``) and the generated ``inputs.hpp``. Never another branch's 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cacao_tui.nodes.context import BranchView, RunDeps
@@ -43,12 +43,14 @@ class WorkspaceError(Exception):
 class Workspace:
     deps: RunDeps
     branch: BranchView
+    notes_shown: list[str] = field(default_factory=list)  # the note sets the step's prompt carries
 
     def writable(self) -> tuple[str, ...]:
         return ("tuning.yaml",) if self.branch.mode == "configure" else WRITABLE
 
     def readable(self) -> list[str]:
-        names = list(WRITABLE)
+        """What read_file can read now (the workspace's files only once they exist)."""
+        names = [n for n in WRITABLE if (self.branch.it.root / n).exists()]
         if self.branch.base_kernel:
             names.append("base/kernels.cu")
         if self.branch.base_spec:
@@ -115,7 +117,7 @@ class Workspace:
         path = self.branch.it.root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
-        return f"wrote {name} ({content.count(chr(10)) + 1} lines)"
+        return f"wrote {name} ({_line_count(content)} lines)"
 
     def edit(self, name: str, old: str, new: str) -> str:
         clean = name.strip().lstrip("./")
@@ -129,7 +131,19 @@ class Workspace:
             raise WorkspaceError(f"the text to replace was not found in {name}; read_file it and copy it exactly")
         if count > 1:
             raise WorkspaceError(f"the text to replace occurs {count} times in {name}; include more context")
-        return self.write(name, text.replace(old, new, 1)).replace("wrote", "edited")
+        at = text.index(old)
+        first = text.count("\n", 0, at) + 1
+        old_lines, new_lines = old.count("\n") + 1, new.count("\n") + 1
+        updated = text.replace(old, new, 1)
+        self.write(name, updated)
+        was = f"lines {first}-{first + old_lines - 1}" if old_lines > 1 else f"line {first}"
+        now = f"lines {first}-{first + new_lines - 1}" if new_lines > 1 else f"line {first}"
+        change = f"{was} removed" if not new else f"{was} replaced, now {now}"
+        return f"edited {clean}: {change}; the file has {_line_count(updated)} lines"
+
+
+def _line_count(text: str) -> int:
+    return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
 
 
 def seed_workspace(branch: BranchView) -> bool:

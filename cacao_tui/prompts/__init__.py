@@ -6,6 +6,7 @@ need no escaping; a literal dollar sign is written ``$$``.
 
 from __future__ import annotations
 
+import re
 import string
 from functools import cache
 from importlib import resources
@@ -17,16 +18,16 @@ def load(name: str) -> str:
 
 
 def render(template: str, /, **values: object) -> str:
-    """Fill a template; a missing placeholder is a bug and raises KeyError."""
-    return string.Template(load(template)).substitute({k: str(v) for k, v in values.items()})
+    """Fill a template; a missing placeholder is a bug and raises KeyError. Sections left empty
+    leave no run of blank lines behind (at most one blank line between two parts)."""
+    return tidy(string.Template(load(template)).substitute({k: str(v) for k, v in values.items()}))
 
 
-def gpu_knowledge(arch: str) -> str:
-    """Optimisation notes for the detected GPU generation (sm_90 -> Hopper)."""
-    digits = "".join(c for c in arch if c.isdigit())
-    major = int(digits[:-1]) if len(digits) >= 2 else 0
-    if major == 9:
-        return load("gpu/hopper")
-    if major == 8:
-        return load("gpu/ampere_ada")
-    return load("gpu/generic")
+def tidy(text: str) -> str:
+    """``text`` with runs of blank lines made one, outside fenced blocks (inside one, a kernel or a
+    spec, every line is kept as it is)."""
+    parts = text.split("```")
+    return "```".join(_BLANK_RUNS.sub("\n\n", p) if i % 2 == 0 else p for i, p in enumerate(parts))
+
+
+_BLANK_RUNS = re.compile(r"\n(?:[ \t]*\n){2,}")

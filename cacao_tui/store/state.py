@@ -106,6 +106,7 @@ class RunSettings(BaseModel):
     samples: int = 1  # authoring attempts per iteration (best-of-k)
     model_plan: str | None = None  # "provider:model" of the plan step (None: the run's model)
     model_decide: str | None = None  # "provider:model" of the decide step
+    target: str | None = None  # --target: the GPU a dry run writes for (ktt.gpu_catalog's key)
 
     @property
     def pool_total(self) -> int:
@@ -269,6 +270,18 @@ class BranchConfig(_State):
     retry_nonce: int = 0  # bumped by the user to ask for one more try after a failure
 
 
+class OutputStats(BaseModel):
+    """The reference's result for one validated buffer (ktt's summary.json ``reference_stats``)."""
+
+    model_config = ConfigDict(extra="ignore")
+    buffer: str
+    count: int = 0
+    min: float | None = None
+    max: float | None = None
+    mean_abs: float | None = None
+    nonfinite: int = 0
+
+
 class TuneOutcome(BaseModel):
     ran: bool  # False in --dry-run (compile check only) or when the step failed before tuning
     summary_path: str | None = None
@@ -287,6 +300,7 @@ class TuneOutcome(BaseModel):
     message: str | None = None
     reference_source: str | None = None  # the primary case's: measured | seeded
     warnings: list[str] = Field(default_factory=list)  # e.g. a GPU reference timed by wall clock
+    reference_stats: list[OutputStats] = Field(default_factory=list)  # the reference's outputs (prompts)
 
 
 class ProfileOutcome(BaseModel):
@@ -411,6 +425,14 @@ class AuthorOutcome(BaseModel):
     last_check: str | None = None  # the last failed check's text (what decide sees after a failed step)
     binary_fingerprint: str | None = None  # of the files the step ended with (nodes/fingerprint.py)
     samples: list[SampleOutcome] = Field(default_factory=list)  # with --samples K > 1
+    # The check that accepted the files: its source fingerprint, what it compiled, and its report
+    # (resources, occupancy, instruction mix) as the model read it, for propose and decide; a dry
+    # run's run step reports it instead of compiling the same files again.
+    checked_fingerprint: str | None = None
+    checked_configs: int | None = None
+    compiled_configs: int | None = None
+    checked_space: int | None = None
+    check_report: str | None = None
 
 
 class IterState(_State):

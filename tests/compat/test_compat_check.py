@@ -446,7 +446,7 @@ def test_generator_that_throws_names_the_buffer(tmp_path: Path) -> None:
 
 
 def test_gpu_metadata_reaches_the_problem_brief() -> None:
-    from cacao_tui.nodes.briefing import _description
+    from cacao_tui.nodes.problem_brief import _description
 
     text = _description(load_problem(CORPUS / "legacy_inline"))
     assert text.startswith("C = ALPHA * A .* B")

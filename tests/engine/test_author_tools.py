@@ -176,13 +176,20 @@ def test_outputs_are_capped(run_dir: RunLayout) -> None:
 def test_every_tool_is_offered_and_an_unknown_one_is_an_error(queries: BranchQueries) -> None:
     # A constant tool list: it is part of the prompt prefix providers cache.
     names = {t.name for t in tool_specs()}
-    assert {"write_file", "edit_file", "read_file", "check_compilation", "end_step"} <= names
-    assert {"tuning_landscape", "grep_tuner_output", "list_iterations", "branch_index", "branch_log"} <= names
+    assert {"write_file", "edit_file", "read_file", "read_notes", "check_compilation", "end_step"} <= names
+    assert "history" in names  # one tool for the questions about earlier iterations and other branches
     # Through the dispatcher: a tool not offered is an error naming the ones that are.
-    offered = names - {"branch_log"}
-    call = ToolCall(id="1", name="branch_log", arguments={"name": "b2-other"})
+    offered = names - {"history"}
+    call = ToolCall(id="1", name="history", arguments={"what": "branch_log", "name": "b2-other"})
     answer = run_file_tool(call, None, queries, offered)  # type: ignore[arg-type]
-    assert answer.is_error and "unknown tool 'branch_log'" in answer.content
+    assert answer.is_error and "unknown tool 'history'" in answer.content
+    offered = names
+    call = ToolCall(id="5", name="history", arguments={"what": "nonsense"})
+    answer = run_file_tool(call, None, queries, offered)  # type: ignore[arg-type]
+    assert answer.is_error and "what must be one of landscape" in answer.content
+    call = ToolCall(id="6", name="history", arguments={"what": "grep", "iteration": 2, "text": "PAD=1"})
+    assert "matching line" in run_file_tool(call, None, queries, offered).content  # type: ignore[arg-type]
+    # The earlier tool names (one tool each) are still answered: recorded sessions replay.
     call = ToolCall(id="2", name="tuning_landscape", arguments={"iteration": True, "mode": "top"})
     assert run_file_tool(call, None, queries, offered).is_error  # type: ignore[arg-type]
     call = ToolCall(id="3", name="tuning_landscape", arguments={"iteration": "9" * 5000, "mode": "top"})

@@ -41,7 +41,7 @@ def check_complete(problem: Path) -> FinalResults:
         for i in layout.branch(name).iteration_indices():
             st = read_model(layout.branch(name).iteration(i).state, IterState)
             assert st.decision is not None and st.run is not None and not st.run.ran
-            assert "sampled configurations compiled" in (st.run.message or "")
+            assert "configurations compiled" in (st.run.message or "")  # by the author's check, or again
             decided += 1
     assert decided == DECIDED_ITERATIONS
     final = read_model(layout.final_results, FinalResults)

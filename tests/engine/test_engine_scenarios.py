@@ -460,7 +460,7 @@ def test_without_a_timed_best_the_next_iteration_starts_from_the_latest_kernel(m
     scenario.respond = spy_author  # type: ignore[method-assign]
     engine = make_engine(mmul_dir, scenario.provider(), tuner=DryTuner(), max_iter=2, n_strategies=1, dry_run=True)
     run(engine)
-    assert "the first one starts from the reference" in plans[0] and len(plans) == 1
+    assert "the first one is written from the reference" in plans[0] and len(plans) == 1
     assert "Current files, from iteration 1 of this branch" in authors[1] and "FAKE_TIME_MS: 2.0" in authors[1]
     st = read_model(RunLayout(mmul_dir).branch("b1-alpha").iteration(2).state, IterState)
     assert isinstance(st.run, TuneOutcome) and not st.run.ran

@@ -80,7 +80,7 @@ def test_feedback_reaches_the_next_author_prompt(replayed: tuple[RunLayout, list
     assert f"Feedback for this iteration: {feedback}" in author
     assert "make the\nchange the last decision asks for" in author
     # The next iteration starts from the latest files (iteration 1), which are in its workspace.
-    assert "Current files, from iteration 1 of this branch (already in your workspace" in author
+    assert "Current files, from iteration 1 of this branch (in your workspace" in author
 
 
 def test_skip_implement_runs_a_configuration_only_iteration(replayed: tuple[RunLayout, list[DecisionMade]]) -> None:
@@ -186,6 +186,6 @@ def test_the_authoring_rules_are_in_the_stable_prefix(replayed: tuple[RunLayout,
     stable = {first[0]["content"] for first in firsts}
     assert len(stable) == 1 and all(first[0]["cache_prefix"] for first in firsts)
     (prefix,) = stable
-    assert "How to work in an authoring step:" in prefix and "you have at most 50" in prefix
+    assert "How to work in an authoring step:" in prefix and "You have at most 50 tool calls" in prefix
     assert prefix.index("How to work") > prefix.index("tuning.yaml")  # after the tuning-spec guide
     assert all("How to work" not in first[1]["content"] for first in firsts)

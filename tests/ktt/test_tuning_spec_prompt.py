@@ -1,4 +1,5 @@
-"""The tuning.yaml prompt (cacao_tui/prompts/tuning_spec.txt) teaches what ktt's parser accepts.
+"""The tuning.yaml prompt (cacao_tui/prompts/tuning_spec.txt, with the multi-pass and Hopper syntax
+in the note sets prompts/notes/multipass.txt and hopper_tma.txt) teaches what ktt's parser accepts.
 
 Each YAML block of the prompt is loaded by ``ktt.spec`` against the tiny test problem
 (buffers X, Y of N floats), with the tune parameters the block leaves to the model; the
@@ -26,8 +27,15 @@ FENCE = re.compile(r"^```yaml\n(.*?)^```", re.MULTILINE | re.DOTALL)
 PARAMS = {"BLOCK_X": [32, 64], "TILE": [1, 2], "STEPS": [4, 8]}
 
 
+GUIDE = ("tuning_spec", "notes/multipass", "notes/hopper_tma")  # the guide and its note sets
+
+
+def guide_text() -> str:
+    return "\n".join(prompts.load(name) for name in GUIDE)
+
+
 def blocks() -> list[dict]:
-    return [yaml.safe_load(b) for b in FENCE.findall(prompts.load("tuning_spec"))]
+    return [yaml.safe_load(b) for b in FENCE.findall(guide_text())]
 
 
 def load(doc: dict):  # type: ignore[no-untyped-def]
@@ -122,7 +130,7 @@ def test_the_hopper_example_loads_with_tensor_maps_and_a_cluster(tmp_path: Path)
 
 
 def test_the_hopper_rules_the_prompt_states_hold(tmp_path: Path) -> None:
-    text = prompts.load("tuning_spec")
+    text = prompts.load("notes/hopper_tma")
     assert "INNERMOST (contiguous) DIMENSION FIRST" in text and "sm_90a" in text
     doc = hopper_block()
     args = doc["launches"][0]["args"]
@@ -145,11 +153,15 @@ def test_the_hopper_rules_the_prompt_states_hold(tmp_path: Path) -> None:
 
 
 def test_the_tensor_map_declaration_the_prompts_give_compiles_for_sm90a() -> None:
-    """The struct both prompts tell the model to declare works as a __grid_constant__ parameter."""
-    decl = re.search(r"`(struct alignas\(64\) CUtensorMap_st \{.*?CUtensorMap;)`", prompts.load("gpu/hopper"), re.S)
-    assert decl is not None
-    declaration = " ".join(decl.group(1).split())
-    assert declaration in " ".join(prompts.load("tuning_spec").split())
+    """The struct the Hopper notes tell the model to declare (twice: with the tuning.yaml syntax and
+    in the kernel notes) works as a __grid_constant__ parameter."""
+    text = prompts.load("notes/hopper_tma")
+    decls = {
+        " ".join(d.split())
+        for d in re.findall(r"`(struct alignas\(64\) CUtensorMap_st \{.*?CUtensorMap;)`", text, re.S)
+    }
+    assert len(decls) == 1
+    (declaration,) = decls
     source = (
         f"#include <cuda/barrier>\n{declaration}\n"
         'extern "C" __global__ void k(const __grid_constant__ CUtensorMap m, float* out) {\n'

@@ -210,7 +210,10 @@ async def test_native_structured_output_where_the_model_has_it(dialect: Dialect,
         assert body["tools"][-1]["input_schema"]["properties"].keys() >= {"action", "reason"}
     else:
         assert body["generationConfig"]["responseJsonSchema"]["required"] == ["action", "reason", "feedback"]
-    assert "JSON schema" in " ".join(dialect.sent_texts(body))  # the prompt path stays as the fallback
+    # The schema is stated once (issue 28): as the response format / answer tool, not in the prompt too.
+    text = " ".join(dialect.sent_texts(body))
+    assert "JSON schema" not in text and '"properties"' not in text
+    assert "as the response format's schema describes it" in text
     await llm.aclose()
 
 
@@ -228,6 +231,10 @@ async def test_a_server_refusing_the_response_format_is_asked_again_without_it(s
     sent = [r.body for r in server.requests]
     assert "response_format" in sent[0] and "response_format" not in sent[1] and "response_format" not in sent[2]
     assert "refused the structured parameter" in " ".join(records[0].notes)
+    # Without the response format, the schema goes into the prompt (the same one), and only there.
+    for body in sent[1:]:
+        text = " ".join(d.sent_texts(body))
+        assert "JSON schema" in text and '"required"' in text and "response format's schema" not in text
     await llm.aclose()
 
 

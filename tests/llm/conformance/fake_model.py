@@ -108,13 +108,13 @@ def read_request(provider: str, seen: Seen) -> Request:
         forced = None
     if "write_file" in tools:
         step = "author"
-    elif structured and '"strategies"' in text:
-        step = "strategize"
+    elif structured and ('"strategies"' in text or "optimisation strategies" in text):
+        step = "strategize"  # the schema may travel as the response format only (issue 28): the prompt says it
     elif structured:
         step = "decide"
     elif "Analyse this problem" in text:
         step = "analyze"
-    elif "Profile of the best configuration" in text:
+    elif "single most valuable next change" in text:  # measured or dry run, propose asks for one change
         step = "propose"
     elif "Keep it under 300 words" in text:
         step = "plan"

@@ -1,0 +1,144 @@
+"""Optimisation notes by relevance: each set is sent only where the problem or the strategy can use it.
+
+The note sets are text files under cacao_tui/prompts/notes/. A set is *relevant to the
+problem* when the problem itself calls for it (16-bit inputs: the tensor-core notes, and on
+sm_90 and newer the TMA / wgmma / cluster notes; an output much smaller than the inputs or a
+description that says so: the reduction notes; a problem that says it runs in passes: the
+multi-pass syntax). Those go into the run's stable prompt prefix. A set is *relevant to a
+strategy* when its title, description or plan names what the set is about (TMA, wgmma,
+shuffles, passes ...): those go with that branch's prompts. Every set, relevant or not, is
+listed and returned by the authoring step's ``read_notes(topic)`` tool.
+
+The general levers (memory, compute) go to the analysis, which turns them into the levers
+that matter for this problem; the authoring step can read them on request.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from cacao_tui import prompts
+from ktt.half_types import HALF_DTYPES
+from ktt.problem import Problem
+
+
+@dataclass(frozen=True)
+class Topic:
+    name: str
+    summary: str  # one line, for read_notes' list
+    words: re.Pattern[str]  # what in a strategy's or plan's text makes it relevant
+    min_arch: int = 0  # the compute capability it needs (90: Hopper)
+
+
+def _words(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+TOPICS: tuple[Topic, ...] = (
+    Topic("memory", "coalescing, vector loads, shared-memory tiles, bank conflicts, cp.async", _words(r"$^")),
+    Topic("compute", "ILP, unrolling, the special-function unit (MUFU), occupancy, waves", _words(r"$^")),
+    Topic(
+        "reductions",
+        "warp shuffles, block reductions, partial sums across blocks, atomics and ordering",
+        _words(r"reduc|shuffle|\bshfl|atomic|partial sums?|\btree\b|softmax|row max|prefix sum|\bscan\b"),
+    ),
+    Topic(
+        "multipass",
+        "tuning.yaml `repeat` blocks: a launch sequence run several passes, ping-pong swaps, an until flag",
+        _words(
+            r"multi-?pass|two[- ]pass|several passes|\bpasses\b|\brepeat blocks?\b|\biterative\b|ping[- ]?pong|"
+            r"converge|several launches|until a flag"
+        ),
+    ),
+    Topic(
+        "tensor_cores",
+        "wmma and mma.sync: the shapes per type, mma.sync fragment layouts, ldmatrix",
+        _words(r"tensor[- ]?cores?|\bwmma\b|\bmma\b|mma\.sync|hmma|ldmatrix|\btf32\b"),
+    ),
+    Topic(
+        "hopper_tma",
+        "Hopper: TMA tensor maps and their tuning.yaml syntax, mbarriers, wgmma, warp specialisation, clusters",
+        _words(
+            r"\btma\b|tensor memory accelerator|wgmma|\bclusters?\b|cp\.async\.bulk|tensor[- ]maps?|"
+            r"warp[- ]speciali[sz]|mbarrier|setmaxnreg"
+        ),
+        min_arch=90,
+    ),
+)
+BY_NAME = {t.name: t for t in TOPICS}
+ANALYSIS_TOPICS = ("memory", "compute")
+REDUCING = re.compile(r"\b(sum|sums|reduc\w*|softmax|norm|mean|max(imum)?|histogram|dot product|scan)\b", re.I)
+PASSES = re.compile(r"multi-?pass|\bpasses\b|iterations|iterative|until|converge", re.IGNORECASE)
+
+
+def arch_number(arch: str) -> int:
+    digits = "".join(c for c in arch if c.isdigit())
+    return int(digits) if digits else 0
+
+
+def text(name: str) -> str:
+    return prompts.load(f"notes/{name}").strip()
+
+
+def _available(name: str, arch: str) -> bool:
+    return arch_number(arch) >= BY_NAME[name].min_arch
+
+
+def problem_topics(problem: Problem, arch: str) -> list[str]:
+    """The note sets the problem itself calls for (the run's stable prefix)."""
+    out = []
+    low_precision = any(b.dtype in HALF_DTYPES for b in problem.buffers)
+    low_precision = low_precision or problem.floor_flops_dtype in ("tf32", "bf16", "fp16", "fp8")
+    words = f"{problem.name} {problem.description}"
+    shape = problem.primary
+    inputs = sum(shape.sizes[b.name] for b in problem.buffers if b.access != "write")
+    outputs = sum(shape.sizes[b.name] for b in problem.validated)
+    if REDUCING.search(words) or (inputs and outputs * 4 <= inputs):
+        out.append("reductions")
+    if PASSES.search(words):
+        out.append("multipass")
+    if low_precision:
+        out.append("tensor_cores")
+        if _available("hopper_tma", arch):
+            out.append("hopper_tma")
+    return out
+
+
+def strategy_topics(words: str, arch: str, exclude: list[str]) -> list[str]:
+    """The note sets a strategy's (or a plan's) own words call for, beyond ``exclude``."""
+    return [
+        t.name for t in TOPICS if t.name not in exclude and t.words.search(words or "") and _available(t.name, arch)
+    ]
+
+
+def notes_block(names: list[str], head: str = "Notes") -> str:
+    if not names:
+        return ""
+    body = "\n\n".join(text(n) for n in names)
+    return f"{head} ({', '.join(names)}):\n{body}\n"
+
+
+def read_notes(topic: str | None, arch: str, shown: list[str]) -> tuple[str, bool]:
+    """The read_notes tool: (its answer, whether it is an error)."""
+    listing = "\n".join(
+        f"- {t.name}: {t.summary}" + (" (already in your prompt)" if t.name in shown else "")
+        + ("" if _available(t.name, arch) else f" (needs sm_{t.min_arch} or newer; the target is {arch})")
+        for t in TOPICS
+    )  # fmt: skip
+    name = (topic or "").strip().lower().replace("-", "_").replace(" ", "_")
+    if not name:
+        return f"Note topics (read_notes(topic) returns one):\n{listing}", False
+    if name not in BY_NAME:
+        return f"read_notes: no topic {topic[:60]!r}. Topics:\n{listing}", True
+    return text(name), False
+
+
+HOPPER_ABILITY = "- on sm_90 and newer: TMA tensor maps encoded by the tuner, thread-block clusters, wgmma;\n"
+
+
+def abilities(problem: Problem, arch: str) -> str:
+    """What a kernel may use (prompts/abilities.txt), with the Hopper line only where the problem can
+    use it (the hopper_tma notes are relevant to it)."""
+    hopper = HOPPER_ABILITY if "hopper_tma" in problem_topics(problem, arch) else ""
+    return prompts.render("abilities", hopper=hopper).strip()
