@@ -79,6 +79,7 @@ class Engine:
         self._crash_recorded: set[str] = set()
         self._master_task: asyncio.Future[list[str]] | None = None
         self.files = RunFiles(self.layout)  # every branch.json of the run, as this process wrote it
+        self._times_cache: dict[str, tuple[BranchFiles, int, list[float | None]]] = {}  # _times, per version
         deps.branches = self.files
         self.steering = Steering(self)
         # The run's iteration pool; a resume keeps its own unless --budget-iters is given again.
@@ -93,7 +94,10 @@ class Engine:
             for name in self.layout.branch_names():
                 cfg = read_branch_config(self.layout.branch(name), deps.settings.max_iter)
                 self.pool.adopt(name, cfg.max_iter, self.files.branch(name).indices())
-        self.budget = RunBudget(self.pool, self.files.names, self.files.manifest, self._times)
+        elif resumed:  # draws on a reservation are written with the pool's next change (engine/pool.py)
+            for name in self.files.names():
+                self.pool.reconcile(name, self.files.branch(name).indices())
+        self.budget = RunBudget(self.pool, self.files.names, self.files.peek_manifest, self._times)
 
     # -- the run -----------------------------------------------------------------------------
     async def run(self) -> RunFinished:
@@ -244,15 +248,19 @@ class Engine:
         """Each tuned iteration's time on the branch's line, the one being finished included
         (what the pool's rule reads; None: nothing valid)."""
         files = self.files.branch(name)
+        cached = self._times_cache.get(name)
+        if cached is not None and cached[0] is files and cached[1] == files.version:
+            return cached[2]
         try:
-            m = files.manifest()
+            m = files.peek_manifest()
         except Exception:
             return []
         out: list[float | None] = []
         for i in files.indices():
-            st = files.state(i)
-            if st is not None and m.live(i) and (st.run is not None or st.decision is not None):
+            st = files.peek_state(i) if m.live(i) else None
+            if st is not None and (st.run is not None or st.decision is not None):
                 out.append(st.run.best_ms if st.run is not None else None)
+        self._times_cache[name] = (files, files.version, out)
         return out
 
     def manifest(self, name: str) -> BranchManifest:

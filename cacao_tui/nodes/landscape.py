@@ -10,6 +10,7 @@ elements were wrong and a few of them). Bounded by the results reader's caps.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 
 from cacao_tui.nodes.branch_queries import value_key
@@ -23,8 +24,11 @@ MAX_VALUES = 12  # values listed per parameter
 
 
 def _declared(spec: str | None) -> dict[str, list[object]]:
-    if not spec:
-        return {}
+    return dict(_parsed_params(spec)) if spec else {}
+
+
+@functools.lru_cache(maxsize=16)  # propose and decide read the same iteration's tuning.yaml
+def _parsed_params(spec: str) -> dict[str, list[object]]:
     try:
         data = parse_yaml_mapping(spec, "tuning.yaml")
     except ProblemError:

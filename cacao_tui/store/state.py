@@ -413,6 +413,7 @@ class PoolBranch(BaseModel):
     share: int  # its max_iter when it was created: iterations the user grants above it are outside the pool
     drawn: list[int] = Field(default_factory=list)  # iteration numbers begun (each counted once)
     reserved: bool = False  # its next iteration is already drawn (promised when its last was decided)
+    reserved_after: int | None = None  # the iteration whose end made the reservation (engine/pool.py: reconcile)
     grants: int = 0  # iterations the pool granted above its share
     finished: bool = False  # stopped or done: its unused share went back to the pool
 
