@@ -29,6 +29,10 @@ from cacao_tui.store.state import BranchManifest, IterState
 M = TypeVar("M", bound=BaseModel)
 
 
+def _timed(st: IterState) -> tuple[bool, float | None]:
+    return st.run is not None or st.decision is not None, st.run.best_ms if st.run is not None else None
+
+
 def _text_of(model: BaseModel) -> str:
     return model.model_dump_json(indent=2) + "\n"  # the same bytes as store.atomic.write_model
 
@@ -43,6 +47,7 @@ class BranchFiles:
         self._indices: set[int] | None = None
         self._peeked_manifest: BranchManifest | None = None
         self._peeked: dict[int, IterState | None] = {}
+        self._timed: dict[int, tuple[bool, float | None]] = {}  # see timed()
         self.version = 0  # counts this object's writes: what was derived from its files at a version holds
 
     # -- branch.json ---------------------------------------------------------------------------
@@ -95,14 +100,27 @@ class BranchFiles:
             self._peeked[index] = self.state(index)
         return self._peeked[index]
 
+    def timed(self, index: int) -> tuple[bool, float | None] | None:
+        """(tuned or decided, its best time) of iteration ``index``, None when it has no state:
+        what the iteration pool reads of every iteration of every branch at the end of each one,
+        noted as each state is written (no parse)."""
+        if index not in self._timed:
+            st = self.peek_state(index)
+            if st is None:
+                return None
+            self._timed[index] = _timed(st)
+        return self._timed[index]
+
     def save_state(self, st: IterState) -> None:
         st.updated_at = time.time()
         text = _text_of(st)
         self._states.pop(st.index, None)
         self._peeked.pop(st.index, None)
+        self._timed.pop(st.index, None)
         self.version += 1
         write_text_atomic(self.layout.iteration(st.index).state, text)
         self._states[st.index] = text
+        self._timed[st.index] = _timed(st)
         if self._indices is not None:
             self._indices.add(st.index)
 

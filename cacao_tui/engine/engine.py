@@ -348,9 +348,9 @@ class Engine:
             return []
         out: list[float | None] = []
         for i in files.indices():
-            st = files.peek_state(i) if m.live(i) else None
-            if st is not None and (st.run is not None or st.decision is not None):
-                out.append(st.run.best_ms if st.run is not None else None)
+            timed = files.timed(i) if m.live(i) else None
+            if timed is not None and timed[0]:
+                out.append(timed[1])
         self._times_cache[name] = (files, files.version, out)
         return out
 

@@ -139,6 +139,8 @@ class IterationSteps(SteerCommands, StartPoints):
             await self.honour_control(self.manifest())
             self.set_iter_status(st, "running")
             st.run = await self.tune_once(st, view)
+            if st.profile is None:
+                st.status = "profiling"  # the next step's status, written with the tuning (one write)
             self.save_state(st)  # before the events: a crash after them must not lose the tuning
             self.host.bus.emit(TuningFinished(branch=self.name, iteration=idx, outcome=st.run))
             self.note_best(self.manifest(), st)
@@ -146,7 +148,7 @@ class IterationSteps(SteerCommands, StartPoints):
         if st.profile is None:
             self.needs("gpu")
             await self.honour_control(self.manifest())
-            self.set_iter_status(st, "profiling")
+            self.set_iter_status(st, "profiling", saved=st.status == "profiling")
             run = st.run
             st.profile = await self.guarded(lambda: profile_best(deps, view, run))
             p = st.profile

@@ -160,9 +160,11 @@ class WorkerCore:
             )
         )
 
-    def set_iter_status(self, st: IterState, status: str, message: str | None = None) -> None:
+    def set_iter_status(self, st: IterState, status: str, message: str | None = None, *, saved: bool = False) -> None:
+        """``saved``: the status was written with the step's product already (one write, not two)."""
         st.status = status  # type: ignore[assignment]
-        self.save_state(st)
+        if not saved:
+            self.save_state(st)
         self.host.bus.emit(
             IterationStatusChanged(branch=self.name, iteration=st.index, status=status, message=message)
         )
