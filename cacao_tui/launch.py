@@ -28,10 +28,10 @@ from cacao_tui.launch_phases import (
     engine_phase,
     gpu_phase_choice,
     gpu_phase_llm,
-    gpu_phase_timeout,
     gpu_submitter,
     gpu_without_device,
     needs_no_gpu,
+    with_run_settings,
 )
 from cacao_tui.llm import LLMError, create_llm, llm_environment, llm_timeout_s, load_llm_settings, select_provider
 from cacao_tui.llm.recording import CallRecord
@@ -152,6 +152,7 @@ def _refuse_original_run(request: RunRequest, layout: RunLayout) -> None:
 
 
 def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
+    request = with_run_settings(request)  # a resumed phase: the run's own settings by default
     problem = request.problem
     _refuse_original_run(request, RunLayout(problem.directory))
     llm_env = llm_environment(problem.directory)  # keys and choices of .env files; os.environ untouched
@@ -201,7 +202,7 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         max_depth=request.max_depth if request.max_depth is not None else DEFAULTS.max_depth,
         path_budget=request.path_budget,
         n_strategies=request.n_strategies or DEFAULTS.n_strategies,
-        timeout_s=gpu_phase_timeout(request),
+        timeout_s=request.timeout_s,
         dry_run=request.dry_run,
         provider=choice.provider,
         model=choice.model,

@@ -9,6 +9,7 @@ call, so no key and no network are needed on the GPU node.
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -73,12 +74,23 @@ def gpu_phase_llm(choice: ProviderChoice, output: Path) -> TrackedLLM:
     return TrackedLLM(NoModel(choice.provider, choice.model), record_root=output)
 
 
-def gpu_phase_timeout(request: RunRequest) -> float | None:
-    """--timeout, else the one the run started with (a GPU phase tunes with the run's budget)."""
-    if request.timeout_s is not None or request.phase != "gpu":
-        return request.timeout_s
+def with_run_settings(request: RunRequest) -> RunRequest:
+    """A resumed phase takes the run's own settings (context.json) where its flags give none, so
+    alternating ``--resume --phase X`` without repeating them goes on as the run began."""
+    if request.phase is None or not request.resume:
+        return request
     context = _context(RunLayout(request.directory))
-    return context.settings.timeout_s if context is not None else None
+    if context is None:
+        return request
+    s = context.settings
+    return dataclasses.replace(
+        request,
+        max_iter=request.max_iter if request.max_iter is not None else s.max_iter,
+        max_depth=request.max_depth if request.max_depth is not None else s.max_depth,
+        path_budget=request.path_budget if request.path_budget is not None else s.path_budget,
+        n_strategies=request.n_strategies if request.n_strategies is not None else s.n_strategies,
+        timeout_s=request.timeout_s if request.timeout_s is not None else s.timeout_s,
+    )
 
 
 def gpu_submitter(request: RunRequest, bus: Callable[[], EventBus]) -> GpuSubmit:

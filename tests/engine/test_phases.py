@@ -36,21 +36,23 @@ SETTINGS = {"max_iter": 5, "max_depth": 2, "n_strategies": 4}
 MAX_PHASES = 40
 
 
-def _engine(problem: Path, phase: str | None, resumed: bool, tuner: FakeTuner | None = None):
+def _engine(problem: Path, phase: str | None, resumed: bool, tuner: FakeTuner | None = None, **settings: object):
     if phase == "gpu":  # as launch.py builds it: a provider that makes no call
         provider: object = NoModel("replay", "replay")
     else:
         choice = ProviderChoice(provider="replay", model="replay", source="test")
         provider = build_provider(choice, replay_from=problem / "session.jsonl")
-    engine = make_engine(problem, provider, resumed=resumed, tuner=tuner, **SETTINGS)  # type: ignore[arg-type]
+    engine = make_engine(problem, provider, resumed=resumed, tuner=tuner, **(settings or SETTINGS))  # type: ignore[arg-type]
     engine.deps.phase = phase  # type: ignore[assignment]
     if phase == "llm":
         engine.deps.devices = NoDevices()
     return engine
 
 
-def run_phase(problem: Path, phase: str | None, resumed: bool = True, tuner: FakeTuner | None = None):
-    return asyncio.run(_engine(problem, phase, resumed, tuner).run())
+def run_phase(
+    problem: Path, phase: str | None, resumed: bool = True, tuner: FakeTuner | None = None, **settings: object
+):
+    return asyncio.run(_engine(problem, phase, resumed, tuner, **settings).run())
 
 
 def alternate(problem: Path, first: str = "llm", resumed: bool = False) -> list[str]:

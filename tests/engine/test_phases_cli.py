@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.phases import read_phase_state
 from cacao_tui.tuners import TUNER_ENV
 from tests.engine.phase_site import quick_fake_tuner
-from tests.engine.test_phases import SETTINGS, plain, results  # noqa: F401 - the plain run's fixture
+from tests.engine.test_phases import SETTINGS, plain, results, run_phase  # noqa: F401 - the plain run's fixture
 from tests.pathenv import child_pythonpath
 from tests.ui.fake_run_site.fake_cases_tuner import write_fake_nvidia_smi
 
@@ -63,9 +64,16 @@ def _settings() -> list[str]:
             "--strategies", str(SETTINGS["n_strategies"])]  # fmt: skip
 
 
-def test_phases_alternate_through_the_command(mmul_dir: Path, tmp_path: Path, plain: dict) -> None:  # noqa: F811
+SMALL = {"max_iter": 5, "max_depth": 1, "n_strategies": 4}  # depth 1, not the default 2: the resumed phases keep it
+
+
+def test_phases_alternate_through_the_command(mmul_dir: Path, tmp_path: Path) -> None:
+    reference = tmp_path / "plain" / "mmul"
+    shutil.copytree(mmul_dir, reference)
+    assert run_phase(reference, None, resumed=False, **SMALL).status == "ok"
     model_env, gpu_env = _env(tmp_path, gpu=False), _env(tmp_path, gpu=True)
-    first = cacao(mmul_dir, "--provider", "replay", "--phase", "llm", *_settings(), env=model_env)
+    flags = ["--max-depth", "1"]  # on the first phase only (with 2, b1-tiling would branch at its 4th)
+    first = cacao(mmul_dir, "--provider", "replay", "--phase", "llm", *flags, env=model_env)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     last = first.stdout.strip().splitlines()[-1]
     assert last == "run waiting: 3 branches wait for the GPU; continue with: cacao --dir mmul --resume --phase gpu"
@@ -74,7 +82,7 @@ def test_phases_alternate_through_the_command(mmul_dir: Path, tmp_path: Path, pl
     data = json.loads(context.read_text())
     data["settings"]["provider"], data["settings"]["model"] = "anthropic", "claude-sonnet-4-5"
     context.write_text(json.dumps(data))
-    gpu = cacao(mmul_dir, "--resume", "--phase", "gpu", *_settings(), env=gpu_env)
+    gpu = cacao(mmul_dir, "--resume", "--phase", "gpu", env=gpu_env)
     assert gpu.returncode == 0, gpu.stdout[-3000:] + gpu.stderr[-3000:]
     assert gpu.stdout.strip().splitlines()[-1].endswith("continue with: cacao --dir mmul --resume --phase llm")
     assert "the GPU phase (no LLM call)" in gpu.stdout and "LLM" not in gpu.stderr
@@ -86,10 +94,12 @@ def test_phases_alternate_through_the_command(mmul_dir: Path, tmp_path: Path, pl
         if state.next_phase is None:
             break
         env = gpu_env if state.next_phase == "gpu" else model_env
-        step = cacao(mmul_dir, "--resume", "--phase", state.next_phase, *_settings(), env=env)
+        step = cacao(mmul_dir, "--resume", "--phase", state.next_phase, env=env)  # the run's own settings
         assert step.returncode == 0, step.stdout[-3000:] + step.stderr[-3000:]
     assert "run ok" in step.stdout
-    assert results(mmul_dir) == plain
+    assert results(mmul_dir) == results(reference)
+    names = [b["name"] for b in results(mmul_dir)["branches"]]
+    assert not any(n.startswith("b1-tiling.") and "polish" not in n for n in names)  # depth 1 held
 
 
 def test_gpu_submit_runs_the_gpu_phase_through_the_template(mmul_dir: Path, tmp_path: Path, plain: dict) -> None:  # noqa: F811
