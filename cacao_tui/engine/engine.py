@@ -179,7 +179,7 @@ class Engine:
                 return self.finish("interrupted", "stopped; continue with --resume")
             except WaitsForPhase as wait:  # --phase gpu before the model proposed the strategies
                 self.master_waits = wait
-                return self.end_phase(master)
+                return self.end_phase()
             except (LLMError, RuntimeError) as exc:
                 master.finish(False, str(exc))
                 return self.finish("budget" if isinstance(exc, BudgetExceeded) else "failed", f"master: {exc}")
@@ -203,7 +203,7 @@ class Engine:
         if failed is not None:
             return self.finish("failed", failed)
         if deps.phase is not None and (self.waiting() or self.polish_due()):
-            return self.end_phase(master)
+            return self.end_phase()
         master.finish(True)
         if deps.phase is not None:
             write_phase_state(self.layout, PhaseState(phase=deps.phase))  # nothing waits: the run has ended
@@ -257,7 +257,7 @@ class Engine:
         """The branches whose worker stopped at the other phase's step (--phase, --gpu-submit)."""
         return waiting_branches(self.workers, self.tasks)
 
-    def end_phase(self, master: Master) -> RunFinished:
+    def end_phase(self) -> RunFinished:
         """A split run's phase ends: output/phase.json says what waits for which phase, and the one
         line names the command that continues it."""
         phase = self.deps.phase or "llm"  # --gpu-submit's own run is the model's phase
