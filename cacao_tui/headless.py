@@ -117,6 +117,10 @@ class HeadlessRenderer:
     def render(self, e: _Event) -> str | None:
         if isinstance(e, RunStarted):
             gpu = "dry run (no GPU)" if e.dry_run else f"GPU {','.join(map(str, e.gpus))} {e.gpu_name or ''} ({e.arch})"
+            if e.phase == "llm":
+                gpu = f"the model's phase (no GPU; compile checks for {e.arch})"
+            elif e.phase == "gpu":
+                gpu += " · the GPU phase (no LLM call)"
             what = "resuming" if e.resumed else "starting"
             spent = ""
             if e.resumed and e.llm_calls:
@@ -213,7 +217,7 @@ class HeadlessRenderer:
             lines.append(
                 f"run {e.status}"
                 + (f": {e.message}" if e.message else "")
-                + (f" — {e.final_results}" if e.final_results else "")
+                + (f" — {e.final_results}" if e.final_results and e.status != "waiting" else "")
             )
             return "\n".join(lines)
         return None

@@ -25,6 +25,15 @@ from cacao_tui.engine.gpu import arch_of, detect_gpus, gpu_problem
 from cacao_tui.engine.original_files import OriginalFiles
 from cacao_tui.engine.scheduler import GpuScheduler
 from cacao_tui.headless import HeadlessRenderer
+from cacao_tui.launch_phases import (
+    engine_phase,
+    gpu_phase_choice,
+    gpu_phase_llm,
+    gpu_submitter,
+    gpu_without_device,
+    needs_no_gpu,
+    with_run_settings,
+)
 from cacao_tui.llm import LLMError, create_llm, llm_environment, llm_timeout_s, load_llm_settings, select_provider
 from cacao_tui.llm.recording import CallRecord
 from cacao_tui.llm.selection import ProviderChoice
@@ -77,7 +86,7 @@ class NothingToResume(LaunchError):
 def exit_code(event: RunFinished | None) -> int:
     if event is None:
         return EXIT_INTERRUPTED
-    if event.status == "ok":
+    if event.status in ("ok", "waiting"):  # waiting: a split run's phase ended as it should (--phase)
         return EXIT_OK
     if event.status == "interrupted":
         return EXIT_INTERRUPTED
@@ -107,14 +116,14 @@ def _gpu_info(request: RunRequest, problem: Problem) -> GpuInfo:
     return GpuInfo(name=first.name, arch=first.arch, indices=wanted, detected=True)
 
 
-def _claim_directory(layout: RunLayout, *, walk_output: bool) -> None:
+def _claim_directory(layout: RunLayout, *, walk_output: bool, delegate: str | None = None) -> None:
     """One run per problem directory (its lock, before anything is archived), writing only inside it.
 
     The layout is checked before the lock is taken, so a run refused for an output/ link leaves
     no output.lock; ``main`` abandons the lock of a run refused after this."""
     try:
         check_contained(layout, walk_output=walk_output)
-        lock = acquire_run_lock(layout.problem_dir)
+        lock = acquire_run_lock(layout.problem_dir, delegate=delegate)
     except (RunLocked, UnsafeLayout) as exc:
         raise LaunchError(str(exc)) from None
     if lock.took_over is not None:
@@ -159,17 +168,20 @@ def _refuse_original_run(request: RunRequest, layout: RunLayout) -> None:
 
 
 def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
+    request = with_run_settings(request)  # a resumed phase: the run's own settings by default
     problem = request.problem
     _refuse_original_run(request, RunLayout(problem.directory))
     llm_env = llm_environment(problem.directory)  # keys and choices of .env files; os.environ untouched
     for note in llm_env.notes:
         print(f"cacao: warning: {safe_text(note)}", file=sys.stderr)
-    choice = select_provider(*_provider_asked(request), env=llm_env.values)
+    # The GPU phase (--phase gpu) makes no LLM call: no provider is chosen, no key is needed.
+    gpu_phase = request.phase == "gpu"
+    choice = gpu_phase_choice(request) if gpu_phase else select_provider(*_provider_asked(request), env=llm_env.values)
     for warning in choice.warnings:
         print(f"cacao: warning: {safe_text(warning)}", file=sys.stderr)
     step_choices = {}  # models of single steps (--model-plan, --model-decide): chosen before anything is written
     for node, wanted in (("plan", request.model_plan), ("decide", request.model_decide)):
-        if wanted is not None:
+        if wanted is not None and not gpu_phase:
             step_choices[node] = select_provider(wanted[0] or choice.provider, wanted[1], env=llm_env.values)
     llm_settings = load_llm_settings().with_cli(reasoning=request.reasoning, max_tokens=request.max_tokens)
     cluster = parse_cluster(request.cluster)
@@ -185,9 +197,11 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
             on_placed=on_placed, on_log=lambda message: bus.log(message, level="warning"),
         )  # fmt: skip
         gpu = backend.gpu
+    elif needs_no_gpu(request):  # the model's phase: compile checks only (launch_phases.py)
+        gpu = gpu_without_device(request)
     else:
         gpu = _gpu_info(request, problem)
-    _claim_directory(layout, walk_output=request.resume or request.no_clean)
+    _claim_directory(layout, walk_output=request.resume or request.no_clean, delegate=request.lock_token)
     if request.resume and not layout.context.exists() and not layout.master.exists():
         raise LaunchError(f"{layout.output}: nothing to resume (no earlier run here); start without --resume")
     if request.resume and (finished := nothing_to_resume(layout)) is not None:
@@ -250,7 +264,7 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
             env=llm_env.values,
         )
 
-    llm = make_llm(choice)
+    llm = gpu_phase_llm(choice, layout.output) if gpu_phase else make_llm(choice)
     step_llms = {}
     for node, step_choice in step_choices.items():
         step_llms[node] = make_llm(step_choice)
@@ -275,7 +289,7 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         devices: object = NoDevices() if settings.dry_run else backend.devices
         tuner: object = backend.tuner
     else:
-        devices = NoDevices() if settings.dry_run else GpuScheduler(gpu.indices)
+        devices = NoDevices() if settings.dry_run or needs_no_gpu(request) else GpuScheduler(gpu.indices)
         tuner = PlacedTuner(make_tuner(on_log=lambda message: bus.log(message, level="warning")), on_placed)
     deps = RunDeps(
         problem=problem,
@@ -287,8 +301,10 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         gpu=gpu,
         devices=devices,  # type: ignore[arg-type]
         step_llms=step_llms,
+        phase=engine_phase(request),  # type: ignore[arg-type]
     )
-    return Engine(deps, bus, concurrency=DEFAULTS.concurrency, resumed=request.resume), bus
+    submit = gpu_submitter(request, lambda: bus) if request.gpu_submit is not None else None
+    return Engine(deps, bus, concurrency=DEFAULTS.concurrency, resumed=request.resume, gpu_submit=submit), bus
 
 
 async def run_headless(engine: Engine, bus: EventBus, renderer: HeadlessRenderer, *, replay: bool = False) -> int:

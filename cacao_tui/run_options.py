@@ -231,6 +231,19 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--dry-run", action="store_true", help="everything but GPU execution (kernels are compile-checked)"
     )
+    run.add_argument(
+        "--phase",
+        choices=("llm", "gpu"),
+        help="a split run: llm does only the model's steps (no GPU needed), gpu only tuning and profiling "
+        "(no LLM call, no key; with --resume); each ends naming the command for the other (docs/CLUSTER.md)",
+    )
+    run.add_argument(
+        "--gpu-submit",
+        metavar="TEMPLATE",
+        help="without a GPU here: whenever every branch waits for the GPU, run TEMPLATE with {cmd} replaced "
+        "by the GPU phase's command and wait for it, e.g. 'sbatch --wait --gres=gpu:1 --wrap {cmd}'",
+    )
+    run.add_argument("--lock-token", help=argparse.SUPPRESS)  # the GPU phase --gpu-submit starts
     run.add_argument("--no-ui", action="store_true", help="print progress lines instead of the full-screen app")
     run.add_argument("--json", action="store_true", help="print the event stream as JSON lines (with --best: results)")
     run.add_argument(
@@ -312,6 +325,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.mode = "steer"
     if args.target is not None and not args.dry_run:
         raise UsageError("--target chooses the GPU of a dry run; a run on a GPU measures its own (add --dry-run)")
+    _check_phase_flags(args)
     if args.export is not None and args.mode != "best":
         raise UsageError("--export writes the results of --best; give --best --export FILE")
     if args.from_path is not None:
@@ -342,6 +356,32 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         raise ProblemError(raw, "", "not a directory (--dir takes a problem directory)")
     args.dir = raw.resolve()
     return args
+
+
+def _check_phase_flags(args: argparse.Namespace) -> None:
+    """--phase, --gpu-submit and --lock-token: what they need and what they do not go with."""
+    from cacao_tui.cluster.submit import template_problem
+
+    split = "--phase" if args.phase else "--gpu-submit" if args.gpu_submit is not None else None
+    if split is not None and args.mode != "run":
+        flag = "branch" if args.mode == "steer" else args.mode.replace("_", "-")
+        raise UsageError(f"{split} belongs to a run; it does not go with --{flag}")
+    if args.phase and args.gpu_submit is not None:
+        raise UsageError("--gpu-submit runs both phases itself; it does not go with --phase")
+    if split is not None and args.dry_run:
+        raise UsageError(f"{split} splits a run that times kernels; a --dry-run times nothing")
+    if split is not None and args.samples is not None and args.samples > 1:
+        raise UsageError(f"--samples probes each attempt on the GPU while authoring; it does not go with {split}")
+    if args.phase == "gpu" and not args.resume:
+        raise UsageError("--phase gpu continues a run: give --resume (the model's phase, --phase llm, starts one)")
+    if (args.phase == "llm" or args.gpu_submit is not None) and args.cluster is not None:
+        raise UsageError(f"--cluster places GPU jobs; {split} runs none here (give --cluster to the GPU phase)")
+    if args.gpu_submit is not None:
+        problem = template_problem(args.gpu_submit)
+        if problem is not None:
+            raise UsageError(problem)
+    if args.lock_token is not None and args.phase != "gpu":
+        raise UsageError("--lock-token is the GPU phase's (--gpu-submit gives it)")
 
 
 def _home_args(args: argparse.Namespace) -> argparse.Namespace:
@@ -393,6 +433,9 @@ def run_request(args: argparse.Namespace, problem: Problem) -> RunRequest:
         timeout_s=args.timeout,
         gpus=tuple(args.gpus) if args.gpus else None,
         cluster=args.cluster,
+        phase=args.phase,
+        gpu_submit=args.gpu_submit,
+        lock_token=args.lock_token,
         provider=args.provider,
         model=args.model,
         model_plan=args.model_plan,

@@ -39,6 +39,9 @@ class RunRequest:
     timeout_s: float | None = None  # the tuner's budget per iteration (default: tuning.duration_s)
     gpus: tuple[int, ...] | None = None  # default: the problem's gpu.index
     cluster: str | None = None  # where GPU jobs run: local (default) or ray[://ADDRESS]
+    phase: Literal["llm", "gpu"] | None = None  # a split run's part (store/phases.py); None: the whole run
+    gpu_submit: str | None = None  # run the GPU phase through this command ({cmd}: docs/CLUSTER.md)
+    lock_token: str | None = None  # the GPU phase --gpu-submit started: it runs under the submitter's lock
     # The model
     provider: str | None = None  # a canonical registry name; None: chosen from the environment
     model: str | None = None

@@ -39,8 +39,10 @@ KTT_FORBIDDEN = ("cacao_tui", "textual", "rich", "anthropic", "openai", "google.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "front ends and entry points",
-        ("ui", "headless", "runs", "__main__", "cli", "steer_flags", "launch", "run_options", "run_request", "suite",
-         "kernelbench"),
+        (
+            "ui", "headless", "runs", "__main__", "cli", "steer_flags", "launch", "launch_phases", "run_options",
+            "run_request", "suite", "kernelbench",
+        ),
     ),
     ("engine", ("engine",)),
     ("nodes", ("nodes",)),

@@ -67,9 +67,9 @@ if [ "$WHAT" = all ] || [ "$WHAT" = engine ]; then
   grep -E "tuned:|profile:|new run best" "$OUT/engine_replay.log" | tee -a "$summary"
   sed -n '/results from/,/^run /p' "$OUT/engine_replay.log" | tee -a "$summary"
   cp -r "$work/mmul/output" "$OUT/engine_output" 2>/dev/null
-  timeout 180 "$PY" bench/engine_overhead.py > "$OUT/engine_overhead.log" 2>&1
+  timeout 180 "$PY" bench/engine_overhead.py --counts > "$OUT/engine_overhead.log" 2>&1
   note "engine overhead benchmark: exit $?"
-  tail -3 "$OUT/engine_overhead.log" | tee -a "$summary"
+  tail -5 "$OUT/engine_overhead.log" | tee -a "$summary"
 fi
 
 # The GPU tests in two halves: on the H200 (2026-12-02) the whole of `pytest -m gpu` takes about

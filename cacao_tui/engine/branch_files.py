@@ -9,6 +9,10 @@ rename). The iteration numbers on disk are tracked the same way: only the worker
 an iteration's state.json, and nothing removes one while the worker runs.
 
 A fresh worker (a spawn, a ``--resume``) starts with nothing in memory and reads the disk.
+
+Readers that only look (the iteration pool's standings, asked at the end of every iteration of
+every branch) take ``peek_*``: the parsed model, kept until the next write, shared and never to
+be changed; ``manifest()`` and ``state()`` parse a fresh copy for callers that change and save it.
 """
 
 from __future__ import annotations
@@ -25,6 +29,10 @@ from cacao_tui.store.state import BranchManifest, IterState
 M = TypeVar("M", bound=BaseModel)
 
 
+def _timed(st: IterState) -> tuple[bool, float | None]:
+    return st.run is not None or st.decision is not None, st.run.best_ms if st.run is not None else None
+
+
 def _text_of(model: BaseModel) -> str:
     return model.model_dump_json(indent=2) + "\n"  # the same bytes as store.atomic.write_model
 
@@ -37,6 +45,10 @@ class BranchFiles:
         self._manifest: str | None = None
         self._states: dict[int, str] = {}
         self._indices: set[int] | None = None
+        self._peeked_manifest: BranchManifest | None = None
+        self._peeked: dict[int, IterState | None] = {}
+        self._timed: dict[int, tuple[bool, float | None]] = {}  # see timed()
+        self.version = 0  # counts this object's writes: what was derived from its files at a version holds
 
     # -- branch.json ---------------------------------------------------------------------------
     def manifest(self) -> BranchManifest:
@@ -46,10 +58,17 @@ class BranchFiles:
             self._manifest = read_state_text(path)
         return parse_model(self._manifest, path, BranchManifest)
 
+    def peek_manifest(self) -> BranchManifest:
+        """The manifest to look at, not to change (parsed once per write)."""
+        if self._peeked_manifest is None:
+            self._peeked_manifest = self.manifest()
+        return self._peeked_manifest
+
     def save_manifest(self, m: BranchManifest) -> None:
         m.updated_at = time.time()
         text = _text_of(m)
-        self._manifest = None  # a failed write leaves the disk as it was: read it again
+        self._manifest = self._peeked_manifest = None  # a failed write leaves the disk as it was: read it again
+        self.version += 1
         write_text_atomic(self.layout.manifest, text)
         self._manifest = text
 
@@ -62,8 +81,8 @@ class BranchFiles:
 
     def state(self, index: int) -> IterState | None:
         """Iteration ``index``'s state, None when it has none or it cannot be read."""
-        path = self.layout.iteration(index).state
         text = self._states.get(index)
+        path = self.layout.iteration(index).state
         if text is None:
             if not path.exists():
                 return None
@@ -75,12 +94,33 @@ class BranchFiles:
             self._states[index] = text
         return parse_model(text, path, IterState)
 
+    def peek_state(self, index: int) -> IterState | None:
+        """Iteration ``index``'s state to look at, not to change (parsed once per write)."""
+        if index not in self._peeked:
+            self._peeked[index] = self.state(index)
+        return self._peeked[index]
+
+    def timed(self, index: int) -> tuple[bool, float | None] | None:
+        """(tuned or decided, its best time) of iteration ``index``, None when it has no state:
+        what the iteration pool reads of every iteration of every branch at the end of each one,
+        noted as each state is written (no parse)."""
+        if index not in self._timed:
+            st = self.peek_state(index)
+            if st is None:
+                return None
+            self._timed[index] = _timed(st)
+        return self._timed[index]
+
     def save_state(self, st: IterState) -> None:
         st.updated_at = time.time()
         text = _text_of(st)
         self._states.pop(st.index, None)
+        self._peeked.pop(st.index, None)
+        self._timed.pop(st.index, None)
+        self.version += 1
         write_text_atomic(self.layout.iteration(st.index).state, text)
         self._states[st.index] = text
+        self._timed[st.index] = _timed(st)
         if self._indices is not None:
             self._indices.add(st.index)
 
@@ -129,5 +169,14 @@ class RunFiles:
             return None
         try:
             return self.branch(name).manifest()
+        except StateFileError:
+            return None
+
+    def peek_manifest(self, name: str) -> BranchManifest | None:
+        """``manifest`` to look at, not to change (BranchFiles.peek_manifest)."""
+        if name not in self.names():
+            return None
+        try:
+            return self.branch(name).peek_manifest()
         except StateFileError:
             return None

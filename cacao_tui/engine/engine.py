@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from cacao_tui import __version__
@@ -27,17 +28,19 @@ from cacao_tui.engine.events import BranchAdded, EventBus, RunFinished, RunStart
 from cacao_tui.engine.master import Master
 from cacao_tui.engine.pool import IterationPool, RunBudget
 from cacao_tui.engine.runlog import RunLog
+from cacao_tui.engine.split_run import gpu_steps_done, tell_gpu_results, waiting_branches
 from cacao_tui.engine.steering import Steering
 from cacao_tui.engine.totals import restore_totals
 from cacao_tui.engine.worker import BranchWorker, child_name
 from cacao_tui.ktt_client import TunerError
 from cacao_tui.llm import BudgetExceeded, LLMError
 from cacao_tui.nodes.context import RunDeps
-from cacao_tui.nodes.fingerprint import Tuned, source_fingerprint
+from cacao_tui.nodes.fingerprint import Tuned, TunedKernels, source_fingerprint
 from cacao_tui.nodes.merge import write_final_results
 from cacao_tui.nodes.workspace import read_model_file
 from cacao_tui.store.atomic import StateFileError, read_model_or_none, write_model
 from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.phases import PhaseState, WaitsForPhase, clear_phase_state, waiting_line, write_phase_state
 from cacao_tui.store.state import (
     TERMINAL_BRANCH,
     BestResult,
@@ -62,8 +65,21 @@ POLISH_PLAN = (
 )
 
 
+# --gpu-submit: runs the GPU phase elsewhere and waits for it; None when it went well, else the
+# one line that ends the run (launch.py builds it, cacao_tui/cluster/submit.py runs it).
+GpuSubmit = Callable[[], Awaitable[str | None]]
+
+
 class Engine:
-    def __init__(self, deps: RunDeps, bus: EventBus, *, concurrency: int, resumed: bool = False) -> None:
+    def __init__(
+        self,
+        deps: RunDeps,
+        bus: EventBus,
+        *,
+        concurrency: int,
+        resumed: bool = False,
+        gpu_submit: GpuSubmit | None = None,
+    ) -> None:
         self.deps = deps
         self.bus = bus
         self.layout: RunLayout = deps.layout
@@ -79,21 +95,31 @@ class Engine:
         self._crash_recorded: set[str] = set()
         self._master_task: asyncio.Future[list[str]] | None = None
         self.files = RunFiles(self.layout)  # every branch.json of the run, as this process wrote it
+        self._times_cache: dict[str, tuple[BranchFiles, int, list[float | None]]] = {}  # _times, per version
         deps.branches = self.files
         self.steering = Steering(self)
-        # The run's iteration pool; a resume keeps its own unless --budget-iters is given again.
+        self.gpu_submit = gpu_submit
+        self.master_waits: WaitsForPhase | None = None  # --phase gpu before the master's strategies
+        self.pool, self.budget = self._load_pool(resumed, deps.settings.budget_iters if resumed else None)
+
+    def _load_pool(self, resumed: bool, resume_total: int | None) -> tuple[IterationPool, RunBudget]:
+        """The run's iteration pool; a resume keeps its own unless --budget-iters is given again."""
+        deps = self.deps
         had_pool = self.layout.pool.exists()
-        self.pool = IterationPool(
+        pool = IterationPool(
             deps.settings.pool_total,
             self.layout.pool,
-            resume_total=deps.settings.budget_iters if resumed else None,
+            resume_total=resume_total,
             on_event=lambda line: self.bus.log(f"iteration pool: {line}"),
         )
         if resumed and not had_pool:  # a run of an earlier version: what its branches ran is spent
             for name in self.layout.branch_names():
                 cfg = read_branch_config(self.layout.branch(name), deps.settings.max_iter)
-                self.pool.adopt(name, cfg.max_iter, self.files.branch(name).indices())
-        self.budget = RunBudget(self.pool, self.files.names, self.files.manifest, self._times)
+                pool.adopt(name, cfg.max_iter, self.files.branch(name).indices())
+        elif resumed:  # draws on a reservation are written with the pool's next change (engine/pool.py)
+            for name in self.files.names():
+                pool.reconcile(name, self.files.branch(name).indices())
+        return pool, RunBudget(pool, self.files.names, self.files.peek_manifest, self._times)
 
     # -- the run -----------------------------------------------------------------------------
     async def run(self) -> RunFinished:
@@ -108,6 +134,7 @@ class Engine:
 
     async def _run(self) -> RunFinished:
         deps = self.deps
+        clear_phase_state(self.layout)  # written again when this run (or phase) ends waiting
         restored = restore_totals(deps) if self.resumed else None
         self.bus.emit(
             RunStarted(
@@ -129,6 +156,7 @@ class Engine:
                 output_tokens=restored.output_tokens if restored else 0,
                 cost_usd=restored.cost_usd if restored else 0.0,
                 budget_usd=deps.llm.budget_usd,
+                phase=deps.phase,
             )
         )
         if restored is not None and restored.unreadable:
@@ -150,6 +178,9 @@ class Engine:
                 if not self._stopping or (current is not None and current.cancelling()):
                     raise
                 return self.finish("interrupted", "stopped; continue with --resume")
+            except WaitsForPhase as wait:  # --phase gpu before the model proposed the strategies
+                self.master_waits = wait
+                return self.end_phase()
             except (LLMError, RuntimeError) as exc:
                 master.finish(False, str(exc))
                 return self.finish("budget" if isinstance(exc, BudgetExceeded) else "failed", f"master: {exc}")
@@ -159,9 +190,7 @@ class Engine:
                 self.spawn(name)
             watcher = asyncio.ensure_future(self.steering.watch())
             try:
-                await self.wait_branches()
-                if self.start_polish():
-                    await self.wait_branches()
+                failed = await self.run_branches()
             finally:
                 watcher.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -172,7 +201,13 @@ class Engine:
             raise
         if self._stopping:
             return self.finish("interrupted", "stopped; continue with --resume")
+        if failed is not None:
+            return self.finish("failed", failed)
+        if deps.phase is not None and (self.waiting() or self.polish_due()):
+            return self.end_phase()
         master.finish(True)
+        if deps.phase is not None:
+            write_phase_state(self.layout, PhaseState(phase=deps.phase))  # nothing waits: the run has ended
         status = "budget" if self.budget_reached else ("ok" if self.best else "no_result")
         if self.deps.settings.dry_run and status == "no_result":
             # Nothing is timed in a dry run; it succeeded if some branch got through its iterations.
@@ -193,6 +228,65 @@ class Engine:
             )
         return self.finish(status, message)
 
+    async def run_branches(self) -> str | None:
+        """Wait for every branch, then the polish iteration. With --gpu-submit, whenever every
+        live branch waits for the GPU, the GPU phase runs (elsewhere) and the branches go on
+        from what it wrote. Returns the line of a failed submission, else None."""
+        while True:
+            await self.wait_branches()
+            if self._stopping:
+                return None
+            waiting = self.waiting()
+            if waiting and self.gpu_submit is not None and "gpu" in waiting.values():
+                before = gpu_steps_done(self.files)
+                self.bus.log(f"{len(waiting)} branch(es) wait for the GPU: running --gpu-submit")
+                failed = await self.gpu_submit()
+                if failed is not None:
+                    return failed
+                self.reload_from_disk()
+                after = gpu_steps_done(self.files)
+                if not after - before:
+                    return "gpu-submit: the GPU phase ran but took no step (see the run log); stopping here"
+                tell_gpu_results(self.bus, self.files, self.best, after - before)
+                for name in self.layout.branch_names():
+                    self.spawn(name)
+                continue
+            if waiting or self.deps.phase == "gpu" or not self.start_polish():
+                return None
+
+    def waiting(self) -> dict[str, str]:
+        """The branches whose worker stopped at the other phase's step (--phase, --gpu-submit)."""
+        return waiting_branches(self.workers, self.tasks)
+
+    def end_phase(self) -> RunFinished:
+        """A split run's phase ends: output/phase.json says what waits for which phase, and the one
+        line names the command that continues it."""
+        phase = self.deps.phase or "llm"  # --gpu-submit's own run is the model's phase
+        state = PhaseState(
+            phase=phase,
+            waiting=self.waiting(),  # type: ignore[arg-type]
+            master=self.master_waits.phase if self.master_waits is not None else None,
+            polish=self.polish_due(),
+        )
+        write_phase_state(self.layout, state)
+        return self.finish("waiting", waiting_line(state, self.deps.problem.directory))
+
+    def reload_from_disk(self) -> None:
+        """After a GPU phase another process ran on this output/: read back what it wrote."""
+        self.files = RunFiles(self.layout)
+        self.deps.branches = self.files
+        self._times_cache.clear()
+        self.pool, self.budget = self._load_pool(True, None)
+        self.deps.tuned = TunedKernels()
+        self.index_tuned()
+        if self.deps.device is None:
+            try:
+                self.deps.device = read_model_or_none(self.layout.device, DeviceReport)
+            except StateFileError:
+                self.deps.device = None
+            self.deps._brief = None  # the brief shows the device table from now on
+        self.recompute_best()
+
     def finish(self, status: str, message: str | None) -> RunFinished:
         final = write_final_results(self.deps, complete=status in ("ok", "no_result", "budget"))
         best = final.best
@@ -204,6 +298,7 @@ class Engine:
             speedup=best.speedup if best else None,
             score=best.score if best else None,
             best_branch=best.branch if best else None,
+            waiting=self.waiting() if status == "waiting" else {},
         )
         self.finished = event
         self.bus.emit(event)
@@ -245,15 +340,19 @@ class Engine:
         """Each tuned iteration's time on the branch's line, the one being finished included
         (what the pool's rule reads; None: nothing valid)."""
         files = self.files.branch(name)
+        cached = self._times_cache.get(name)
+        if cached is not None and cached[0] is files and cached[1] == files.version:
+            return cached[2]
         try:
-            m = files.manifest()
+            m = files.peek_manifest()
         except Exception:
             return []
         out: list[float | None] = []
         for i in files.indices():
-            st = files.state(i)
-            if st is not None and m.live(i) and (st.run is not None or st.decision is not None):
-                out.append(st.run.best_ms if st.run is not None else None)
+            timed = files.timed(i) if m.live(i) else None
+            if timed is not None and timed[0]:
+                out.append(timed[1])
+        self._times_cache[name] = (files, files.version, out)
         return out
 
     def manifest(self, name: str) -> BranchManifest:
@@ -376,8 +475,8 @@ class Engine:
         except StateFileError as exc:
             self.bus.log(f"{exc}; measuring the device again", level="warning")
             kept = None
-        if kept is not None or self.deps.settings.dry_run:
-            return kept
+        if kept is not None or self.deps.settings.dry_run or self.deps.phase == "llm":
+            return kept  # the model's phase has no GPU: the first GPU phase measures it
         try:
             async with self.deps.devices.acquire() as device:
                 report = await self.deps.tuner.describe_device(device=device)
@@ -404,15 +503,23 @@ class Engine:
                         fps = [source_fingerprint(read_model_file(it.kernel), read_model_file(it.spec))]
                 self.deps.tuned.add(fps, Tuned(f"{name} iteration {i}", st.run, it.root, st.profile))
 
-    def start_polish(self) -> bool:
-        """Every branch has finished: one polish iteration on the run's best kernel, as a branch
-        of its own below the best one, when the pool has an iteration left (once per run)."""
+    def polish_due(self) -> bool:
+        """Every branch has ended and the polish iteration would start now (the model writes it)."""
         settings = self.deps.settings
         if self._stopping or self.budget_reached or settings.dry_run or self.pool.state.polish is not None:
             return False
-        best = self.best
-        if best is None or self.pool.left() < 1 or not self.layout.branch(best.branch).manifest.exists():
+        if any(not t.done() for t in self.tasks.values()) or self.waiting() or self.master_waits is not None:
             return False
+        best = self.best
+        return best is not None and self.pool.left() >= 1 and self.layout.branch(best.branch).manifest.exists()
+
+    def start_polish(self) -> bool:
+        """Every branch has finished: one polish iteration on the run's best kernel, as a branch
+        of its own below the best one, when the pool has an iteration left (once per run)."""
+        if not self.polish_due():
+            return False
+        best = self.best
+        assert best is not None
         parent = self.manifest(best.branch)
         name = self.create_branch(
             f"{best.branch}.polish", POLISH_STRATEGY, parent=parent, parent_iteration=best.iteration,
@@ -598,7 +705,7 @@ class Engine:
         nbytes, flops = p.floor()
         ctx = Context(
             problem_name=p.name,
-            problem_dir=str(p.directory),
+            problem_dir=p.directory.name,  # output/ may be copied elsewhere: no absolute path here
             description=p.description,
             boundary_signature=p.boundary_signature(),
             scalars={s.name: s.value for s in p.scalars},

@@ -49,6 +49,7 @@ class RunStarted(_Event):
     output_tokens: int = 0
     cost_usd: float = 0.0
     budget_usd: float | None = None
+    phase: str | None = None  # --phase llm | gpu: a split run's part (store/phases.py)
 
 
 class MasterPhase(_Event):
@@ -223,13 +224,16 @@ class NewBest(_Event):
 
 class RunFinished(_Event):
     type: Literal["run_finished"] = "run_finished"
-    status: Literal["ok", "no_result", "failed", "interrupted", "budget"]
+    # waiting: a split run's phase ended with work for the other phase (--phase; the message says
+    # what waits and the command that continues it)
+    status: Literal["ok", "no_result", "failed", "interrupted", "budget", "waiting"]
     message: str | None = None
     final_results: str | None = None
     best_ms: float | None = None
     speedup: float | None = None  # the primary case's
     score: float | None = None  # with cases: the best's geometric-mean score
     best_branch: str | None = None
+    waiting: dict[str, str] = Field(default_factory=dict)  # status waiting: branch -> the phase it waits for
 
 
 Event = Annotated[

@@ -2,6 +2,8 @@
 
 Every step's product is saved in the iteration's state.json (atomically) before the next
 step starts, so after a SIGKILL ``--resume`` redoes at most the step that was in flight.
+In a split run (``--phase``, store/phases.py) each step first checks that this process's
+phase may take it (``needs``): run and profile are the GPU's, every other step the model's.
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ class IterationSteps(SteerCommands, StartPoints):
 
         m = self.manifest()
         if st.error is None and st.plan is None and (m.plan is None or m.plan_seq < m.steer_seq):
+            self.needs("llm")
             self.set_iter_status(st, "planning")
             self.set_aside_records(idx, ("plan",))
             st.plan_seq = m.steer_seq
@@ -104,6 +107,7 @@ class IterationSteps(SteerCommands, StartPoints):
         view.plan = self.manifest().plan
 
         if st.error is None and (st.author is None or not st.author.ok):
+            self.needs("llm")
             cfg = await self.honour_control(self.manifest())
             self.set_iter_status(st, "implementing")
             self.set_aside_records(idx, ("author", "implement", "configure"))
@@ -131,16 +135,20 @@ class IterationSteps(SteerCommands, StartPoints):
             return await self.decide_step(st, view)
 
         if st.run is None:
+            self.needs("gpu")
             await self.honour_control(self.manifest())
             self.set_iter_status(st, "running")
             st.run = await self.tune_once(st, view)
+            if st.profile is None:
+                st.status = "profiling"  # the next step's status, written with the tuning (one write)
             self.save_state(st)  # before the events: a crash after them must not lose the tuning
             self.host.bus.emit(TuningFinished(branch=self.name, iteration=idx, outcome=st.run))
             self.note_best(self.manifest(), st)
 
         if st.profile is None:
+            self.needs("gpu")
             await self.honour_control(self.manifest())
-            self.set_iter_status(st, "profiling")
+            self.set_iter_status(st, "profiling", saved=st.status == "profiling")
             run = st.run
             st.profile = await self.guarded(lambda: profile_best(deps, view, run))
             p = st.profile
@@ -149,9 +157,12 @@ class IterationSteps(SteerCommands, StartPoints):
                 tuned.profile = p  # a duplicate of this iteration reuses it
             if not p.ran and p.message:
                 self.reporter.log(p.message, "info" if deps.settings.dry_run else "warning")
+            if deps.phase is not None:
+                self.save_state(st)  # otherwise saved with the next status, which is the other phase's
             self.host.bus.emit(ProfileMetrics(branch=self.name, iteration=idx, outcome=p))
 
         if st.proposal is None:
+            self.needs("llm")
             cfg = await self.honour_control(self.manifest())
             view = self.refresh(view, cfg)
             if self.budget_used(view, cfg):
@@ -248,6 +259,7 @@ class IterationSteps(SteerCommands, StartPoints):
         deps = self.host.deps
         if st.decision is not None:
             return st
+        self.needs("llm")
         cfg = await self.honour_control(self.manifest())
         if st.error is None:
             self.set_iter_status(st, "deciding")

@@ -17,6 +17,7 @@ from cacao_tui.nodes.strategize import strategize
 from cacao_tui.store.atomic import read_model_or_none, write_model
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.original_files import OriginalStrategy, write_analysis, write_strategies
+from cacao_tui.store.phases import WaitsForPhase
 from cacao_tui.store.state import BranchManifest, MasterState, Strategy
 
 
@@ -55,6 +56,8 @@ class Master:
         if deps.device is None:
             deps.device = await self.engine.device_table()  # in every prompt: before the first one
         ms = read_model_or_none(self.path, MasterState) or MasterState()
+        if deps.phase == "gpu" and (ms.analysis is None or not ms.strategies):
+            raise WaitsForPhase("llm")  # analyze and strategize are the model's (--phase)
         if ms.analysis is None:
             self._save(ms, "analyzing")
             try:

@@ -10,10 +10,13 @@ its share. A branch at the end of its allowance gets one more iteration when
 ``policy.grant_extra`` says so (it is still improving and the iteration is free).
 
 State: ``output/pool.json`` (PoolState), written by the engine alone, atomically, after
-every change and before the change is acted on. Drawing is idempotent per iteration
-number, so a crash between the pool write and the iteration's first state.json costs
-nothing on ``--resume``; a resumed run reads the pool back and, when ``--budget-iters`` is
-given again, takes its new total.
+every change and before the change is acted on, with one exception: an iteration that begins
+on its reservation changes nothing the pool counts (reserved or drawn, it is used), so that
+draw is written with the next change, and a resumed run finds it again from the iterations
+on disk (``reconcile``: the first iteration begun after the one that made the reservation).
+Drawing is idempotent per iteration number, so a crash between the pool write and the
+iteration's first state.json costs nothing on ``--resume``; a resumed run reads the pool back
+and, when ``--budget-iters`` is given again, takes its new total.
 """
 
 from __future__ import annotations
@@ -87,11 +90,14 @@ class IterationPool:
         b = self.register(name, 1)
         if index in b.drawn:
             return True
-        if b.reserved:
-            b.reserved = False
-        elif len(b.drawn) >= b.share + b.grants:
+        if b.reserved:  # used() is the same before and after: no write (the module's docstring)
+            b.reserved, b.reserved_after = False, None
+            b.drawn.append(index)
+            b.finished = False
             return True
-        elif self.left() <= 0:
+        if len(b.drawn) >= b.share + b.grants:
+            return True
+        if self.left() <= 0:
             return False
         b.drawn.append(index)
         b.finished = False
@@ -104,12 +110,19 @@ class IterationPool:
         return b is None or b.reserved or len(b.drawn) < b.share + b.grants
 
     def promise_next(
-        self, name: str, *, within_allowance: bool, me: Standing | None = None, others: Sequence[Standing] = ()
+        self,
+        name: str,
+        *,
+        within_allowance: bool,
+        me: Standing | None = None,
+        others: Sequence[Standing] = (),
+        after: int | None = None,
     ) -> bool:
         """Whether ``name`` gets a next pool-funded iteration; if so it is reserved now.
 
         ``within_allowance``: the next iteration is still within the branch's share and grants;
         otherwise it needs a grant, which ``policy.grant_extra`` decides from ``me`` and ``others``.
+        ``after``: the iteration being finished (what ``reconcile`` looks beyond).
         """
         b = self.register(name, 1)
         if b.reserved:
@@ -121,9 +134,21 @@ class IterationPool:
                 return False
             b.grants += 1
             self._note(f"{name}: one more iteration from the pool (recent gain {me.gain:.0%})")
-        b.reserved = True
+        b.reserved, b.reserved_after = True, after
         self._save()
         return True
+
+    def reconcile(self, name: str, begun: list[int]) -> None:
+        """On ``--resume``: the iteration that began on the branch's reservation, when the pool
+        file was written before it began (``begin`` does not write that draw)."""
+        b = self.state.branches.get(name)
+        if b is None or not b.reserved or b.reserved_after is None:
+            return
+        later = [i for i in begun if i > b.reserved_after and i not in b.drawn]
+        if later:
+            b.reserved, b.reserved_after = False, None
+            b.drawn.append(min(later))
+            self._save()
 
     def finish(self, name: str) -> None:
         """A branch ended: its reservation and its unused share go back to the pool."""
@@ -131,7 +156,7 @@ class IterationPool:
         if b is None or (b.finished and not b.reserved):
             return
         unused = max(0, b.share + b.grants - len(b.drawn))
-        b.reserved = False
+        b.reserved, b.reserved_after = False, None
         b.finished = True
         if unused:
             self._note(f"{name} ended: {unused} unused iteration(s) of its share back in the pool")
@@ -147,7 +172,7 @@ class IterationPool:
         """A deleted branch: what it drew stays spent (it ran), nothing more is reserved for it."""
         b = self.state.branches.get(name)
         if b is not None and (b.reserved or not b.finished):
-            b.reserved = False
+            b.reserved, b.reserved_after = False, None
             b.finished = True
             self._save()
 
@@ -242,15 +267,19 @@ class RunBudget:
                 return False  # a max_iter the user set, or a path budget, is the branch's limit
             others = self.standings()
             me = next((o for o in others if o.name == m.name), None)
-            return self.pool.promise_next(m.name, within_allowance=False, me=me, others=others)
+            return self.pool.promise_next(
+                m.name, within_allowance=False, me=me, others=others, after=m.current_iteration
+            )
         if not self.pool.funds_next(m.name):
             return True  # within a max_iter the user raised, or a revert's new line: the user's
-        me = self.standing(m.name)
-        if me is not None and cfg.max_iter == share and should_yield(me, self.standings()):
-            self.pool.note(f"{m.name} yields: its best {me.best_ms:.4g} ms stays far behind the run's best "
-                           f"{me.run_best_ms:.4g} ms; its iterations go to branches that improve")  # fmt: skip
-            return False
-        return self.pool.promise_next(m.name, within_allowance=True)
+        if cfg.max_iter == share:
+            others = self.standings()
+            me = next((o for o in others if o.name == m.name), None)
+            if me is not None and should_yield(me, others):
+                self.pool.note(f"{m.name} yields: its best {me.best_ms:.4g} ms stays far behind the run's best "
+                               f"{me.run_best_ms:.4g} ms; its iterations go to branches that improve")  # fmt: skip
+                return False
+        return self.pool.promise_next(m.name, within_allowance=True, after=m.current_iteration)
 
     def branch_ended(self, name: str) -> None:
         self.pool.finish(name)
@@ -258,25 +287,23 @@ class RunBudget:
     def branch_reopened(self, name: str) -> None:
         self.pool.reopen(name)
 
-    def standing(self, name: str, run_best: float | None = None) -> Standing | None:
+    def _standing(self, name: str, times: list[float | None], run_best: float | None) -> Standing | None:
         """What the grant rule knows of a branch (from the pool and the branch's own files)."""
         m = self._manifest(name)
         b = self.pool.branch(name)
         if m is None or b is None:
             return None
-        times = self._times(name)
         live = m.status not in TERMINAL_BRANCH
         claim = max(0, b.share + b.grants - len(b.drawn) - (1 if b.reserved else 0)) if live else 0
         valid = [t for t in times if t is not None]
         return Standing(
             name=name, live=live, claim=claim, gain=recent_gain(times), decided=len(times),
-            best_ms=min(valid) if valid else None, run_best_ms=run_best if run_best is not None else self.run_best(),
+            best_ms=min(valid) if valid else None, run_best_ms=run_best,
         )  # fmt: skip
 
-    def run_best(self) -> float | None:
-        bests = [t for n in self._names() for t in self._times(n) if t is not None]
-        return min(bests) if bests else None
-
     def standings(self) -> list[Standing]:
-        best = self.run_best()
-        return [s for n in self._names() if (s := self.standing(n, best)) is not None]
+        """Every branch's standing, each branch's times read once."""
+        times = {n: self._times(n) for n in self._names()}
+        bests = [t for ts in times.values() for t in ts if t is not None]
+        best = min(bests) if bests else None
+        return [s for n, ts in times.items() if (s := self._standing(n, ts, best)) is not None]

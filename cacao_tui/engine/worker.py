@@ -18,6 +18,7 @@ from cacao_tui.engine.iteration_steps import IterationSteps
 from cacao_tui.engine.worker_core import BranchKilled, BranchRedirected, WorkerHost
 from cacao_tui.llm import BudgetExceeded, LLMError
 from cacao_tui.nodes.run import EnvironmentFailure
+from cacao_tui.store.phases import WHAT, WaitsForPhase
 from cacao_tui.store.state import TERMINAL_BRANCH, BranchManifest, IterState, Strategy
 
 __all__ = ["BranchWorker", "WorkerHost", "child_name"]
@@ -47,6 +48,9 @@ class BranchWorker(IterationSteps):
         async with self.host.slots:
             try:
                 await self._loop()
+            except WaitsForPhase as wait:  # --phase: the other phase takes the next step
+                self.waiting = wait.phase
+                self.host.bus.log(f"waits for {WHAT[wait.phase]}", branch=self.name, iteration=self.iteration)
             except BranchKilled:
                 self.set_status(self.manifest(), "killed", "killed by the user")
             except BudgetExceeded as exc:
@@ -74,12 +78,14 @@ class BranchWorker(IterationSteps):
                         if m.iterations_done >= allowance:
                             self.set_status(m, "done", f"iteration budget reached ({m.iterations_done}/{allowance})")
                             return
+                        self.needs("llm")  # a new iteration begins with the model's steps
                         refused = self.host.budget.begin_iteration(m, idx, cfg)
                         if refused is not None:
                             self.set_status(m, "done", refused)
                             return
-                    m.current_iteration = idx
-                    self.save(m)
+                    if m.current_iteration != idx:  # a resumed one is recorded already
+                        m.current_iteration = idx
+                        self.save(m)
                     st = await self.run_iteration(m, idx, st, cfg)
                 if await self.apply(self.manifest(), st):
                     return

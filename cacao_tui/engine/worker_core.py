@@ -25,6 +25,7 @@ from cacao_tui.engine.events import (
 )
 from cacao_tui.nodes.context import RunDeps
 from cacao_tui.store.layout import BranchLayout
+from cacao_tui.store.phases import Phase, WaitsForPhase
 from cacao_tui.store.state import (
     TERMINAL_BRANCH,
     BestResult,
@@ -116,6 +117,7 @@ class WorkerCore:
         self.reporter = BranchReporter(self)
         self._fresh: set[int] = set()  # iterations this worker began (see set_aside_records)
         self.files = host.branch_files(name)  # branch.json and state.json: this worker is their writer
+        self.waiting: Phase | None = None  # set when the branch stopped at the other phase's step (--phase)
 
     # -- files (branch.json and state.json: this worker is their one writer) -----------------
     def manifest(self) -> BranchManifest:
@@ -158,14 +160,22 @@ class WorkerCore:
             )
         )
 
-    def set_iter_status(self, st: IterState, status: str, message: str | None = None) -> None:
+    def set_iter_status(self, st: IterState, status: str, message: str | None = None, *, saved: bool = False) -> None:
+        """``saved``: the status was written with the step's product already (one write, not two)."""
         st.status = status  # type: ignore[assignment]
-        self.save_state(st)
+        if not saved:
+            self.save_state(st)
         self.host.bus.emit(
             IterationStatusChanged(branch=self.name, iteration=st.index, status=status, message=message)
         )
 
     # -- a step as a killable task -------------------------------------------------------------
+    def needs(self, phase: Phase) -> None:
+        """A split run's process does only its phase's steps (store/phases.py): the branch waits."""
+        current = self.host.deps.phase
+        if current is not None and current != phase:
+            raise WaitsForPhase(phase)
+
     def request_kill(self) -> None:
         self.kill_requested = True
         self.wake.set()

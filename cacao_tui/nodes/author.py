@@ -114,7 +114,8 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
         branches=deps.branches,
     )
     has_history = any(i < branch.iteration for i in branch.layout.iteration_indices())
-    can_validate = not deps.settings.dry_run and deps.defaults.validate_uses > 0
+    # Not in the model's phase of a split run (--phase llm): no GPU there (validate_rule says so).
+    can_validate = not deps.settings.dry_run and deps.defaults.validate_uses > 0 and deps.phase != "llm"
     tools = tool_specs(can_validate)
     names = {t.name for t in tools}
     notes = []
@@ -351,9 +352,10 @@ def files_line(ws: Workspace) -> str:
 
 
 def validate_rule(deps: RunDeps, names: set[str]) -> str:
-    """The authoring prompt's line about the validate tool, when it is offered."""
+    """The authoring prompt's line about the validate tool: how to use it, or why it is not offered
+    in the model's phase of a split run."""
     if "validate" not in names:
-        return ""
+        return prompts.load("validate_phase").rstrip("\n") if deps.phase == "llm" else ""
     return (
         f"\n   validate(config) runs one configuration on the GPU for correctness (both input sets, no\n"
         f"   timing): use it before end_step, at most {deps.defaults.validate_uses} times in this step. A wrong\n"

@@ -19,6 +19,7 @@ from cacao_tui.llm import TrackedLLM
 from cacao_tui.nodes.fingerprint import TunedKernels
 from cacao_tui.settings import Defaults
 from cacao_tui.store.layout import BranchLayout, IterLayout, RunLayout
+from cacao_tui.store.phases import Phase
 from cacao_tui.store.state import (
     Action,
     BestResult,
@@ -58,11 +59,11 @@ class BranchDirectory(Protocol):
 
 
 class NoDevices:
-    """For --dry-run: there is no GPU to lease, and nothing may ask for one."""
+    """For --dry-run and the model phase (--phase llm): there is no GPU to lease, and nothing may ask for one."""
 
     @contextlib.asynccontextmanager
     async def acquire(self) -> AsyncIterator[int]:
-        raise RuntimeError("no GPU is used in a dry run")
+        raise RuntimeError("no GPU is used in a dry run or in the model phase")
         yield 0  # pragma: no cover
 
 
@@ -83,6 +84,7 @@ class RunDeps:
     # share ``llm``'s usage totals, so the run's cost and budget count every call.
     step_llms: dict[str, TrackedLLM] = field(default_factory=dict)
     device: DeviceReport | None = None  # the device table (measured once per run; None: not known)
+    phase: Phase | None = None  # --phase: this process takes only the model's or only the GPU's steps
     _brief: str | None = field(default=None, repr=False)
 
 

@@ -17,6 +17,7 @@ the iteration states on disk when the engine starts, extended after every tuning
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import shutil
@@ -30,6 +31,7 @@ from ktt.problem.yaml_io import parse_yaml_mapping
 from ktt.protocol import CheckReport
 
 
+@functools.lru_cache(maxsize=32)  # the same tuning.yaml is fingerprinted twice an iteration
 def _canonical_spec(spec: str) -> str:
     try:
         data = parse_yaml_mapping(spec, "tuning.yaml")

@@ -10,7 +10,9 @@ elements were wrong and a few of them). Bounded by the results reader's caps.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
+from pathlib import Path
 
 from cacao_tui.nodes.branch_queries import value_key
 from cacao_tui.nodes.tuner_output import config_text, read_results, read_summary, result_line, summary_lines
@@ -23,8 +25,11 @@ MAX_VALUES = 12  # values listed per parameter
 
 
 def _declared(spec: str | None) -> dict[str, list[object]]:
-    if not spec:
-        return {}
+    return dict(_parsed_params(spec)) if spec else {}
+
+
+@functools.lru_cache(maxsize=16)  # propose and decide read the same iteration's tuning.yaml
+def _parsed_params(spec: str) -> dict[str, list[object]]:
     try:
         data = parse_yaml_mapping(spec, "tuning.yaml")
     except ProblemError:
@@ -77,8 +82,33 @@ def parameter_lines(rows: list[ConfigResult], declared: dict[str, list[object]])
     return out
 
 
+_summaries: dict[tuple[object, ...], str] = {}  # the last few, by their files' identity (see below)
+MAX_KEPT = 16
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
 def landscape_summary(it: IterLayout, spec: str | None, top: int) -> str:
-    """The landscape of iteration ``it`` (its primary case), as a prompt shows it."""
+    """The landscape of iteration ``it`` (its primary case), as a prompt shows it. Propose and
+    decide both show it: the second is the first's text while the tuner's files are unchanged."""
+    key = (str(it.root), _stamp(it.tune_results), _stamp(it.tune_summary), spec, top)
+    if key[1] is not None and key in _summaries:
+        return _summaries[key]
+    text = _landscape(it, spec, top)
+    if key[1] is not None:
+        if len(_summaries) >= MAX_KEPT:
+            _summaries.pop(next(iter(_summaries)))
+        _summaries[key] = text
+    return text
+
+
+def _landscape(it: IterLayout, spec: str | None, top: int) -> str:
     rows = read_results(it.tune_results)
     summary = read_summary(it.tune_summary)
     if not rows:

@@ -9,6 +9,7 @@ from pathlib import Path
 from cacao_tui.engine.events import RunStarted, parse_event
 from cacao_tui.runs.launcher import RunOptions
 from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.phases import read_phase_state
 
 HEAD_BYTES = 256 * 1024
 
@@ -35,10 +36,13 @@ def last_run_started(problem_dir: Path) -> RunStarted | None:
 
 
 def options_like_last_run(problem_dir: Path, *, resume: bool = False) -> RunOptions:
-    """The run dialog's preset: what the last run was started with (what its log records)."""
+    """The run dialog's preset: what the last run was started with (what its log records); a
+    resume of a split run whose last phase left work for the other runs that phase (--phase)."""
     started = last_run_started(problem_dir)
+    state = read_phase_state(RunLayout(problem_dir)) if resume else None
+    phase = state.next_phase if state is not None else None
     if started is None:
-        return RunOptions(resume=resume)
+        return RunOptions(resume=resume, phase=phase)
     return RunOptions(
         provider=started.provider,
         model=None if started.provider == "replay" else started.model,
@@ -49,4 +53,5 @@ def options_like_last_run(problem_dir: Path, *, resume: bool = False) -> RunOpti
         budget_usd=started.budget_usd,
         dry_run=started.dry_run,
         resume=resume,
+        phase=phase,
     )

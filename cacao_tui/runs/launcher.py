@@ -50,6 +50,7 @@ class RunOptions:
     dry_run: bool = False
     single_shot: bool = False
     resume: bool = False
+    phase: str | None = None  # llm | gpu: the next part of a split run (--phase; only with resume)
 
     def flags(self) -> list[str]:
         """The command-line flags (everything but --dir, --no-ui and --no-clean)."""
@@ -71,6 +72,8 @@ class RunOptions:
         for flag, on in (("--dry-run", self.dry_run), ("--single-shot", self.single_shot), ("--resume", self.resume)):
             if on:
                 out.append(flag)
+        if self.phase is not None:
+            out += ["--phase", self.phase]
         return out
 
 
@@ -105,6 +108,8 @@ def validate(problem_dir: Path, options: RunOptions) -> None:
     try:
         args = parse_args(["--dir", str(problem_dir), *options.flags()])
         problem = load_problem(problem_dir)
+        if options.phase == "gpu":  # the GPU phase makes no LLM call: no provider to check
+            return _check_gpu(options, options.gpus or list(problem.gpu_indices))
         choice = select_provider(args.provider, args.model, env=run_environment(problem_dir))
     except UsageError as exc:
         raise LaunchRefused(str(exc)) from None
@@ -115,10 +120,15 @@ def validate(problem_dir: Path, options: RunOptions) -> None:
     session = problem_dir / "session.jsonl"
     if choice.provider == "replay" and not session.is_file():
         raise LaunchRefused(f"{session}: no recorded session to replay (the replay provider reads it)")
+    if options.phase != "llm":  # the model's phase of a split run needs no GPU
+        _check_gpu(options, options.gpus or list(problem.gpu_indices))
+
+
+def _check_gpu(options: RunOptions, wanted: list[int]) -> None:
     if not options.dry_run:  # before anything is archived: a run without its GPU would only die at once
         from cacao_tui.engine.gpu import detect_gpus, gpu_problem
 
-        trouble = gpu_problem(options.gpus or list(problem.gpu_indices), detect_gpus())
+        trouble = gpu_problem(wanted, detect_gpus())
         if trouble is not None:
             hint = {"none": "; tick Dry run to check the problem, the provider and the session without one",
                     "missing": "; set GPUs (or gpu.index in problem.yaml)"}.get(trouble.kind, "")  # fmt: skip

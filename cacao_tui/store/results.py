@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from cacao_tui.store.atomic import StateFileError, read_model_or_none, write_model
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.original_run import FROM_ORIGINAL, collect_original_results, is_original_output
+from cacao_tui.store.phases import WHAT, PhaseState, read_phase_state, waiting_line
 from cacao_tui.store.state import (
     INTERRUPTED,
     TERMINAL_BRANCH,
@@ -54,12 +55,17 @@ class LoadedResults:
     results: FinalResults | None
     source: str  # FROM_FILE, FROM_BRANCHES, or "" when there is nothing
     notes: list[str] = field(default_factory=list)  # files that could not be read
+    phase: PhaseState | None = None  # a split run's last phase (output/phase.json)
 
-    def shown_status(self, status: str) -> str:
+    def shown_status(self, status: str, branch: str | None = None) -> str:
         """A branch's status as the results say it. final_results.json is written when the run (or
         its part) ends: a branch it lists as pending, running or paused was cut short there (its
-        files say running so that --resume goes on with it), and reads ``interrupted``."""
-        return INTERRUPTED if self.source == FROM_FILE and status not in TERMINAL_BRANCH else status
+        files say running so that --resume goes on with it), and reads ``interrupted``; in a split
+        run (--phase) one the last phase left for the other reads ``waits for the GPU`` (or model)."""
+        if self.source != FROM_FILE or status in TERMINAL_BRANCH:
+            return status
+        waits = self.phase.waiting.get(branch) if self.phase is not None and branch is not None else None
+        return f"waits for {WHAT[waits]}" if waits is not None else INTERRUPTED
 
 
 def _read(path: Path, model: type[M], notes: list[str]) -> M | None:
@@ -302,7 +308,7 @@ def load_results(layout: RunLayout) -> LoadedResults:
         return LoadedResults(results, FROM_ORIGINAL, notes + more)
     saved = _read(layout.final_results, FinalResults, notes)
     if saved is not None:
-        return LoadedResults(with_original_keys(saved, layout), FROM_FILE, notes)
+        return LoadedResults(with_original_keys(saved, layout), FROM_FILE, notes, read_phase_state(layout))
     if not layout.branch_names() and not layout.context.exists():
         return LoadedResults(None, "", notes)
     results, more = collect_final_results(layout)
@@ -344,6 +350,8 @@ def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
     if r is None:
         return f"{layout.problem_dir.name}: no results (output/ holds no run)"
     state = "complete run" if r.complete else "the run has not finished"
+    if not r.complete and loaded.phase is not None and loaded.phase.next_phase is not None:
+        state = f"a split run: {waiting_line(loaded.phase, layout.problem_dir)}"
     if r.dry_run:
         state += ", dry run: kernels were compile-checked, nothing was timed"
     lines = [f"{r.problem_name}: results from {loaded.source} ({state})"]
@@ -382,7 +390,7 @@ def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
                 (
                     "*" if s.name == best_name else "",
                     "  " * s.depth + s.name,
-                    loaded.shown_status(s.status),
+                    loaded.shown_status(s.status, s.name),
                     str(s.iterations),
                     _ms(s.best_ms),
                     _x(s.speedup),

@@ -45,6 +45,7 @@ class LockHolder:
     host: str
     started: str
     command: str
+    delegate: str = ""  # --gpu-submit: the token of the GPU phase it started, which runs under this lock
 
     def describe(self) -> str:
         """One line for the terminal (a lock file in a problem directory is untrusted text)."""
@@ -75,6 +76,20 @@ class RunLock:
             os.close(self.fd)  # closing the only descriptor releases the flock
         self.fd = -1
         _held.pop(_key(self.path.parent), None)
+
+    def delegate(self, token: str | None) -> None:
+        """Let the process that presents ``token`` (the GPU phase --gpu-submit starts, maybe on
+        another host) run under this lock while this process waits for it; None takes it back."""
+        if self.fd < 0:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            note = json.loads(os.pread(self.fd, _MAX_NOTE, 0).decode("utf-8", errors="replace") or "{}")
+            if token:
+                note["delegate"] = token
+            else:
+                note.pop("delegate", None)
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, (json.dumps(note) + "\n").encode(), 0)
 
     def abandon(self) -> None:
         """Release for a run that was refused after taking the lock: a lock file it made goes too,
@@ -110,7 +125,8 @@ def read_holder(path: Path) -> LockHolder | None:
         pid = data["pid"]
         if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid < MAX_PID:
             return None  # 10^30 in a note: not a process (os.kill would overflow)
-        return LockHolder(pid, str(data["host"])[:256], str(data["started"])[:64], str(data.get("command", ""))[:300])
+        command, delegate = str(data.get("command", ""))[:300], str(data.get("delegate", ""))[:128]
+        return LockHolder(pid, str(data["host"])[:256], str(data["started"])[:64], command, delegate)
     except (OSError, ValueError, TypeError, KeyError):
         return None
     finally:
@@ -209,11 +225,13 @@ def _open_lock_file(path: Path) -> tuple[int, bool]:
     return fd, created
 
 
-def acquire_run_lock(problem_dir: Path, command: str | None = None) -> RunLock:
+def acquire_run_lock(problem_dir: Path, command: str | None = None, delegate: str | None = None) -> RunLock:
     """Take the directory's run lock, or raise RunLocked naming the run that holds it.
 
     Idempotent within a process: a second call for the same directory returns the lock
-    already held (the engine takes it first, the archiver checks it again).
+    already held (the engine takes it first, the archiver checks it again). ``delegate``: the
+    token a --gpu-submit run handed to the GPU phase it started; while that run holds the lock
+    with this token in its note, this process runs under it (holding nothing itself).
     """
     key = _key(problem_dir)
     if key in _held:
@@ -225,6 +243,10 @@ def acquire_run_lock(problem_dir: Path, command: str | None = None) -> RunLock:
     except BlockingIOError:
         holder = read_holder(path)
         os.close(fd)
+        if delegate and holder is not None and holder.delegate == delegate:
+            lock = RunLock(path, -1, None)  # the submitting run holds it for this one
+            _held[key] = lock
+            return lock
         if holder is None:
             who = "another process (no note in the lock file yet)"
         elif holder.gone():

@@ -6,6 +6,7 @@
 | output/master.json | MasterState | master |
 | output/device.json | ktt.protocol.DeviceReport (the device table, measured once) | master, once |
 | output/pool.json | PoolState (the run's iteration pool and its allocation) | the engine |
+| output/phase.json | store.phases.PhaseState (a split run's last phase: what waits for which) | the engine |
 | output/branches/<b>/branch.json | BranchManifest | that branch's worker |
 | output/branches/<b>/branch_config.json | BranchConfig | the UI / CLI (the worker only reads it) |
 | output/branches/<b>/inbox/<id>.json | ControlCommand | the UI / CLI, once per file (the worker reads) |
@@ -120,7 +121,7 @@ class Context(_State):
     """Problem data shared by all branches; written once by the master at the start of a run."""
 
     problem_name: str
-    problem_dir: str
+    problem_dir: str  # the problem directory's name (output/ travels: no absolute path in the state)
     description: str
     boundary_signature: str
     scalars: dict[str, int | float]
@@ -480,6 +481,7 @@ class PoolBranch(BaseModel):
     share: int  # its max_iter when it was created: iterations the user grants above it are outside the pool
     drawn: list[int] = Field(default_factory=list)  # iteration numbers begun (each counted once)
     reserved: bool = False  # its next iteration is already drawn (promised when its last was decided)
+    reserved_after: int | None = None  # the iteration whose end made the reservation (engine/pool.py: reconcile)
     grants: int = 0  # iterations the pool granted above its share
     finished: bool = False  # stopped or done: its unused share went back to the pool
 

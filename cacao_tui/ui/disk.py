@@ -92,7 +92,7 @@ def read_run_started(layout: RunLayout) -> ev.RunStarted | None:
         return None
     s = ctx.settings
     return safe_event(ev.RunStarted(
-        ts=ctx.created_at, problem=ctx.problem_name, problem_dir=ctx.problem_dir, provider=s.provider,
+        ts=ctx.created_at, problem=ctx.problem_name, problem_dir=str(layout.problem_dir), provider=s.provider,
         model=s.model, gpus=ctx.gpu.indices, gpu_name=ctx.gpu.name, arch=ctx.gpu.arch, dry_run=s.dry_run,
         max_iter=s.max_iter, max_depth=s.max_depth, n_strategies=s.n_strategies, path_budget=s.path_budget or None,
     ))  # fmt: skip

@@ -28,6 +28,8 @@ STATUS_ICONS: dict[str, str] = {
     "killed": "✗",
     "failed": "!",
     "interrupted": "■",  # shown only: the run ended (stopped, killed) with the branch on its way
+    "waits for the GPU": "◇",  # shown only: a split run's phase (--phase) left it for the GPU phase
+    "waits for the model": "◇",  # ... for the model's phase
 }
 STATUS_STYLES: dict[str, str] = {
     "pending": "dim",
@@ -38,6 +40,8 @@ STATUS_STYLES: dict[str, str] = {
     "killed": "red",
     "failed": "bold red",
     "interrupted": "yellow",
+    "waits for the GPU": "magenta",
+    "waits for the model": "blue",
 }
 ITER_STYLES: dict[str, str] = {
     "decided": "cyan",

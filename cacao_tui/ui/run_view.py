@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cacao_tui.engine import events as ev
+from cacao_tui.store.phases import WHAT
 from cacao_tui.store.state import INTERRUPTED, TERMINAL_BRANCH, BranchConfig, BranchManifest, IterState
 
 RUN = ""  # the key of run-wide changes (status bar, root node)
@@ -207,14 +208,20 @@ class RunView:
         if e.best_ms is not None:
             self.best_branch, self.best_ms, self.best_speedup = e.best_branch, e.best_ms, e.speedup
             self.best_score = e.score
-        return {RUN, *self._end_branches()}
+        waiting = set()
+        for name, phase in e.waiting.items():  # a split run's phase ended (--phase): what waits for what
+            if name in self.branches and self.branches[name].active:
+                self.branches[name].status = f"waits for {WHAT.get(phase, phase)}"
+                waiting.add(name)
+        return {RUN, *waiting, *self._end_branches(keep=waiting)}
 
-    def _end_branches(self) -> set[str]:
+    def _end_branches(self, keep: set[str] | None = None) -> set[str]:
         """The run is over: nothing it left on its way is still running (pending, running and
-        paused branches read interrupted; their unfinished iterations too)."""
+        paused branches read interrupted; their unfinished iterations too), except the branches
+        a split run's phase left waiting for the other phase (``keep``)."""
         changed = set()
         for b in self.branches.values():
-            if b.active:
+            if b.active and b.name not in (keep or set()):
                 b.status = INTERRUPTED
                 b.cut_short(INTERRUPTED)
                 changed.add(b.name)

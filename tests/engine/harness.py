@@ -5,9 +5,10 @@ N-th event, which lands mid-step, mid-write or between steps depending on N.
 
     python -m tests.engine.harness PROBLEM_DIR [--resume] [--kill-after N]
         [--kill-when BRANCH:ITERATION:STATUS] [--max-iter N] [--strategies N] [--budget-iters N]
-        [--concurrency N] [--samples K] [--fake-gpu]
+        [--concurrency N] [--samples K] [--fake-gpu] [--phase llm|gpu]
 
 ``--kill-when`` SIGKILLs it when that iteration reaches that status (an IterationStatusChanged).
+``--phase`` runs one phase of a split run (the model's has no GPU to lease: NoDevices).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from cacao_tui.engine.events import EventBus, IterationStatusChanged, LLMCallEvent
 from cacao_tui.llm import ProviderChoice
 from cacao_tui.llm.factory import build_provider
+from cacao_tui.nodes.context import NoDevices
 from tests.engine.conftest import make_engine
 from tests.engine.fakes import FakeGpuTuner
 
@@ -38,6 +40,7 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--samples", type=int, default=1)
     ap.add_argument("--fake-gpu", action="store_true", help="the FAKE GPU tuner (tests/engine/fakes.py)")
+    ap.add_argument("--phase", choices=("llm", "gpu"), default=None)
     args = ap.parse_args()
 
     bus = EventBus()
@@ -62,11 +65,14 @@ def main() -> int:
         resumed=args.resume, budget_iters=args.budget_iters, concurrency=args.concurrency, samples=args.samples,
         tuner=FakeGpuTuner() if args.fake_gpu else None,
     )  # fmt: skip
+    engine.deps.phase = args.phase
+    if args.phase == "llm":
+        engine.deps.devices = NoDevices()
     # As launch.py does: every call is an event (the totals test counts them).
     engine.deps.llm.on_call = lambda r: bus.emit(LLMCallEvent.of(r))
     finished = asyncio.run(engine.run())
     print(f"FINISHED {finished.status}")
-    return 0 if finished.status == "ok" else 1
+    return 0 if finished.status in ("ok", "waiting") else 1
 
 
 if __name__ == "__main__":

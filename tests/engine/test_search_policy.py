@@ -99,6 +99,26 @@ def test_the_pool_draws_once_per_iteration_and_returns_what_a_branch_leaves(tmp_
     assert IterationPool(6, path, resume_total=6).total == 6  # --resume --budget-iters 6
 
 
+def test_a_draw_on_a_reservation_is_not_written_and_a_resume_finds_it_on_disk(tmp_path: Path) -> None:
+    path = tmp_path / "pool.json"
+    pool = IterationPool(3, path)
+    pool.register("a", 3)
+    assert pool.begin("a", 1) and pool.promise_next("a", within_allowance=True, after=1)
+    before = path.read_bytes()
+    assert pool.begin("a", 2) and pool.branch("a").drawn == [1, 2] and not pool.branch("a").reserved
+    assert path.read_bytes() == before  # no fsync'd write: used() did not change
+    # Killed here: pool.json still says "reserved after 1"; iteration 2 has begun on disk.
+    not_begun = IterationPool(3, path)
+    not_begun.reconcile("a", [1])  # killed before iteration 2 began: the reservation stays
+    assert not_begun.branch("a").reserved and not_begun.branch("a").drawn == [1] and not_begun.left() == 1
+    resumed = IterationPool(3, path)
+    resumed.reconcile("a", [1, 2])
+    b = resumed.branch("a")
+    assert b.drawn == [1, 2] and not b.reserved and resumed.used() == 2 and resumed.left() == 1
+    assert IterationPool(3, path).branch("a").drawn == [1, 2]  # written by the reconciliation
+    assert resumed.promise_next("a", within_allowance=True, after=2) and resumed.left() == 0
+
+
 # -- in the engine -------------------------------------------------------------------------------
 
 
@@ -248,7 +268,9 @@ def test_the_pool_moves_iterations_in_a_replay_and_survives_a_kill_and_resume(mm
     assert first.returncode == -9, first.stdout[-2000:] + first.stderr[-2000:]
     layout = RunLayout(mmul_dir)
     pool = read_model(layout.pool, PoolState)
-    assert pool.total == 6 and pool.branches["b2-alpha"].grants == 1 and pool.branches["b2-alpha"].drawn == [1, 2, 3, 4]
+    alpha = pool.branches["b2-alpha"]
+    # Iteration 4 began on the reservation iteration 3 made: counted the same, so not written yet.
+    assert pool.total == 6 and alpha.grants == 1 and alpha.drawn == [1, 2, 3] and alpha.reserved_after == 3
     assert pool.branches["b1-beta"].finished and pool.branches["b1-beta"].drawn == [1]
 
     second = subprocess.run([*argv, "--resume"], capture_output=True, text=True, cwd=ROOT, env=env, timeout=240)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from cacao_tui.engine.control import update_branch_config
 from cacao_tui.store.atomic import read_model
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import BranchManifest, IterState
@@ -163,8 +164,13 @@ def test_live_cli_steering_then_sigkill_then_resume(mmul_dir: Path) -> None:
         seen.append(line)
         if not steered and "b1-tiling: done" in line:  # the tiling branch has branched; its children run
             steered = True
-            # Four CLI processes; those for different branches at once, so that on a loaded machine
-            # they land while the children still run (b2-strip's two in order: message, then decision).
+            # Every branch paused first, as the app's pause-all does (branch_config.json), so the run
+            # cannot end before the commands land however slow the machine is (a paused worker applies
+            # its inbox while it waits; a finished branch sent a command gets a worker, paused too).
+            for name in layout.branch_names():
+                update_branch_config(layout.branch(name), 5, paused=True)
+            # Four CLI processes; those for different branches at once (b2-strip's two in order:
+            # message, then decision).
             with ThreadPoolExecutor(3) as pool:
                 calls = [
                     pool.submit(lambda: [cacao(mmul_dir, "--branch", "b2-strip", "--message", MESSAGE),
@@ -174,6 +180,8 @@ def test_live_cli_steering_then_sigkill_then_resume(mmul_dir: Path) -> None:
                 ]  # fmt: skip
                 for call in calls:
                     assert all(done.returncode == 0 for done in call.result()), [d.stderr for d in call.result()]
+            for name in layout.branch_names():
+                update_branch_config(layout.branch(name), 5, paused=False)
         joined = "".join(seen[-400:])
         if ("b2-strip #2: implementing" in joined and "- b3-quad: deleted" in joined) or time.time() > deadline:
             break

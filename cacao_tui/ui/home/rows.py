@@ -57,6 +57,7 @@ STATUS_LOOK: dict[str, tuple[str, str]] = {
     "failed": ("!", "red"),
     FAILED_START: ("!", "red"),
     "interrupted": ("■", "yellow"),
+    "waiting": ("◇", "magenta"),  # a split run's phase ended; the other phase continues it (--phase)
     KILLED: ("✗", "red"),
     UNREADABLE: ("?", "red"),
     NOT_RUN: ("·", "dim"),
@@ -147,7 +148,8 @@ def sort_key(entry: ProblemEntry, by: str) -> tuple[object, ...]:
     """Rows in ``by`` order (SORTS): name; last run (live first); best (fastest first); when (newest first)."""
     last = entry.last
     if by == "last run":
-        order = (RUNNING, STARTING, FAILED_START, KILLED, "failed", "interrupted", "no result", "budget", "ok", NOT_RUN)
+        order = (RUNNING, STARTING, FAILED_START, KILLED, "failed", "interrupted", "waiting", "no result", "budget",
+                 "ok", NOT_RUN)  # fmt: skip
         return (order.index(last.status) if last.status in order else len(order), entry.name)
     if by == "best":
         figure = last.score if last.score is not None else last.speedup
@@ -187,6 +189,8 @@ def describe(entry: ProblemEntry, width: int = 78) -> Text:
         text.append("\nenter attaches · S stops the whole run", style="dim")
     elif last.status == KILLED:
         text.append("\nits process ended without finishing · R resumes it", style="yellow")
+    elif last.status == "waiting":
+        text.append("\na split run between phases · R runs the phase it waits for", style="magenta")
     if last.message:
         text.append(f"\n{safe_text(last.message)[:300]}", style="red" if last.status == FAILED_START else "dim")
     previous = last.previous

@@ -137,7 +137,8 @@ class RunDialog(ModalScreen[RunOptions | None]):
         auto = f"auto · {auto_choice(self._env)}"
         choices = [(auto, AUTO), *((provider_label(s), s.name) for s in self._statuses)]
         with VerticalScroll(id="run-dialog"):
-            yield Static(f"{self._title} · {self._problem_dir.name}", id="run-title")
+            phase = f" · --phase {p.phase} (the split run's next part)" if p.phase and p.resume else ""
+            yield Static(f"{self._title} · {self._problem_dir.name}{phase}", id="run-title")
             yield Static("A process of its own: quitting the app or SSH does not stop it.", id="run-note")
             with Horizontal(classes="run-row"):
                 yield Label("Provider")
@@ -223,6 +224,8 @@ class RunDialog(ModalScreen[RunOptions | None]):
         except FieldError as exc:
             errors.update(f"✗ {exc}")
             return
+        if options.resume:
+            options.phase = self._preset.phase  # a split run goes on with the phase it waits for
         errors.update("checking…")
         try:
             await asyncio.to_thread(validate, self._problem_dir, options)

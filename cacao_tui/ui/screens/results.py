@@ -171,7 +171,7 @@ class ResultsScreen(Screen[None]):
         rows = {}
         scored = bool(loaded.results and loaded.results.cases)  # with cases every figure is a score
         for b in branches:
-            shown = loaded.shown_status(b.status)
+            shown = loaded.shown_status(b.status, b.name)
             status = Text(f"{status_icon(shown)} {shown}", style=STATUS_STYLES.get(shown, ""))
             at = f"iter{b.best_iteration}" if b.best_iteration is not None else NONE
             rows[b.name] = (
