@@ -29,6 +29,7 @@ from cacao_tui.engine.pool import IterationPool, RunBudget
 from cacao_tui.engine.runlog import RunLog
 from cacao_tui.engine.steering import Steering
 from cacao_tui.engine.totals import restore_totals
+from cacao_tui.engine.verdict import BranchRecord, Verdict, run_verdict
 from cacao_tui.engine.worker import BranchWorker, child_name
 from cacao_tui.ktt_client import TunerError
 from cacao_tui.llm import BudgetExceeded, LLMError
@@ -151,7 +152,10 @@ class Engine:
                 return self.finish("interrupted", "stopped; continue with --resume")
             except (LLMError, RuntimeError) as exc:
                 master.finish(False, str(exc))
-                return self.finish("budget" if isinstance(exc, BudgetExceeded) else "failed", f"master: {exc}")
+                why = f"the LLM budget was spent before any kernel was timed (master: {exc})" if isinstance(
+                    exc, BudgetExceeded
+                ) else f"master: {exc}"
+                return self.finish("failed", why, complete=False)
             await self.steering.apply_deletes()  # queued between runs: before any branch starts
             self.index_tuned()
             for name in self.layout.branch_names():
@@ -172,28 +176,29 @@ class Engine:
         if self._stopping:
             return self.finish("interrupted", "stopped; continue with --resume")
         master.finish(True)
-        status = "budget" if self.budget_reached else ("ok" if self.best else "no_result")
-        if self.deps.settings.dry_run and status == "no_result":
-            # Nothing is timed in a dry run; it succeeded if some branch got through its iterations.
-            finished = [self.manifest(n).status for n in self.layout.branch_names()]
-            status = "ok" if any(s in ("done", "stopped") for s in finished) else "no_result"
-        message = None
-        if status == "no_result":
-            failed = [self.manifest(n) for n in self.layout.branch_names()]
-            errors = sorted({m.error for m in failed if m.error})
-            message = (
-                errors[0]
-                if len(errors) == 1
-                else (
-                    "no valid kernel was found"
-                    if not errors
-                    else f"no valid kernel; {len(errors)} distinct branch errors"
-                )
-            )
-        return self.finish(status, message)
+        verdict = self.verdict()
+        return self.finish(verdict.status, verdict.message)
 
-    def finish(self, status: str, message: str | None) -> RunFinished:
-        final = write_final_results(self.deps, complete=status in ("ok", "no_result", "budget"))
+    def verdict(self) -> Verdict:
+        """How the run ended, from what it produced (engine/verdict.py)."""
+        branches = []
+        for name in self.layout.branch_names():
+            files = self.files.branch(name)
+            states = [st for i in files.indices() if (st := files.state(i)) is not None]
+            branches.append(BranchRecord(files.manifest(), states))
+        return run_verdict(
+            branches,
+            best=self.best,
+            dry_run=self.deps.settings.dry_run,
+            budget_reached=self.budget_reached,
+            with_cases=self.deps.problem.declared_cases,
+            replayed=self.deps.llm.replay_progress(),
+        )
+
+    def finish(self, status: str, message: str | None, *, complete: bool | None = None) -> RunFinished:
+        """The run's end: final_results.json (with the verdict) and the RunFinished event."""
+        done = status != "interrupted" if complete is None else complete
+        final = write_final_results(self.deps, complete=done, status=status, message=message)
         best = final.best
         event = RunFinished(
             status=status,  # type: ignore[arg-type]
@@ -353,6 +358,9 @@ class Engine:
         max_iter, total, used = budget
         names = []
         for k, s in enumerate(subs, start=1):
+            if not self.deps.llm.covers(child_name(parent.name, k, s), 1):  # a replay: its recording has none
+                self.bus.log(f"not creating {child_name(parent.name, k, s)}: the recording holds none of its calls")
+                continue
             name = self.create_branch(
                 child_name(parent.name, k, s),
                 s,
@@ -411,6 +419,9 @@ class Engine:
             return False
         best = self.best
         if best is None or self.pool.left() < 1 or not self.layout.branch(best.branch).manifest.exists():
+            return False
+        if not self.deps.llm.covers(f"{best.branch}.polish", 1):  # a replay whose recording has no polish
+            self.bus.log(f"no polish: the recording holds no call of {best.branch}.polish")
             return False
         parent = self.manifest(best.branch)
         name = self.create_branch(

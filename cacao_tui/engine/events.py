@@ -222,6 +222,7 @@ class NewBest(_Event):
 
 class RunFinished(_Event):
     type: Literal["run_finished"] = "run_finished"
+    # engine/verdict.py; no_result: written by earlier versions (now: failed, with why)
     status: Literal["ok", "no_result", "failed", "interrupted", "budget"]
     message: str | None = None
     final_results: str | None = None

@@ -286,7 +286,8 @@ def refresh_final_results(layout: RunLayout) -> FinalResults | None:
         return None
     fresh = rebuild_final_results(layout).model_copy(
         update={"complete": saved.complete, "rebuilt": saved.rebuilt, "dry_run": saved.dry_run,
-                "tokens": saved.tokens, "cost_usd": saved.cost_usd}
+                "tokens": saved.tokens, "cost_usd": saved.cost_usd, "run_status": saved.run_status,
+                "run_message": saved.run_message}
     )  # fmt: skip
     write_model(layout.final_results, fresh)
     return fresh
@@ -315,6 +316,15 @@ def _ms(value: float | None) -> str:
 
 def _x(value: float | None) -> str:
     return "-" if value is None else f"{value:.3g}x"
+
+
+def verdict_text(r: FinalResults) -> str | None:
+    """The run's verdict as its last line said it ('failed: every step was refused by the model',
+    'ok'), or None when the results do not hold one (rebuilt, or an older version's file)."""
+    if not r.run_status:
+        return None
+    status = r.run_status.replace("_", " ")
+    return f"{status}: {r.run_message}" if r.run_message else status
 
 
 def reference_text(ms: float | None, source: str | None) -> str:
@@ -347,6 +357,9 @@ def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
     if r.dry_run:
         state += ", dry run: kernels were compile-checked, nothing was timed"
     lines = [f"{r.problem_name}: results from {loaded.source} ({state})"]
+    verdict = verdict_text(r)
+    if verdict is not None:
+        lines.append(f"run        {verdict}")
     ref = reference_text(r.reference_ms, r.reference_source)
     if r.best is not None:
         b = r.best

@@ -237,6 +237,7 @@ class BranchConfig(_State):
 
 class TuneOutcome(BaseModel):
     ran: bool  # False in --dry-run (compile check only) or when the step failed before tuning
+    compiled: int | None = None  # --dry-run: how many of the sampled configurations compiled
     summary_path: str | None = None
     best_ms: float | None = None
     speedup: float | None = None
@@ -474,6 +475,11 @@ class FinalResults(_State):
     finished_at: float = Field(default_factory=now)
     complete: bool = True  # False when rebuilt from a run that did not finish
     rebuilt: bool = False
+    # The run's verdict (engine/verdict.py): ok (a kernel was timed; in a dry run, compile-checked
+    # and kept), budget (the LLM budget ended it after one), failed (nothing to show; the message
+    # says why) or interrupted. None: rebuilt from the branch files, or written by an older version.
+    run_status: str | None = None
+    run_message: str | None = None
     dry_run: bool = False
     reference_ms: float | None = None
     reference_source: str | None = None

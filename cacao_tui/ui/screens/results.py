@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Footer, Static
 from textual.widgets.data_table import ColumnKey
 
 from cacao_tui.store.layout import RunLayout
-from cacao_tui.store.results import DRY_RUN_BEST, FROM_FILE, LoadedResults, load_results
+from cacao_tui.store.results import DRY_RUN_BEST, FROM_FILE, LoadedResults, load_results, verdict_text
 from cacao_tui.store.results_export import ExportError, export_results
 from cacao_tui.store.state import BranchSummary
 from cacao_tui.ui import keymap
@@ -70,6 +70,9 @@ def results_header(loaded: LoadedResults, layout: RunLayout) -> Text:
     if r.dry_run:
         text.append("  dry-run", style="yellow")
     text.append("\n")
+    verdict = verdict_text(r)
+    if verdict is not None:
+        text.append(f"run {safe_text(verdict)}\n", style="red" if r.run_status == "failed" else "dim")
     if r.best is not None:
         b = r.best
         text.append("best ", style="bold")
