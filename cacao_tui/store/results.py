@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from cacao_tui.store.atomic import StateFileError, read_model_or_none, write_model
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.original_run import FROM_ORIGINAL, collect_original_results, is_original_output
+from cacao_tui.store.run_lock import run_is_live
 from cacao_tui.store.state import (
     INTERRUPTED,
     TERMINAL_BRANCH,
@@ -54,12 +55,24 @@ class LoadedResults:
     results: FinalResults | None
     source: str  # FROM_FILE, FROM_BRANCHES, or "" when there is nothing
     notes: list[str] = field(default_factory=list)  # files that could not be read
+    live: bool = False  # a run holds the directory now (its results are still coming in)
+
+    @property
+    def ended(self) -> bool:
+        """The run's process is gone: what its files still call running was cut short."""
+        return self.source == FROM_FILE or not self.live
 
     def shown_status(self, status: str) -> str:
-        """A branch's status as the results say it. final_results.json is written when the run (or
-        its part) ends: a branch it lists as pending, running or paused was cut short there (its
-        files say running so that --resume goes on with it), and reads ``interrupted``."""
-        return INTERRUPTED if self.source == FROM_FILE and status not in TERMINAL_BRANCH else status
+        """A branch's status as the results say it. A branch the run's end caught on its way (pending,
+        running or paused in final_results.json, written when the run or its part ends; or in the
+        branch files of a run whose process died, SIGKILLed, with no final_results.json) reads
+        ``interrupted``: its files say running so that --resume goes on with it."""
+        return INTERRUPTED if self.ended and status not in TERMINAL_BRANCH else status
+
+    def shown_iteration_status(self, status: str) -> str:
+        """An iteration's status as the results say it: one still on its way when the run ended reads
+        ``interrupted`` (decided, failed and superseded ones as they are)."""
+        return INTERRUPTED if self.ended and status not in ("decided", "failed", "superseded") else status
 
 
 def _read(path: Path, model: type[M], notes: list[str]) -> M | None:
@@ -307,7 +320,7 @@ def load_results(layout: RunLayout) -> LoadedResults:
     if not layout.branch_names() and not layout.context.exists():
         return LoadedResults(None, "", notes)
     results, more = collect_final_results(layout)
-    return LoadedResults(results, FROM_BRANCHES, notes + more)
+    return LoadedResults(results, FROM_BRANCHES, notes + more, live=run_is_live(layout.problem_dir))
 
 
 def _ms(value: float | None) -> str:
@@ -353,7 +366,12 @@ def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
     r = loaded.results
     if r is None:
         return f"{layout.problem_dir.name}: no results (output/ holds no run)"
-    state = "complete run" if r.complete else "the run has not finished"
+    if r.complete:
+        state = "complete run"
+    elif loaded.ended and loaded.source == FROM_BRANCHES:
+        state = "interrupted: no process runs it; --resume continues it"
+    else:
+        state = "the run has not finished"
     if r.dry_run:
         state += ", dry run: kernels were compile-checked, nothing was timed"
     lines = [f"{r.problem_name}: results from {loaded.source} ({state})"]

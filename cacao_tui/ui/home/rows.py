@@ -8,7 +8,7 @@ import time
 from rich.text import Text
 
 from cacao_tui.runs.catalog import ProblemEntry
-from cacao_tui.runs.last_run import FAILED_START, KILLED, NOT_RUN, RUNNING, STARTING, UNREADABLE, LastRun
+from cacao_tui.runs.last_run import FAILED_START, NOT_RUN, RUNNING, STARTING, UNREADABLE, LastRun
 from cacao_tui.ui.formatting import (
     NONE,
     fit_path,
@@ -57,7 +57,6 @@ STATUS_LOOK: dict[str, tuple[str, str]] = {
     "failed": ("!", "red"),
     FAILED_START: ("!", "red"),
     "interrupted": ("■", "yellow"),
-    KILLED: ("✗", "red"),
     UNREADABLE: ("?", "red"),
     NOT_RUN: ("·", "dim"),
 }
@@ -137,7 +136,7 @@ def sort_key(entry: ProblemEntry, by: str) -> tuple[object, ...]:
     """Rows in ``by`` order (SORTS): name; last run (live first); best (fastest first); when (newest first)."""
     last = entry.last
     if by == "last run":
-        order = (RUNNING, STARTING, FAILED_START, KILLED, "failed", "interrupted", "no result", "budget", "ok", NOT_RUN)
+        order = (RUNNING, STARTING, FAILED_START, "failed", "interrupted", "no result", "budget", "ok", NOT_RUN)
         return (order.index(last.status) if last.status in order else len(order), entry.name)
     if by == "best":
         figure = last.score if last.score is not None else last.speedup
@@ -175,7 +174,7 @@ def describe(entry: ProblemEntry, width: int = 78) -> Text:
     if last.live is not None:
         text.append(f"\nheld by {last.live.describe()}", style="cyan")
         text.append("\nenter attaches · S stops the whole run", style="dim")
-    elif last.status == KILLED:
+    elif last.died:
         text.append("\nits process ended without finishing · R resumes it", style="yellow")
     if last.message:
         text.append(f"\n{safe_text(last.message)[:300]}", style="red" if last.status == FAILED_START else "dim")
