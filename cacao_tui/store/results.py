@@ -39,7 +39,7 @@ from cacao_tui.store.state import (
     MasterState,
     OriginalBranchEntry,
 )
-from ktt.reference_times import NO_BASELINE, ReferenceTimeError, read_reference_times
+from ktt.reference_times import NO_BASELINE, SPREAD_WARN, ReferenceTime, ReferenceTimeError, read_reference_times
 
 M = TypeVar("M", bound=BaseModel)
 DRY_RUN_BEST = "a dry run times nothing (its kernels were compile-checked); run without --dry-run on a GPU to measure"
@@ -139,14 +139,42 @@ def _tree_order(manifests: list[BranchManifest]) -> list[BranchManifest]:
     return ordered
 
 
-def _reference_time_file(layout: RunLayout, primary: str, notes: list[str]) -> tuple[float | None, str | None]:
-    """(ms, source) of the primary shape from output/reference_time.json (either form), read leniently."""
+def _reference_time(layout: RunLayout, primary: str, notes: list[str]) -> ReferenceTime | None:
+    """The primary shape's entry of output/reference_time.json (either form), read leniently."""
     try:
-        ref = read_reference_times(layout.reference_time, primary).get(primary)
+        return read_reference_times(layout.reference_time, primary).get(primary)
     except ReferenceTimeError as exc:
         notes.append(f"skipped {exc}")
+        return None
+
+
+def _reference_time_file(layout: RunLayout, primary: str, notes: list[str]) -> tuple[float | None, str | None]:
+    """(ms, source) of the primary shape from output/reference_time.json (either form), read leniently."""
+    ref = _reference_time(layout, primary, notes)
+    if ref is None:
         return None, None
     return ref.ms, ref.source if ref.ms is not None or ref.no_baseline else None
+
+
+def reference_calls(r: FinalResults) -> ReferenceTime | None:
+    """The results' reference as reference_time.json measured it (its timed calls), where recorded."""
+    if r.reference_ms is None or not r.reference_samples:
+        return None
+    return ReferenceTime(
+        r.reference_ms, "measured", samples=r.reference_samples, min_ms=r.reference_min_ms, max_ms=r.reference_max_ms
+    )
+
+
+def reference_spread_warning(r: FinalResults) -> str | None:
+    """A warning when the reference's timed calls spread over SPREAD_WARN of their median."""
+    ref = reference_calls(r)
+    spread = ref.spread if ref is not None else None
+    if ref is None or spread is None or spread <= SPREAD_WARN:
+        return None
+    return (
+        f"the reference's {ref.samples} timed calls spread {spread:.0%} (over {SPREAD_WARN:.0%}): every speedup "
+        "shares this denominator; remove output/reference_time.json's value to time it again on a quiet machine"
+    )
 
 
 def _timeline(states: list[IterState], require_score: bool, superseded: set[int]) -> list[IterationPoint]:
@@ -260,7 +288,10 @@ def collect_final_results(layout: RunLayout) -> tuple[FinalResults, list[str]]:
             )
         )
     primary = context.cases[0] if context and context.cases else DEFAULT_SHAPE
-    file_ms, file_source = _reference_time_file(layout, primary, notes)
+    file_ref = _reference_time(layout, primary, notes)
+    file_ms = file_ref.ms if file_ref is not None else None
+    known = file_ref is not None and (file_ref.ms is not None or file_ref.no_baseline)
+    file_source = file_ref.source if file_ref is not None and known else None
     finished = master is None or master.phase == "finished"
     complete = bool(summaries) and finished and all(s.status in TERMINAL_BRANCH for s in summaries)
     results = FinalResults(
@@ -276,6 +307,10 @@ def collect_final_results(layout: RunLayout) -> tuple[FinalResults, list[str]]:
         best=best,
         branches=summaries,
     )
+    used = results.reference_ms
+    if file_ref is not None and file_ref.samples and used is not None and math.isclose(used, file_ref.ms or 0.0):
+        results.reference_samples = file_ref.samples  # the value used is the file's measured median
+        results.reference_min_ms, results.reference_max_ms = file_ref.min_ms, file_ref.max_ms
     return with_original_keys(results, layout), notes
 
 
@@ -399,7 +434,11 @@ def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
         lines.append("best       none: no kernel has a valid result on every case (the score needs them all)")
     else:
         lines.append("best       none: no kernel was validated and timed")
-    lines.append(f"reference  {ref}")
+    calls = reference_calls(r)
+    lines.append(f"reference  {ref}" + (f", {calls.samples_text()}" if calls is not None else ""))
+    spread = reference_spread_warning(r)
+    if spread is not None:
+        lines.append(f"           warning: {spread}")
     if r.tokens or r.cost_usd is not None:
         tokens = ", ".join(f"{k} {v:,}" for k, v in r.tokens.items()) or "-"
         cost = f"${r.cost_usd:.2f}" if r.cost_usd is not None else "-"

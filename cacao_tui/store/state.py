@@ -483,6 +483,11 @@ class FinalResults(_State):
     dry_run: bool = False
     reference_ms: float | None = None
     reference_source: str | None = None
+    # A reference timed by wall clock (output/reference_time.json's provenance): reference_ms is the
+    # median of this many calls, which took min to max ms. None: one value (a seed, CUDA events).
+    reference_samples: int | None = None
+    reference_min_ms: float | None = None
+    reference_max_ms: float | None = None
     cases: list[str] = Field(default_factory=list)  # the problem's extra shapes; scores matter only with them
     best: BestResult | None = None
     branches: list[BranchSummary] = Field(default_factory=list)
