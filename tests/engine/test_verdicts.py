@@ -18,9 +18,11 @@ import pytest
 from cacao_tui.engine.events import BranchStatusChanged, DecisionMade, EventBus
 from cacao_tui.llm import ProviderChoice
 from cacao_tui.llm.factory import build_provider
+from cacao_tui.runs.last_run import last_run
 from cacao_tui.store.atomic import read_model
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import BranchManifest, FinalResults
+from cacao_tui.suite.collect import collect_row
 from tests.engine.conftest import ROOT, make_engine
 from tests.engine.scenario import Scenario
 from tests.pathenv import child_pythonpath
@@ -69,6 +71,14 @@ def test_the_refusing_model_through_the_command_exits_non_zero(mmul_dir: Path, t
     assert "\nrun failed: every step was refused by the model" in done.stdout, done.stdout[-2000:]
     assert "run ok" not in done.stdout and "Traceback" not in done.stderr
     assert final(mmul_dir).run_status == "failed"
+    # --best, the home screen and cacao collect say the same.
+    env = {"PYTHONPATH": child_pythonpath(), "PATH": "/usr/bin:/bin"}
+    best = subprocess.run([sys.executable, "-m", "cacao_tui", "--dir", str(mmul_dir), "--best", "--no-ui"],
+                          capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+    assert "\nrun        failed: every step was refused by the model" in best.stdout, best.stdout
+    home = last_run(mmul_dir)
+    assert home.status == "failed" and (home.message or "").startswith("every step was refused by the model")
+    assert collect_row(mmul_dir).status == "failed (dry run)"
 
 
 def test_a_dry_run_that_compiles_a_kernel_is_ok(mmul_dir: Path) -> None:
@@ -171,7 +181,8 @@ def test_a_dry_run_recording_replayed_with_timing_runs_to_its_end(mmul_dir: Path
     assert sorted(ms) == ["b1-alpha", "b2-beta"]  # no polish branch
     assert any("no polish: the recording holds no call of b1-alpha.polish" in line for line in logs)
     alpha = ms["b1-alpha"]
-    assert alpha.status == "stopped" and alpha.stop_reason == "recording ended: no recorded propose call for iteration 2"
+    assert alpha.status == "stopped"
+    assert alpha.stop_reason == "recording ended: no recorded propose call for iteration 2"
     assert alpha.iterations_done == 2 and alpha.best is not None and alpha.best.iteration == 2
     assert ms["b2-beta"].status == "stopped" and ms["b2-beta"].stop_reason == "enough"
     assert finished.status == "ok" and finished.best_ms is not None
@@ -191,6 +202,6 @@ def test_a_recording_that_ends_before_any_kernel_fails_the_run(mmul_dir: Path, t
     engine = make_engine(mmul_dir, _replay(mmul_dir, short), max_iter=5, max_depth=2, n_strategies=4, dry_run=True)
     finished = asyncio.run(engine.run())
     assert finished.status == "failed", finished
-    assert finished.message is not None and finished.message.startswith("no kernel was written before the recording ended")
+    assert (finished.message or "").startswith("no kernel was written before the recording ended")
     ms = manifests(mmul_dir)
     assert all(m.status == "stopped" and (m.stop_reason or "").startswith("recording ended") for m in ms.values())

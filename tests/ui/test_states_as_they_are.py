@@ -4,15 +4,15 @@ scripted engine's run (tests/ui/scripted_engine.py)."""
 
 from __future__ import annotations
 
-from scripted_engine import T0, run_started
+from scripted_engine import T0, run_started, write_final_results
 from test_screens import text_of
 from textual.widgets import ProgressBar
 from ui_helpers import Run, select, settle, start
 
 from cacao_tui.engine import events as ev
-from cacao_tui.store.atomic import write_model
-from cacao_tui.store.state import IterState, TuneOutcome
-from cacao_tui.ui.app import CacaoApp
+from cacao_tui.store.atomic import read_model, write_model
+from cacao_tui.store.state import FinalResults, IterState, TuneOutcome
+from cacao_tui.ui.app import CacaoApp, ResultsApp
 from cacao_tui.ui.widgets.status_bar import StatusBar
 
 DRY = "dry run: not run on a GPU; 8/8 sampled configurations compiled"
@@ -70,3 +70,19 @@ async def test_the_tree_counts_an_iteration_as_soon_as_it_is_decided(run: Run) -
         assert " tiled 3/5 " in str(tree._branches["tiled"].label)
         await select(pilot, "tiled")
         assert "3/5 iterations" in text_of(app.main_screen.query_one("#selection-header"))
+
+
+async def test_the_results_view_says_the_runs_verdict_and_the_references_calls(run: Run) -> None:
+    write_final_results(run.layout)
+    saved = read_model(run.layout.final_results, FinalResults)
+    write_model(run.layout.final_results, saved.model_copy(update={
+        "run_status": "failed", "run_message": "every step was refused by the model; no kernel was written",
+        "reference_samples": 3, "reference_min_ms": 3.0, "reference_max_ms": 5.2,
+    }))  # fmt: skip
+    app = ResultsApp(run.layout)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        header = " ".join(text_of(app.screen.query_one("#results-header")).split())
+        assert "run failed: every step was refused by the model; no kernel was written" in header
+        assert "median of 3 calls, 3 to 5.2 ms" in header, header
+        assert "warning: the reference's 3 timed calls spread" in header
