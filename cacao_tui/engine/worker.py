@@ -38,8 +38,8 @@ from cacao_tui.engine.events import (
     TuningProgress,
 )
 from cacao_tui.engine.policy import start_iteration
-from cacao_tui.engine.verdict import RECORDING_ENDED
-from cacao_tui.llm import BudgetExceeded, CallKey, LLMError, ReplayMismatch, ReplyUnusable
+from cacao_tui.engine.replay_end import end_at_recording, nothing_recorded
+from cacao_tui.llm import BudgetExceeded, LLMError, ReplayMismatch, ReplyUnusable
 from cacao_tui.nodes.author import AuthorFailed, author
 from cacao_tui.nodes.branch_queries import outcome_line
 from cacao_tui.nodes.context import BranchView, RunDeps, SourceFiles
@@ -406,7 +406,7 @@ class BranchWorker:
                 self.set_status(self.manifest(), "stopped", f"LLM budget reached: {exc}")
                 self.host.note_budget_reached()
             except ReplayMismatch as exc:  # a replay asked for a call its recording does not hold
-                self.recording_ended(exc)
+                end_at_recording(self, exc)
             except (LLMError, EnvironmentFailure) as exc:
                 m = self.manifest()
                 m.error = str(exc)
@@ -430,7 +430,7 @@ class BranchWorker:
                             self.set_status(m, "done", f"iteration budget reached ({m.iterations_done}/{allowance})")
                             return
                         if not self.host.deps.llm.covers(self.name, idx):  # a replay: nothing recorded
-                            self.set_status(m, "stopped", f"{RECORDING_ENDED}: nothing recorded for iteration {idx}")
+                            self.set_status(m, "stopped", nothing_recorded(idx))
                             return
                         refused = self.host.budget.begin_iteration(m, idx, cfg)
                         if refused is not None:
@@ -443,27 +443,6 @@ class BranchWorker:
                     return
             except BranchRedirected:
                 continue
-
-    def recording_ended(self, exc: ReplayMismatch) -> None:
-        """The replay has no call for this step: the iteration in progress ends where the recording
-        does (what it measured is kept; one that wrote no kernel is marked failed), and so does the branch."""
-        key = exc.key if isinstance(exc.key, CallKey) else None
-        reason = f"{RECORDING_ENDED}: no recorded {key.node} call for iteration {key.iteration}" if key else (
-            f"{RECORDING_ENDED}: {exc}"
-        )
-        m = self.manifest()
-        st = self.state(m.current_iteration) if m.current_iteration is not None else None
-        if st is not None and st.decision is None:
-            if st.error is None and (st.author is None or not st.author.ok):
-                st.error = reason
-            st.decision = Decision(action="stop", reason=reason, iteration_summary=self.summary_of(st), automatic=True)
-            self.set_iter_status(st, "decided" if st.error is None else "failed", st.error)
-            self.emit_decision(st)
-            m = self.manifest()
-            m.current_iteration = None
-            m.iterations_done = self.count_done(m)
-        self.set_status(m, "stopped", reason)
-        self.reporter.log(reason, "warning")
 
     def next_index(self, m: BranchManifest) -> int:
         """The number of a new iteration: after every one on disk (a revert keeps them)."""
