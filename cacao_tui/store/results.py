@@ -396,8 +396,9 @@ def _kernel_display(layout: RunLayout, path: str) -> str:
         return str(full)
 
 
-def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
-    """The ``--best`` text: the best result, then one row per branch (the best one starred)."""
+def render_results(loaded: LoadedResults, layout: RunLayout, *, verdict: bool = True) -> str:
+    """The ``--best`` text: the run's verdict, the best result, then one row per branch (the best one
+    starred). ``verdict=False`` leaves the verdict out (the headless run prints it as its last line)."""
     r = loaded.results
     if r is None:
         return f"{layout.problem_dir.name}: no results (output/ holds no run)"
@@ -410,9 +411,9 @@ def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
     if r.dry_run:
         state += ", dry run: kernels were compile-checked, nothing was timed"
     lines = [f"{r.problem_name}: results from {loaded.source} ({state})"]
-    verdict = verdict_text(r)
-    if verdict is not None:
-        lines.append(f"run        {verdict}")
+    said = verdict_text(r) if verdict else None
+    if said is not None:
+        lines.append(f"run        {said}")
     ref = reference_text(r.reference_ms, r.reference_source)
     if r.best is not None:
         b = r.best
