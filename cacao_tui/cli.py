@@ -19,6 +19,7 @@ from pathlib import Path
 
 from cacao_tui.llm.registry import PROVIDER_NAMES
 from cacao_tui.problem import Problem, ProblemError, load_problem
+from cacao_tui.problem.check_warnings import STUB_WHAT, check_warnings, stub_reference
 from cacao_tui.problem.summary import human_bytes, render_check
 from cacao_tui.run_options import UsageError, build_parser, flag_warnings, parse_args, run_request
 from cacao_tui.run_request import RunRequest
@@ -76,6 +77,7 @@ def _check(args: argparse.Namespace) -> int:
         _error(line, "fix the file or move it away (without it, every shape is timed on its first tuning)")
         return EXIT_USAGE
     steps = preflight(problem)
+    problem.warnings.extend(check_warnings(problem, times))  # a stub reference, a widely spread baseline
     print(safe_text(render_check(problem, steps, times), keep_newlines=True))  # names, descriptions: problem files
     n = len(problem.warnings)
     note = f" ({n} warning{'s' if n != 1 else ''})" if n else ""
@@ -165,6 +167,8 @@ def load_engine() -> Callable[[RunRequest], int] | None:
 
 def _run(args: argparse.Namespace) -> int:
     problem: Problem = load_problem(args.dir)
+    if stub_reference(problem):  # before anything is written or any model is asked
+        raise ProblemError(problem.reference.file, "", STUB_WHAT, "--check lists what else it finds")
     if args.verbose:
         for warning in problem.warnings:
             print(f"warning: {warning}", file=sys.stderr)

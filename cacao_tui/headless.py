@@ -212,7 +212,7 @@ class HeadlessRenderer:
                 layout = RunLayout(Path(e.final_results).parent.parent)
                 loaded = load_results(layout)
                 if loaded.results is not None and loaded.results.branches:
-                    lines += ["", render_results(loaded, layout)]
+                    lines += ["", render_results(loaded, layout, verdict=False)]  # the verdict is the last line
             lines.append("")
             lines.append(
                 f"run {e.status}"

@@ -50,6 +50,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from ktt.compile_cache import cache_key, compile_cached, effective_request
+from ktt.cpu_quiet import HeavyHold
 from ktt.nvrtc import (
     CompileDiagnostic,
     CompileOutput,
@@ -62,6 +63,7 @@ from ktt.procs import arm_parent_death_signal, pid_alive
 
 SHUTDOWN_GRACE_S = 0.5
 WATCH_S = 0.5
+HELD_BACK_POLL_S = 0.1  # jobs held back while a CPU reference is timed: how often to look again
 KILL_GRACE_S = 1.0  # past its time limit, a compile gets this long to report its own timeout
 # The address space a compile worker may map (RLIMIT_AS). A worker maps about 1.5 GiB before
 # it compiles anything (Python, cuda.core, NVRTC and its 1 GiB PCH heap, reserved in the
@@ -328,6 +330,7 @@ class CompilePool:
         self._started = threading.Event()
         self._err_dir: str | None = None  # the workers' captured stderr files
         self._spawned = itertools.count()
+        self._cpu = HeavyHold()  # held while a job is in flight: no CPU reference is timed meanwhile (ktt.cpu_quiet)
         if self.workers > 0:
             if base != tempfile.gettempdir():  # not cleaned just above
                 remove_stale_dirs(tempfile.gettempdir())
@@ -564,7 +567,9 @@ class CompilePool:
                         return
                     idle = [w for w in self._pool if w.job is None and not w.retiring]
                     starts: list[tuple[_Worker, _Job]] = []
-                    for w in idle:
+                    # While a CPU reference is timed (ktt.cpu_quiet), no job starts: asked again below.
+                    held_back = bool(idle and self._heap) and not self._cpu.take()
+                    for w in idle if not held_back else []:
                         job = self._next_job()
                         if job is None:
                             break
@@ -580,8 +585,10 @@ class CompilePool:
                         w.job = None
                         self._requeue_or_fail(job, w)
                 busy = [w for w in pool if w.job is not None]
+                if not busy:
+                    self._cpu.release()  # nothing in flight: a timing may take the machine
                 now = time.monotonic()
-                timeout = min((w.deadline - now for w in busy), default=1.0)
+                timeout = min((w.deadline - now for w in busy), default=HELD_BACK_POLL_S if held_back else 1.0)
                 ready = wait([self._wake_r, *(w.conn for w in pool), *(w.process.sentinel for w in pool)],
                              max(0.0, min(timeout, 1.0)))  # fmt: skip
                 if self._wake_r in ready:
@@ -601,6 +608,8 @@ class CompilePool:
                 jobs, self._heap = self._heap, []
             for job in jobs:
                 self._finish(job, exc=RuntimeError(f"the compile pool failed: {exc}"))
+        finally:
+            self._cpu.release()
 
     def _collect(self, w: _Worker) -> None:
         try:

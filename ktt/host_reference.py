@@ -23,8 +23,16 @@ cupy device arrays, or imports torch and has ``prepare_input``) is timed with CU
 around the reference call alone, ``prepare_input`` untimed: 5 warm-up calls, then 5 single
 timed calls, the minimum (the original's torch timer does the same). Without
 ``prepare_input`` or without a CUDA device it falls back to wall clock, with a warning.
-cpu_c and numpy references are timed by wall clock around the call (median of a few calls
-when a call is quick). Prints one JSON line: {"shape", "ms", "method", "warning"}.
+cpu_c and numpy references are timed by wall clock around the call, after the call that
+produced the outputs: at least ``MIN_SAMPLES`` calls (more, up to ``MAX_REPEATS``, while they add
+up to less than ``QUICK_S``), each on fresh copies of the inputs; the median is the time, and the
+fastest, the slowest and the count are reported with it. For a reference slower than ``QUICK_S``,
+a spread ((slowest - fastest) / median) over ``SPREAD_WARN`` is a warning that names the reference
+and the figures. While the calls are
+timed no CPU-heavy job of ktt runs on the machine (``ktt.cpu_quiet``: compile pools hold back,
+other references wait); building a reference and computing its outputs count as such jobs
+themselves. Prints one JSON line: {"shape", "ms", "method", "warning", "samples", "min_ms",
+"max_ms"}.
 """
 
 from __future__ import annotations
@@ -43,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from ktt import half_types
+from ktt import cpu_quiet, half_types
 from ktt.capped_read import (
     MAX_SOURCE_BYTES,
     ReadRefused,
@@ -56,9 +64,11 @@ from ktt.inputs import make_inputs
 from ktt.problem import load_problem
 from ktt.problem.model import Problem, Shape
 from ktt.procs import exit_when_parent_dies
+from ktt.reference_times import SPREAD_WARN  # (slowest - fastest) / median above it: a warning
 from ktt.workdir import WorkDir
 
-QUICK_S = 0.25  # a CPU reference faster than this is timed over a few calls
+QUICK_S = 0.25  # wall-clock samples are added while they sum to less than this (a quick reference)
+MIN_SAMPLES = 3  # every wall-clock reference, however slow, is timed over at least this many calls
 MAX_REPEATS = 5
 EVENT_WARMUP = 5
 EVENT_REPEATS = 5
@@ -74,9 +84,26 @@ class ReferenceFailure(Exception):
 
 @dataclass(frozen=True)
 class Timing:
-    ms: float
+    ms: float  # the median of the samples
     method: str
     warning: str | None = None
+    samples: int = 1
+    min_ms: float | None = None
+    max_ms: float | None = None
+
+
+def spread_warning(name: str, samples: int, min_ms: float, max_ms: float, median_ms: float) -> str | None:
+    """The warning for a reference slower than QUICK_S whose samples spread over SPREAD_WARN of their
+    median (None otherwise: a quick reference's calls scatter by microseconds; its median of more
+    calls is the figure)."""
+    spread = (max_ms - min_ms) / median_ms if median_ms > 0 else 0.0
+    if spread <= SPREAD_WARN or median_ms < QUICK_S * 1e3:
+        return None
+    return (
+        f"{name}: its {samples} timed calls took {min_ms:.4g} to {max_ms:.4g} ms, a {spread:.0%} spread "
+        f"(over {SPREAD_WARN:.0%}): other work on the machine or a varying clock; the speedups use their "
+        f"median, {median_ms:.4g} ms"
+    )
 
 
 def _reference_source(problem: Problem) -> str:
@@ -243,22 +270,43 @@ def _takes_target(fn: Callable[..., Any]) -> bool:
         return False
 
 
-def _wall_clock(call: Callable[[], Any], first_s: float | None, sync: Callable[[], None] | None = None) -> float:
-    """Median seconds of a few calls when the reference is quick; the single call otherwise."""
-    samples = [first_s] if first_s is not None else []
-
-    def once() -> float:
+def _wall_clock_samples(
+    call: Callable[[Any], Any], prepare: Callable[[], Any], sync: Callable[[], None] | None = None
+) -> list[float]:
+    """Seconds of MIN_SAMPLES calls, and more while a quick reference's calls add up to under QUICK_S.
+    ``prepare()`` makes each call's arguments (fresh copies of the inputs) before its clock starts."""
+    samples: list[float] = []
+    while len(samples) < MIN_SAMPLES or (sum(samples) < QUICK_S and len(samples) < MAX_REPEATS):
+        args = prepare()
         start = time.perf_counter()
-        call()
+        call(args)
         if sync is not None:
             sync()
-        return time.perf_counter() - start
+        samples.append(time.perf_counter() - start)
+    return samples
 
-    if not samples:
-        samples.append(once())
-    while sum(samples) < QUICK_S and len(samples) < MAX_REPEATS:
-        samples.append(once())
-    return statistics.median(samples)
+
+def wall_clock_timing(
+    name: str,
+    call: Callable[[Any], Any],
+    prepare: Callable[[], Any],
+    sync: Callable[[], None] | None = None,
+    warning: str | None = None,
+) -> Timing:
+    """The median of wall-clock samples taken while no CPU-heavy job of ktt runs (ktt.cpu_quiet),
+    with the fastest, the slowest and the count; warnings: ``warning``, a wide spread, a machine that
+    did not become quiet."""
+    with cpu_quiet.quiet() as was_quiet:
+        samples = [s * 1e3 for s in _wall_clock_samples(call, prepare, sync)]
+    median, low, high = statistics.median(samples), min(samples), max(samples)
+    notes = [warning] if warning else []
+    if not was_quiet:
+        notes.append(f"{name}: timed while other CPU work may have run (the machine was not quiet within "
+                     f"{cpu_quiet.QUIET_WAIT_S:g} s)")  # fmt: skip
+    spread = spread_warning(name, len(samples), low, high, median)
+    if spread is not None:
+        notes.append(spread)
+    return Timing(median, WALL_CLOCK, "; ".join(notes) or None, len(samples), low, high)
 
 
 def _event_timing(framework: str, call: Callable[[], Any]) -> float:
@@ -312,26 +360,30 @@ def _cuda_available(framework: str) -> bool:
         return False
 
 
-def time_python(
-    ref: PythonReference, shape: Shape, inputs: dict[str, np.ndarray], first_result: Any, first_s: float | None
-) -> Timing:
-    """How long the reference's own computation takes, by the best method its framework allows."""
+def time_python(ref: PythonReference, shape: Shape, inputs: dict[str, np.ndarray], first_result: Any) -> Timing:
+    """How long the reference's own computation takes, by the best method its framework allows.
+    Every wall-clock call gets fresh copies of the inputs, made before its clock starts."""
     framework = _framework_of(first_result) or ("torch" if ref.uses_torch and ref.prepare is not None else None)
     target = ref.timed_target()
-    if framework is None:
-        args = ref.arguments(shape, inputs)
-        return Timing(_wall_clock(lambda: ref.call(args, target), first_s) * 1e3, WALL_CLOCK)
     name = ref.problem.reference.file.name
+
+    def call(args: tuple[Any, ...]) -> Any:
+        return ref.call(args, target)
+
+    def fresh() -> tuple[Any, ...]:
+        return ref.arguments(shape, inputs)
+
+    if framework is None:
+        return wall_clock_timing(name, call, fresh)
     if not _cuda_available(framework):
-        args = ref.arguments(shape, inputs)
-        ms = _wall_clock(lambda: ref.call(args, target), first_s) * 1e3
-        return Timing(ms, WALL_CLOCK, f"{name}: {framework} has no CUDA device here; the reference ran on the CPU, "
-                      "timed by wall clock")  # fmt: skip
-    if ref.prepare is None:
-        sync = _sync_of(framework)
-        ms = _wall_clock(lambda: ref.call(ref.arguments(shape, inputs), target), None, sync) * 1e3
-        return Timing(ms, WALL_CLOCK, f"{name}: a {framework} reference without prepare_input is timed by wall "
-                      "clock, host-to-device copies included; define prepare_input for CUDA-event timing")  # fmt: skip
+        return wall_clock_timing(name, call, fresh, warning=f"{name}: {framework} has no CUDA device here; the "
+                                 "reference ran on the CPU, timed by wall clock")  # fmt: skip
+    if ref.prepare is None:  # the copies to the device are part of the call: arguments made inside it
+        return wall_clock_timing(
+            name, lambda _: ref.call(fresh(), target), lambda: None, _sync_of(framework),
+            warning=f"{name}: a {framework} reference without prepare_input is timed by wall clock, host-to-device "
+            "copies included; define prepare_input for CUDA-event timing",
+        )  # fmt: skip
     args = ref.arguments(shape, inputs)
     ms = _event_timing(framework, lambda: ref.call(args, target))
     return Timing(ms, CUDA_EVENTS.format(fw=framework, n=EVENT_REPEATS, w=EVENT_WARMUP))
@@ -347,43 +399,54 @@ def _sync_of(framework: str) -> Callable[[], None]:
     return cupy.cuda.Device().synchronize
 
 
-def run_cpu(problem: Problem, fn: Any, inputs: dict[str, np.ndarray]) -> tuple[dict, float]:
-    """(validated outputs, seconds of the call) of the cpu_c reference on fresh copies of one input set."""
-    arrays = {k: np.ascontiguousarray(v.copy()) for k, v in inputs.items()}
-    start = time.perf_counter()
+def _cpu_arrays(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {k: np.ascontiguousarray(v.copy()) for k, v in inputs.items()}
+
+
+def _call_cpu(problem: Problem, fn: Any, arrays: dict[str, np.ndarray]) -> None:
     fn(*[arrays[b.name].ctypes.data for b in problem.buffers])
-    seconds = time.perf_counter() - start
-    return {b.name: arrays[b.name] for b in problem.validated}, seconds
+
+
+def run_cpu(problem: Problem, fn: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The validated outputs of the cpu_c reference, called on fresh copies of one input set."""
+    arrays = _cpu_arrays(inputs)
+    _call_cpu(problem, fn, arrays)
+    return {b.name: arrays[b.name] for b in problem.validated}
 
 
 def produce(
     problem: Problem, shape: Shape, sets: list[int], seed: int, work: WorkDir, want_time: bool
 ) -> Timing | None:
-    """Write each set's reference outputs under the work dir; with ``want_time``, time set 0."""
-    python = PythonReference(problem) if problem.reference.type == "python" else None
-    cpu_fn = _cpu_function(problem, shape, work) if python is None else None
-    timing: Timing | None = None
-    order = sorted(set(sets) | ({0} if want_time else set()))
-    for set_index in order:
-        inputs = make_inputs(problem, shape, set_index, seed, work.root)
-        if python is not None:
-            start = time.perf_counter()
-            outputs, first = python.outputs(shape, inputs)
-            seconds = time.perf_counter() - start
-            if want_time and set_index == 0:
-                single = seconds if not python.targeted or len(problem.validated) == 1 else None
-                timing = time_python(python, shape, inputs, first, single)
-        else:
-            outputs, seconds = run_cpu(problem, cpu_fn, inputs)
-            if want_time and set_index == 0:
-                ms = _wall_clock(lambda arrays=inputs: run_cpu(problem, cpu_fn, arrays), seconds) * 1e3
-                timing = Timing(ms, WALL_CLOCK)
-        if set_index in sets:
-            d = work.reference_dir(shape.name, set_index)
-            d.mkdir(parents=True, exist_ok=True)
-            for name, arr in outputs.items():
-                np.save(d / f"{name}.npy", arr)
-    return timing
+    """Write each set's reference outputs under the work dir; with ``want_time``, time set 0.
+
+    Building the reference and computing its outputs are CPU-heavy work (``cpu_quiet.heavy``:
+    they wait while another reference is timed); the timing itself is taken on a quiet machine."""
+    first: tuple[dict[str, np.ndarray], Any] | None = None  # set 0's inputs and raw result, for the timing
+    with cpu_quiet.heavy():
+        python = PythonReference(problem) if problem.reference.type == "python" else None
+        cpu_fn = _cpu_function(problem, shape, work) if python is None else None
+        for set_index in sorted(set(sets) | ({0} if want_time else set())):
+            inputs = make_inputs(problem, shape, set_index, seed, work.root)
+            raw: Any = None
+            if python is not None:
+                outputs, raw = python.outputs(shape, inputs)
+            else:
+                outputs = run_cpu(problem, cpu_fn, inputs)
+            if set_index == 0:
+                first = (inputs, raw)
+            if set_index in sets:
+                d = work.reference_dir(shape.name, set_index)
+                d.mkdir(parents=True, exist_ok=True)
+                for name, arr in outputs.items():
+                    np.save(d / f"{name}.npy", arr)
+    if not want_time or first is None:
+        return None
+    inputs, raw = first
+    if python is not None:
+        return time_python(python, shape, inputs, raw)
+    return wall_clock_timing(
+        problem.reference.file.name, lambda arrays: _call_cpu(problem, cpu_fn, arrays), lambda: _cpu_arrays(inputs)
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -408,7 +471,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     line = {"shape": shape.name, "ms": None, "method": None, "warning": None}
     if timing is not None:
-        line.update(ms=timing.ms, method=timing.method, warning=timing.warning)
+        line.update(ms=timing.ms, method=timing.method, warning=timing.warning, samples=timing.samples,
+                    min_ms=timing.min_ms, max_ms=timing.max_ms)  # fmt: skip
     print(json.dumps(line), flush=True)
     return 0
 

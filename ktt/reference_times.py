@@ -16,8 +16,10 @@ Provenance is kept per value under ``provenance``, a key the original ignores, m
 layout of the values (``{"reference_time_us": {...}, "cases": {"t100": {...}}}``): a value ktt
 measured records ``source: measured``, the device, the date and the method. A value without
 such a record was not measured by ktt (written by hand, or carried from elsewhere): it is a
-seed. A seed (and a null) is never overwritten nor relabelled; only missing values are
-measured and filled in, in the file's own form and unit, so the original can still read the file.
+seed. A value timed by wall clock (a cpu_c or CPU python reference) also records ``samples``,
+``min_ms`` and ``max_ms``: it is the median of that many calls, which took that range. A seed
+(and a null) is never overwritten nor relabelled; only missing values are measured and filled
+in, in the file's own form and unit, so the original can still read the file.
 
 A file that cannot be read or does not have this shape is an error that names the file and
 the field (``ReferenceTimeError``); it is never silently replaced.
@@ -46,6 +48,7 @@ LEGACY_KEY = "ms"
 Form = Literal["original", "legacy"]
 Source = Literal["measured", "seeded", "no baseline"]
 NO_BASELINE: Source = "no baseline"  # the source of an explicit null: the shape has no baseline
+SPREAD_WARN = 0.10  # a measured value whose timed calls spread more than this is warned about (ktt.host_reference)
 
 
 class ReferenceTimeError(Exception):
@@ -62,6 +65,25 @@ class ReferenceTime:
     device: str | None = None
     measured_at: str | None = None
     method: str | None = None
+    samples: int | None = None  # how many timed calls the value is the median of (measured by ktt)
+    min_ms: float | None = None  # the fastest and the slowest of them
+    max_ms: float | None = None
+
+    @property
+    def spread(self) -> float | None:
+        """(slowest - fastest) / median of the timed calls, where they were recorded."""
+        if self.ms is None or self.ms <= 0 or self.min_ms is None or self.max_ms is None:
+            return None
+        return (self.max_ms - self.min_ms) / self.ms
+
+    def samples_text(self) -> str:
+        """'median of 3 calls, 3,700 to 3,900 ms (5.4 % spread)', or '' where not recorded."""
+        if not self.samples or self.min_ms is None or self.max_ms is None:
+            return ""
+        spread = self.spread
+        over = f" (over {SPREAD_WARN:.0%})" if spread is not None and spread > SPREAD_WARN else ""
+        how = f", {spread:.1%} spread{over}" if spread is not None else ""
+        return f"median of {self.samples} calls, {self.min_ms:.4g} to {self.max_ms:.4g} ms{how}"
 
     @property
     def no_baseline(self) -> bool:
@@ -78,7 +100,8 @@ class ReferenceTime:
         if self.ms is None:
             return "to be measured on the first tuning (then recorded here)"
         where = f" ({self.device})" if self.source == "measured" and self.device else ""
-        return f"{self.source} {self.ms:.4g} ms{where}"
+        calls = self.samples_text()
+        return f"{self.source} {self.ms:.4g} ms{where}" + (f", {calls}" if calls else "")
 
 
 @dataclass(frozen=True)
@@ -89,15 +112,21 @@ class Measurement:
     device: str | None
     method: str
     reference_type: str
+    samples: int | None = None  # the timed calls ``ms`` is the median of, and their range
+    min_ms: float | None = None
+    max_ms: float | None = None
 
     def provenance(self) -> dict[str, Any]:
-        return {
+        record: dict[str, Any] = {
             "source": "measured",
             "device": self.device,
             "measured_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "method": self.method,
             "reference_type": self.reference_type,
         }
+        if self.samples is not None:
+            record.update(samples=self.samples, min_ms=self.min_ms, max_ms=self.max_ms)
+        return record
 
 
 @dataclass
@@ -138,12 +167,16 @@ class ReferenceTimes:
             return ReferenceTime(None, NO_BASELINE if named else None)
         ms = float(value) * self.scale
         if isinstance(record, dict) and record.get("source") == "measured":
+            samples = finite_number(record.get("samples"))
             return ReferenceTime(
                 ms,
                 "measured",
                 _text(record.get("device")),
                 _text(record.get("measured_at")),
                 _text(record.get("method")),
+                int(samples) if samples is not None and 1 <= samples < 1e9 else None,
+                _positive(record.get("min_ms")),
+                _positive(record.get("max_ms")),
             )
         if self.form == "legacy" and not isinstance(record, dict) and self.raw.get("source") == "measured":
             # ktt's earlier form: one file-level record for every value in it.
@@ -153,6 +186,11 @@ class ReferenceTimes:
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _positive(value: Any) -> float | None:
+    number = finite_number(value)
+    return number if number is not None and number > 0 else None
 
 
 def _check_value(path: Path, field: str, value: Any, unit: str) -> None:

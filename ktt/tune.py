@@ -329,7 +329,8 @@ class Tuner:
                 self.warnings.append(f"{shape.name}: {info['warning']}" if self.multi else info["warning"])
                 self.log(f"reference timing{self.label(shape)}: {info['warning']}", "warning")
             if need_time and info.get("ms") is not None:
-                self._measured(shape, float(info["ms"]), str(info.get("method") or "wall clock"))
+                calls = _calls(info)
+                self._measured(shape, float(info["ms"]), str(info.get("method") or "wall clock"), calls)
 
     def _run_host_reference(self, shape: Shape, outputs: bool, time_it: bool) -> dict[str, Any]:
         """ktt.host_reference for one shape in its own process: every input set's outputs (``outputs``)
@@ -353,10 +354,14 @@ class Tuner:
     def _sets_arg(self) -> str:
         return ",".join(str(s) for s in self.problem.set_indices)
 
-    def _measured(self, shape: Shape, ms: float, method: str) -> None:
-        """A fresh measurement: used for this run and recorded where reference_time.json has no value."""
+    def _measured(
+        self, shape: Shape, ms: float, method: str, calls: tuple[int, float, float] | None = None
+    ) -> None:
+        """A fresh measurement: used for this run and recorded where reference_time.json has no value.
+        ``calls``: (samples, fastest ms, slowest ms) of a wall-clock timing, for its provenance."""
         self.references[shape.name] = CaseReference(ms, "measured", method)
-        measurement = Measurement(ms, self.device_name, method, self.problem.reference.type)
+        samples, low, high = calls if calls is not None else (None, None, None)
+        measurement = Measurement(ms, self.device_name, method, self.problem.reference.type, samples, low, high)
         try:
             self.ref_times = record_measurements(
                 self.reference_file, self.problem.primary.name, {shape.name: measurement}
@@ -371,7 +376,8 @@ class Tuner:
         kept = self.ref_times.get(shape.name)
         if kept.ms is not None and kept.source != "measured":  # someone seeded it meanwhile: the seed wins
             self.references[shape.name] = CaseReference(kept.ms, kept.source, kept.method)
-        self.log(f"reference time{self.label(shape)}: {ms:.4g} ms ({method})")
+        counted = f", median of {calls[0]} calls, {calls[1]:.4g} to {calls[2]:.4g} ms" if calls else ""
+        self.log(f"reference time{self.label(shape)}: {ms:.4g} ms ({method}{counted})")
 
     def _no_baseline(self, shape: Shape, known: ReferenceTime) -> None:
         """A null in reference_time.json: this shape is never timed and has no speedup (the original's rule)."""
@@ -716,3 +722,12 @@ def tune(opts: TuneOptions, emit: Emit) -> int:
 
 
 __all__ = ["TuneError", "TuneOptions", "tune"]
+
+
+def _calls(info: dict[str, Any]) -> tuple[int, float, float] | None:
+    """(samples, fastest ms, slowest ms) from ktt.host_reference's line, where it gives them."""
+    try:
+        samples, low, high = int(info["samples"]), float(info["min_ms"]), float(info["max_ms"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return (samples, low, high) if samples >= 1 and 0 < low <= high else None

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check: run on a CUDA machine (the device tool runs it from the repository root).
 #
-#   scripts/gpu-check.sh [all|engine|tests|tests-ktt|tests-app|bench|probe]      (default: all)
+#   scripts/gpu-check.sh [all|engine|tests|tests-ktt|tests-app|bench|probe|refspread|replay-dry]
+#                                                                                (default: all)
 #
 # 1. installs the wheels carried in .whl/ into /tmp/site (pydantic, kernel_tuner, ...) and runs
 #    with PYTHONPATH=/tmp/site:. (the project itself is not pip-installed there);
@@ -52,6 +53,25 @@ note "smoke tune: exit $? $(tail -1 "$OUT/smoke.log" | cut -c1-300)"
 cp "$OUT"/smoke/work/logs/worker.log "$OUT/smoke_worker.log" 2>/dev/null
 
 if [ "$WHAT" = probe ]; then cat "$summary"; exit 0; fi
+
+# Issue 30, each in a device call of its own (not part of `all`):
+# refspread: five `ktt tune` runs of a slow C reference (bench/reference_spread.py, ~3-5 min):
+#   their five denominators and how far apart they are (the goal: within 10 %).
+# replay-dry: a recording made in a dry run, replayed on the GPU (~3-6 min): it runs to the end
+#   of what it recorded and ends `run ok`, no branch failed, no polish branch.
+if [ "$WHAT" = refspread ]; then
+  start=$(date +%s)
+  timeout "${REFSPREAD_TIMEOUT:-560}" "$PY" bench/reference_spread.py --out "$OUT/refspread" ${REFSPREAD_ARGS:-} \
+    > "$OUT/refspread.log" 2>&1
+  note "reference spread benchmark: exit $? in $(( $(date +%s) - start )) s"
+  sed -n '/^reference: /,$p' "$OUT/refspread.log" | tee -a "$summary"
+fi
+if [ "$WHAT" = replay-dry ]; then
+  start=$(date +%s)
+  KTT_GPU_TEST_OUT="$OUT/artifacts" timeout "${TESTS_TIMEOUT:-560}" "$PY" -m pytest -m gpu -p no:cacheprovider -q -rs \
+    tests/engine/test_replay_recording_end.py > "$OUT/pytest_replay_dry.log" 2>&1
+  note "dry-run recording replayed on the GPU: exit $? in $(( $(date +%s) - start )) s: $(tail -1 "$OUT/pytest_replay_dry.log")"
+fi
 
 # ---- the engine end to end: the mmul demo session replayed WITHOUT --dry-run ----------------------
 # Every kernel of the session is compiled, validated and tuned by ktt on this GPU and profiled with

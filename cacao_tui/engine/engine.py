@@ -31,6 +31,7 @@ from cacao_tui.engine.runlog import RunLog
 from cacao_tui.engine.split_run import gpu_steps_done, tell_gpu_results, waiting_branches
 from cacao_tui.engine.steering import Steering
 from cacao_tui.engine.totals import restore_totals
+from cacao_tui.engine.verdict import BranchRecord, Verdict, run_verdict
 from cacao_tui.engine.worker import BranchWorker, child_name
 from cacao_tui.ktt_client import TunerError
 from cacao_tui.llm import BudgetExceeded, LLMError
@@ -183,7 +184,10 @@ class Engine:
                 return self.end_phase()
             except (LLMError, RuntimeError) as exc:
                 master.finish(False, str(exc))
-                return self.finish("budget" if isinstance(exc, BudgetExceeded) else "failed", f"master: {exc}")
+                why = f"the LLM budget was spent before any kernel was timed (master: {exc})" if isinstance(
+                    exc, BudgetExceeded
+                ) else f"master: {exc}"
+                return self.finish("failed", why, complete=False)
             await self.steering.apply_deletes()  # queued between runs: before any branch starts
             self.index_tuned()
             for name in self.layout.branch_names():
@@ -201,32 +205,15 @@ class Engine:
             raise
         if self._stopping:
             return self.finish("interrupted", "stopped; continue with --resume")
-        if failed is not None:
-            return self.finish("failed", failed)
+        if failed is not None:  # a failed --gpu-submit: the run can be continued
+            return self.finish("failed", failed, complete=False)
         if deps.phase is not None and (self.waiting() or self.polish_due()):
             return self.end_phase()
         master.finish(True)
         if deps.phase is not None:
             write_phase_state(self.layout, PhaseState(phase=deps.phase))  # nothing waits: the run has ended
-        status = "budget" if self.budget_reached else ("ok" if self.best else "no_result")
-        if self.deps.settings.dry_run and status == "no_result":
-            # Nothing is timed in a dry run; it succeeded if some branch got through its iterations.
-            finished = [self.manifest(n).status for n in self.layout.branch_names()]
-            status = "ok" if any(s in ("done", "stopped") for s in finished) else "no_result"
-        message = None
-        if status == "no_result":
-            failed = [self.manifest(n) for n in self.layout.branch_names()]
-            errors = sorted({m.error for m in failed if m.error})
-            message = (
-                errors[0]
-                if len(errors) == 1
-                else (
-                    "no valid kernel was found"
-                    if not errors
-                    else f"no valid kernel; {len(errors)} distinct branch errors"
-                )
-            )
-        return self.finish(status, message)
+        verdict = self.verdict()
+        return self.finish(verdict.status, verdict.message)
 
     async def run_branches(self) -> str | None:
         """Wait for every branch, then the polish iteration. With --gpu-submit, whenever every
@@ -287,8 +274,26 @@ class Engine:
             self.deps._brief = None  # the brief shows the device table from now on
         self.recompute_best()
 
-    def finish(self, status: str, message: str | None) -> RunFinished:
-        final = write_final_results(self.deps, complete=status in ("ok", "no_result", "budget"))
+    def verdict(self) -> Verdict:
+        """How the run ended, from what it produced (engine/verdict.py)."""
+        branches = []
+        for name in self.layout.branch_names():
+            files = self.files.branch(name)
+            states = [st for i in files.indices() if (st := files.state(i)) is not None]
+            branches.append(BranchRecord(files.manifest(), states))
+        return run_verdict(
+            branches,
+            best=self.best,
+            dry_run=self.deps.settings.dry_run,
+            budget_reached=self.budget_reached,
+            with_cases=self.deps.problem.declared_cases,
+            replayed=self.deps.llm.replay_progress(),
+        )
+
+    def finish(self, status: str, message: str | None, *, complete: bool | None = None) -> RunFinished:
+        """The run's end: final_results.json (with the verdict) and the RunFinished event."""
+        done = status not in ("interrupted", "waiting") if complete is None else complete
+        final = write_final_results(self.deps, complete=done, status=status, message=message)
         best = final.best
         event = RunFinished(
             status=status,  # type: ignore[arg-type]
@@ -453,6 +458,9 @@ class Engine:
         max_iter, total, used = budget
         names = []
         for k, s in enumerate(subs, start=1):
+            if not self.deps.llm.covers(child_name(parent.name, k, s), 1):  # a replay: its recording has none
+                self.bus.log(f"not creating {child_name(parent.name, k, s)}: the recording holds none of its calls")
+                continue
             name = self.create_branch(
                 child_name(parent.name, k, s),
                 s,
@@ -511,12 +519,20 @@ class Engine:
         if any(not t.done() for t in self.tasks.values()) or self.waiting() or self.master_waits is not None:
             return False
         best = self.best
-        return best is not None and self.pool.left() >= 1 and self.layout.branch(best.branch).manifest.exists()
+        return (
+            best is not None
+            and self.pool.left() >= 1
+            and self.layout.branch(best.branch).manifest.exists()
+            and self.deps.llm.covers(f"{best.branch}.polish", 1)  # a replay whose recording has no polish: none
+        )
 
     def start_polish(self) -> bool:
         """Every branch has finished: one polish iteration on the run's best kernel, as a branch
         of its own below the best one, when the pool has an iteration left (once per run)."""
         if not self.polish_due():
+            best = self.best
+            if best is not None and not self._stopping and not self.deps.llm.covers(f"{best.branch}.polish", 1):
+                self.bus.log(f"no polish: the recording holds no call of {best.branch}.polish")
             return False
         best = self.best
         assert best is not None

@@ -224,8 +224,9 @@ class NewBest(_Event):
 
 class RunFinished(_Event):
     type: Literal["run_finished"] = "run_finished"
-    # waiting: a split run's phase ended with work for the other phase (--phase; the message says
-    # what waits and the command that continues it)
+    # engine/verdict.py; no_result: written by earlier versions (now: failed, with why); waiting: a
+    # split run's phase ended with work for the other phase (--phase; the message says what waits and
+    # the command that continues it)
     status: Literal["ok", "no_result", "failed", "interrupted", "budget", "waiting"]
     message: str | None = None
     final_results: str | None = None

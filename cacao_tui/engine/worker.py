@@ -15,8 +15,9 @@ id in branch.json in the same write as its effect (so a command counts exactly o
 """
 
 from cacao_tui.engine.iteration_steps import IterationSteps
+from cacao_tui.engine.replay_end import end_at_recording, nothing_recorded
 from cacao_tui.engine.worker_core import BranchKilled, BranchRedirected, WorkerHost
-from cacao_tui.llm import BudgetExceeded, LLMError
+from cacao_tui.llm import BudgetExceeded, LLMError, ReplayMismatch
 from cacao_tui.nodes.run import EnvironmentFailure
 from cacao_tui.store.phases import WHAT, WaitsForPhase
 from cacao_tui.store.state import TERMINAL_BRANCH, BranchManifest, IterState, Strategy
@@ -56,6 +57,8 @@ class BranchWorker(IterationSteps):
             except BudgetExceeded as exc:
                 self.set_status(self.manifest(), "stopped", f"LLM budget reached: {exc}")
                 self.host.note_budget_reached()
+            except ReplayMismatch as exc:  # a replay asked for a call its recording does not hold
+                end_at_recording(self, exc)
             except (LLMError, EnvironmentFailure) as exc:
                 m = self.manifest()
                 m.error = str(exc)
@@ -79,6 +82,9 @@ class BranchWorker(IterationSteps):
                             self.set_status(m, "done", f"iteration budget reached ({m.iterations_done}/{allowance})")
                             return
                         self.needs("llm")  # a new iteration begins with the model's steps
+                        if not self.host.deps.llm.covers(self.name, idx):  # a replay: nothing recorded
+                            self.set_status(m, "stopped", nothing_recorded(idx))
+                            return
                         refused = self.host.budget.begin_iteration(m, idx, cfg)
                         if refused is not None:
                             self.set_status(m, "done", refused)
@@ -101,10 +107,13 @@ class BranchWorker(IterationSteps):
             m.pending_decision = None
         if m.base_iteration is not None and st.index > m.base_iteration:
             m.base_iteration = None
+        counted = m.iterations_done
         m.iterations_done = self.count_done(m)
         if st.run is not None:
             self.note_best(m, st)
         self.save(m)
+        if m.iterations_done != counted:  # the tree, headers and status bar count decided iterations as they come
+            self._announce_status(m)
         if d.action == "stop":
             # Stopped by the budget, the branch is done; by the model or the user, stopped.
             self.set_status(m, "done" if d.automatic and d.override_id is None else "stopped", d.reason)
@@ -117,7 +126,7 @@ class BranchWorker(IterationSteps):
                 return False
             children = self.host.create_children(m, st.index, d.sub_strategies)
             if not children:
-                self.reporter.log("cannot branch (the path budget is used up); continuing instead", "warning")
+                self.reporter.log("cannot branch (no sub-branch could be created); continuing instead", "warning")
                 return False
             m = self.manifest()
             m.children = list(dict.fromkeys([*m.children, *children]))

@@ -8,7 +8,12 @@ class LLMError(Exception):
 
 
 class ReplayMismatch(LLMError):
-    """A replayed run asked for a call the recording does not hold."""
+    """A replayed run asked for a call the recording does not hold: for the branch asking, the
+    recording has ended. ``key`` is the call's (branch, iteration, node, index), when known."""
+
+    def __init__(self, message: str, *, key: object = None) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 class BudgetExceeded(LLMError):

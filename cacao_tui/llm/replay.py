@@ -54,6 +54,7 @@ class ReplayProvider:
     def __init__(self, source: Path, *, model: str | None = None) -> None:
         self.source = Path(source)
         self._entries = load_replay_source(self.source)
+        self._served: set[CallKey] = set()
         first = next(iter(self._entries.values()))
         recorded_model = first.response.model if first.response is not None else ""
         self.model = model or recorded_model or "replay"
@@ -61,12 +62,23 @@ class ReplayProvider:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def covers(self, branch: str | None, iteration: int | None) -> bool:
+        """Whether the recording holds any call of this branch's iteration (a replay that asks for
+        one it does not hold has outrun its recording there)."""
+        return any(k.branch == branch and k.iteration == iteration for k in self._entries)
+
+    def replay_progress(self) -> tuple[int, int]:
+        """(recorded calls replayed so far, recorded calls)."""
+        return len(self._served), len(self._entries)
+
     async def complete(self, request: ChatRequest) -> ChatResponse:
         entry = self._entries.get(request.key)
         if entry is None:
             raise ReplayMismatch(
-                f"replay: no recorded call for {request.key} in {self.source}{self._hint(request.key)}"
+                f"replay: no recorded call for {request.key} in {self.source}{self._hint(request.key)}",
+                key=request.key,
             )
+        self._served.add(request.key)
         if entry.response is None:
             raise LLMError(f"replay: the recorded call for {request.key} failed: {entry.error}")
         return entry.response.model_copy(deep=True)

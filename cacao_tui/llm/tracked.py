@@ -189,6 +189,18 @@ class TrackedLLM:
     def context_window(self) -> int:
         return min(self.info.context_window, self._window or self.info.context_window)
 
+    def covers(self, branch: str | None, iteration: int | None) -> bool:
+        """Whether the provider can answer this branch's iteration: False only for a replay whose
+        recording holds none of its calls (the engine then starts no iteration, nor branch, that
+        could only fail)."""
+        covers = getattr(self._provider, "covers", None)
+        return True if covers is None else bool(covers(branch, iteration))
+
+    def replay_progress(self) -> tuple[int, int] | None:
+        """A replay's (recorded calls replayed, recorded calls); None for any other provider."""
+        progress = getattr(self._provider, "replay_progress", None)
+        return None if progress is None else progress()
+
     def budget_reached(self) -> bool:
         if self.budget_usd is not None and self.spent_usd >= self.budget_usd:
             return True

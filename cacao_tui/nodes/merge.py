@@ -11,12 +11,17 @@ from cacao_tui.store.results import rebuild_final_results
 from cacao_tui.store.state import FinalResults
 
 
-def write_final_results(deps: RunDeps, *, complete: bool) -> FinalResults:
+def write_final_results(
+    deps: RunDeps, *, complete: bool, status: str | None = None, message: str | None = None
+) -> FinalResults:
+    """final_results.json, with the run's verdict (``status``: ok, budget, failed or interrupted, and why)."""
     final = rebuild_final_results(deps.layout)
     usage = deps.llm.usage.run
     final = final.model_copy(
         update={
             "complete": complete,
+            "run_status": status,
+            "run_message": message,
             "rebuilt": False,
             "dry_run": deps.settings.dry_run,
             "tokens": {"input": usage.input_tokens, "output": usage.output_tokens, "cached": usage.cached_tokens},

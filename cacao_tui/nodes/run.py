@@ -133,6 +133,7 @@ async def run_tuning(deps: RunDeps, branch: BranchView) -> TuneOutcome:
         size = report.restricted_size if report.restricted_size is not None else report.space_size
         return TuneOutcome(
             ran=False,
+            compiled=n_ok,
             space_size=size,
             message=f"dry run: not run on a GPU; {n_ok}/{len(report.configs)} sampled configurations compiled"
             + ("" if report.ok else " (check failed)"),

@@ -32,7 +32,9 @@ MAX_RESULTS_BYTES = 8 * 1024 * 1024
 NOT_RUN = "not run"
 RUNNING = "running"
 STARTING = "starting"  # output.lock is held but the run log has no run_started yet
-KILLED = "killed"  # the log has no end and no process holds the directory: continue with --resume
+# The log has no end and no process holds the directory (killed, or the machine went down): the run
+# was interrupted, as a stopped one is (``LastRun.died`` tells them apart); --resume continues it.
+INTERRUPTED = "interrupted"
 UNREADABLE = "unreadable"  # its files could not be read (the row says why)
 FAILED_START = "failed to start"  # a launch log but no run log: the run process ended before its first event
 
@@ -49,6 +51,7 @@ class LastRun:
     gpus: list[int] = field(default_factory=list)
     live: LiveRun | None = None
     message: str | None = None
+    died: bool = False  # interrupted without ending its log: its process is gone (killed, crashed)
     history: list[float] = field(default_factory=list)  # the run's best time each time it improved
     tokens: int = 0  # input + output, the run's totals so far
     cost_usd: float | None = None
@@ -134,7 +137,8 @@ def _read_run(output: Path, live: LiveRun | None) -> LastRun:
     started = [e for e in _events(head) + events if e["type"] == "run_started"]
     info = started[-1] if started else {}
     result = LastRun(
-        RUNNING if live else KILLED,
+        RUNNING if live else INTERRUPTED,
+        died=not live,
         when=mtime,
         dry_run=bool(info.get("dry_run")),
         provider=_text(info.get("provider"), 80),
@@ -146,6 +150,7 @@ def _read_run(output: Path, live: LiveRun | None) -> LastRun:
     part = events[last_start + 1 :]
     finished = next((e for e in reversed(part) if e["type"] == "run_finished"), None)
     if finished is not None and not live:
+        result.died = False
         result.status = (_text(finished.get("status"), 40) or "finished").replace("_", " ")
         result.message = _text(finished.get("message"))
         result.best_ms, result.speedup = _number(finished.get("best_ms")), _number(finished.get("speedup"))

@@ -25,6 +25,7 @@ from cacao_tui.store.atomic import StateFileError, read_model_or_none, write_mod
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.original_run import FROM_ORIGINAL, collect_original_results, is_original_output
 from cacao_tui.store.phases import WHAT, PhaseState, read_phase_state, waiting_line
+from cacao_tui.store.run_lock import run_is_live
 from cacao_tui.store.state import (
     INTERRUPTED,
     TERMINAL_BRANCH,
@@ -39,7 +40,7 @@ from cacao_tui.store.state import (
     MasterState,
     OriginalBranchEntry,
 )
-from ktt.reference_times import NO_BASELINE, ReferenceTimeError, read_reference_times
+from ktt.reference_times import NO_BASELINE, SPREAD_WARN, ReferenceTime, ReferenceTimeError, read_reference_times
 
 M = TypeVar("M", bound=BaseModel)
 DRY_RUN_BEST = "a dry run times nothing (its kernels were compile-checked); run without --dry-run on a GPU to measure"
@@ -56,16 +57,30 @@ class LoadedResults:
     source: str  # FROM_FILE, FROM_BRANCHES, or "" when there is nothing
     notes: list[str] = field(default_factory=list)  # files that could not be read
     phase: PhaseState | None = None  # a split run's last phase (output/phase.json)
+    live: bool = False  # a run holds the directory now (its results are still coming in)
+
+    @property
+    def ended(self) -> bool:
+        """The run's process is gone: what its files still call running was cut short."""
+        return self.source == FROM_FILE or not self.live
 
     def shown_status(self, status: str, branch: str | None = None) -> str:
-        """A branch's status as the results say it. final_results.json is written when the run (or
-        its part) ends: a branch it lists as pending, running or paused was cut short there (its
-        files say running so that --resume goes on with it), and reads ``interrupted``; in a split
-        run (--phase) one the last phase left for the other reads ``waits for the GPU`` (or model)."""
-        if self.source != FROM_FILE or status in TERMINAL_BRANCH:
+        """A branch's status as the results say it. A branch the run's end caught on its way (pending,
+        running or paused in final_results.json, written when the run or its part ends; or in the
+        branch files of a run whose process died, SIGKILLed, with no final_results.json) reads
+        ``interrupted``: its files say running so that --resume goes on with it. In a split run
+        (--phase) one the last phase left for the other reads ``waits for the GPU`` (or the model)."""
+        if status in TERMINAL_BRANCH:
             return status
         waits = self.phase.waiting.get(branch) if self.phase is not None and branch is not None else None
-        return f"waits for {WHAT[waits]}" if waits is not None else INTERRUPTED
+        if waits is not None:
+            return f"waits for {WHAT[waits]}"
+        return INTERRUPTED if self.ended else status
+
+    def shown_iteration_status(self, status: str) -> str:
+        """An iteration's status as the results say it: one still on its way when the run ended reads
+        ``interrupted`` (decided, failed and superseded ones as they are)."""
+        return INTERRUPTED if self.ended and status not in ("decided", "failed", "superseded") else status
 
 
 def _read(path: Path, model: type[M], notes: list[str]) -> M | None:
@@ -132,14 +147,42 @@ def _tree_order(manifests: list[BranchManifest]) -> list[BranchManifest]:
     return ordered
 
 
-def _reference_time_file(layout: RunLayout, primary: str, notes: list[str]) -> tuple[float | None, str | None]:
-    """(ms, source) of the primary shape from output/reference_time.json (either form), read leniently."""
+def _reference_time(layout: RunLayout, primary: str, notes: list[str]) -> ReferenceTime | None:
+    """The primary shape's entry of output/reference_time.json (either form), read leniently."""
     try:
-        ref = read_reference_times(layout.reference_time, primary).get(primary)
+        return read_reference_times(layout.reference_time, primary).get(primary)
     except ReferenceTimeError as exc:
         notes.append(f"skipped {exc}")
+        return None
+
+
+def _reference_time_file(layout: RunLayout, primary: str, notes: list[str]) -> tuple[float | None, str | None]:
+    """(ms, source) of the primary shape from output/reference_time.json (either form), read leniently."""
+    ref = _reference_time(layout, primary, notes)
+    if ref is None:
         return None, None
     return ref.ms, ref.source if ref.ms is not None or ref.no_baseline else None
+
+
+def reference_calls(r: FinalResults) -> ReferenceTime | None:
+    """The results' reference as reference_time.json measured it (its timed calls), where recorded."""
+    if r.reference_ms is None or not r.reference_samples:
+        return None
+    return ReferenceTime(
+        r.reference_ms, "measured", samples=r.reference_samples, min_ms=r.reference_min_ms, max_ms=r.reference_max_ms
+    )
+
+
+def reference_spread_warning(r: FinalResults) -> str | None:
+    """A warning when the reference's timed calls spread over SPREAD_WARN of their median."""
+    ref = reference_calls(r)
+    spread = ref.spread if ref is not None else None
+    if ref is None or spread is None or spread <= SPREAD_WARN:
+        return None
+    return (
+        f"the reference's {ref.samples} timed calls spread {spread:.0%} (over {SPREAD_WARN:.0%}): every speedup "
+        "shares this denominator; remove output/reference_time.json's value to time it again on a quiet machine"
+    )
 
 
 def _timeline(states: list[IterState], require_score: bool, superseded: set[int]) -> list[IterationPoint]:
@@ -253,7 +296,10 @@ def collect_final_results(layout: RunLayout) -> tuple[FinalResults, list[str]]:
             )
         )
     primary = context.cases[0] if context and context.cases else DEFAULT_SHAPE
-    file_ms, file_source = _reference_time_file(layout, primary, notes)
+    file_ref = _reference_time(layout, primary, notes)
+    file_ms = file_ref.ms if file_ref is not None else None
+    known = file_ref is not None and (file_ref.ms is not None or file_ref.no_baseline)
+    file_source = file_ref.source if file_ref is not None and known else None
     finished = master is None or master.phase == "finished"
     complete = bool(summaries) and finished and all(s.status in TERMINAL_BRANCH for s in summaries)
     results = FinalResults(
@@ -269,6 +315,10 @@ def collect_final_results(layout: RunLayout) -> tuple[FinalResults, list[str]]:
         best=best,
         branches=summaries,
     )
+    used = results.reference_ms
+    if file_ref is not None and file_ref.samples and used is not None and math.isclose(used, file_ref.ms or 0.0):
+        results.reference_samples = file_ref.samples  # the value used is the file's measured median
+        results.reference_min_ms, results.reference_max_ms = file_ref.min_ms, file_ref.max_ms
     return with_original_keys(results, layout), notes
 
 
@@ -292,7 +342,8 @@ def refresh_final_results(layout: RunLayout) -> FinalResults | None:
         return None
     fresh = rebuild_final_results(layout).model_copy(
         update={"complete": saved.complete, "rebuilt": saved.rebuilt, "dry_run": saved.dry_run,
-                "tokens": saved.tokens, "cost_usd": saved.cost_usd}
+                "tokens": saved.tokens, "cost_usd": saved.cost_usd, "run_status": saved.run_status,
+                "run_message": saved.run_message}
     )  # fmt: skip
     write_model(layout.final_results, fresh)
     return fresh
@@ -312,7 +363,7 @@ def load_results(layout: RunLayout) -> LoadedResults:
     if not layout.branch_names() and not layout.context.exists():
         return LoadedResults(None, "", notes)
     results, more = collect_final_results(layout)
-    return LoadedResults(results, FROM_BRANCHES, notes + more)
+    return LoadedResults(results, FROM_BRANCHES, notes + more, live=run_is_live(layout.problem_dir))
 
 
 def _ms(value: float | None) -> str:
@@ -321,6 +372,15 @@ def _ms(value: float | None) -> str:
 
 def _x(value: float | None) -> str:
     return "-" if value is None else f"{value:.3g}x"
+
+
+def verdict_text(r: FinalResults) -> str | None:
+    """The run's verdict as its last line said it ('failed: every step was refused by the model',
+    'ok'), or None when the results do not hold one (rebuilt, or an older version's file)."""
+    if not r.run_status:
+        return None
+    status = r.run_status.replace("_", " ")
+    return f"{status}: {r.run_message}" if r.run_message else status
 
 
 def reference_text(ms: float | None, source: str | None) -> str:
@@ -344,17 +404,26 @@ def _kernel_display(layout: RunLayout, path: str) -> str:
         return str(full)
 
 
-def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
-    """The ``--best`` text: the best result, then one row per branch (the best one starred)."""
+def render_results(loaded: LoadedResults, layout: RunLayout, *, verdict: bool = True) -> str:
+    """The ``--best`` text: the run's verdict, the best result, then one row per branch (the best one
+    starred). ``verdict=False`` leaves the verdict out (the headless run prints it as its last line)."""
     r = loaded.results
     if r is None:
         return f"{layout.problem_dir.name}: no results (output/ holds no run)"
-    state = "complete run" if r.complete else "the run has not finished"
-    if not r.complete and loaded.phase is not None and loaded.phase.next_phase is not None:
+    if r.complete:
+        state = "complete run"
+    elif loaded.phase is not None and loaded.phase.next_phase is not None:
         state = f"a split run: {waiting_line(loaded.phase, layout.problem_dir)}"
+    elif loaded.ended and loaded.source == FROM_BRANCHES:
+        state = "interrupted: no process runs it; --resume continues it"
+    else:
+        state = "the run has not finished"
     if r.dry_run:
         state += ", dry run: kernels were compile-checked, nothing was timed"
     lines = [f"{r.problem_name}: results from {loaded.source} ({state})"]
+    said = verdict_text(r) if verdict else None
+    if said is not None:
+        lines.append(f"run        {said}")
     ref = reference_text(r.reference_ms, r.reference_source)
     if r.best is not None:
         b = r.best
@@ -376,7 +445,11 @@ def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
         lines.append("best       none: no kernel has a valid result on every case (the score needs them all)")
     else:
         lines.append("best       none: no kernel was validated and timed")
-    lines.append(f"reference  {ref}")
+    calls = reference_calls(r)
+    lines.append(f"reference  {ref}" + (f", {calls.samples_text()}" if calls is not None else ""))
+    spread = reference_spread_warning(r)
+    if spread is not None:
+        lines.append(f"           warning: {spread}")
     if r.tokens or r.cost_usd is not None:
         tokens = ", ".join(f"{k} {v:,}" for k, v in r.tokens.items()) or "-"
         cost = f"${r.cost_usd:.2f}" if r.cost_usd is not None else "-"

@@ -90,7 +90,7 @@ def result_rows(loaded: LoadedResults) -> list[dict[str, str]]:
             {
                 "table": "branch",
                 "branch": b.name,
-                "status": b.status,
+                "status": loaded.shown_status(b.status),
                 "time_ms": b.best_ms,
                 "speedup": b.speedup,
                 "score": b.score,
@@ -128,7 +128,7 @@ def result_rows(loaded: LoadedResults) -> list[dict[str, str]]:
                     "table": "iteration",
                     "branch": b.name,
                     "iteration": p.iteration,
-                    "status": p.status,
+                    "status": loaded.shown_iteration_status(p.status),
                     "time_ms": p.time_ms,
                     "speedup": p.speedup,
                     "score": p.score,

@@ -173,6 +173,16 @@ def lock_is_held(path: Path) -> bool:
         os.close(fd)
 
 
+def run_is_live(problem_dir: Path) -> bool:
+    """Whether a run holds ``problem_dir`` now: the run lock's ``flock`` is held, or a note from another
+    host (which cannot be checked from here) says so. False for a run whose process died."""
+    path = lock_path(problem_dir)
+    holder = read_holder(path)
+    if holder is not None and holder.host != socket.gethostname():
+        return True
+    return lock_is_held(path)
+
+
 def holds_lock(pid: int, path: Path) -> bool:
     """True when process ``pid`` of this machine holds the run lock at ``path``: the kernel lists it
     among the lock's holders (where it can tell) and it has the lock file open. Only then may it be

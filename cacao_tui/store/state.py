@@ -285,6 +285,7 @@ class OutputStats(BaseModel):
 
 class TuneOutcome(BaseModel):
     ran: bool  # False in --dry-run (compile check only) or when the step failed before tuning
+    compiled: int | None = None  # --dry-run: how many of the sampled configurations compiled
     summary_path: str | None = None
     best_ms: float | None = None
     speedup: float | None = None
@@ -543,9 +544,19 @@ class FinalResults(_State):
     finished_at: float = Field(default_factory=now)
     complete: bool = True  # False when rebuilt from a run that did not finish
     rebuilt: bool = False
+    # The run's verdict (engine/verdict.py): ok (a kernel was timed; in a dry run, compile-checked
+    # and kept), budget (the LLM budget ended it after one), failed (nothing to show; the message
+    # says why) or interrupted. None: rebuilt from the branch files, or written by an older version.
+    run_status: str | None = None
+    run_message: str | None = None
     dry_run: bool = False
     reference_ms: float | None = None
     reference_source: str | None = None
+    # A reference timed by wall clock (output/reference_time.json's provenance): reference_ms is the
+    # median of this many calls, which took min to max ms. None: one value (a seed, CUDA events).
+    reference_samples: int | None = None
+    reference_min_ms: float | None = None
+    reference_max_ms: float | None = None
     cases: list[str] = Field(default_factory=list)  # the problem's extra shapes; scores matter only with them
     best: BestResult | None = None
     branches: list[BranchSummary] = Field(default_factory=list)

@@ -18,6 +18,8 @@ from cacao_tui.store.atomic import write_text_atomic
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.results import load_results
 from cacao_tui.store.results_export import csv_cell
+from cacao_tui.store.run_lock import run_is_live
+from cacao_tui.store.state import INTERRUPTED
 from cacao_tui.suite.collect_runs import FACT_COLUMNS, RunFacts, run_facts
 from cacao_tui.ui.formatting import safe_text
 from ktt.capped_read import finite_number, iter_lines_capped, parse_json
@@ -103,6 +105,8 @@ def _read_log(path: Path) -> _LogFacts:
                 facts.placements.append(where)
         elif kind == "run_finished":
             facts.finished = safe_line(event.get("status"), 40)
+        elif kind == "run_started":  # a --resume's part: how the run ended is said after it, if at all
+            facts.finished = None
     return facts
 
 
@@ -113,6 +117,8 @@ def collect_row(problem_dir: Path, experiment: str = "") -> Row:
     row.facts = run_facts(problem_dir, loaded, experiment)
     facts = _read_log(layout.run_log)
     results = loaded.results
+    if facts.finished is None and facts.first_ts is not None:  # its log's last part has no end
+        facts.finished = "running" if run_is_live(problem_dir) else INTERRUPTED  # else its process died
     if results is not None:
         row.status = facts.finished or ("finished" if results.complete else "unfinished")
         if results.dry_run:

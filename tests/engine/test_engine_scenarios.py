@@ -253,7 +253,7 @@ def test_authoring_that_never_compiles_fails_the_iteration_not_the_run(mmul_dir:
     # The decide prompt saw the failure.
     prompt = next(r for r in scenario.requests if r.key.node == "decide" and r.key.iteration == 1)
     assert "FAILED — authoring failed: end_step rejected" in prompt.messages[-1].content
-    assert finished.status == "no_result"
+    assert finished.status == "failed" and (finished.message or "").startswith("no kernel was written")
 
 
 def test_malformed_tool_arguments_go_back_to_the_model(mmul_dir: Path) -> None:
@@ -349,7 +349,7 @@ def test_kill_cancels_a_step_in_flight(mmul_dir: Path) -> None:
     bus.subscribe(on_event)
     finished = asyncio.run(asyncio.wait_for(engine.run(), 10))
     assert manifests(mmul_dir)["b1-alpha"].status == "killed"
-    assert finished.status == "no_result"
+    assert finished.status == "failed" and finished.message == "every branch was killed by the user"
 
 
 def test_retry_reopens_a_finished_branch(mmul_dir: Path) -> None:

@@ -55,7 +55,7 @@ def test_no_usable_decision_continues_while_improving_then_stops(mmul_dir: Path)
 def test_a_failed_iteration_is_retried_once_then_the_branch_stops(mmul_dir: Path) -> None:
     scenario = with_answers(Scenario(strategies=["alpha"]), {"decide": "{}", "author": "I will not use tools."})
     engine = make_engine(mmul_dir, scenario.provider(), max_iter=5, n_strategies=1)
-    assert asyncio.run(engine.run()).status in ("ok", "no_result")
+    assert asyncio.run(engine.run()).status in ("ok", "failed")
     first, second = state(mmul_dir, "b1-alpha", 1), state(mmul_dir, "b1-alpha", 2)
     assert first.error and first.decision is not None and first.decision.action == "retry"
     assert "failed" in first.decision.feedback
@@ -83,7 +83,7 @@ def test_strategies_that_validate_are_kept_else_a_default_one(mmul_dir: Path, tm
     events = []
     engine = make_engine(other, scenario.provider(), max_iter=1, n_strategies=3)
     engine.bus.subscribe(events.append)
-    assert asyncio.run(engine.run()).status in ("ok", "no_result")
+    assert asyncio.run(engine.run()).status in ("ok", "failed")
     master = read_model(RunLayout(other).master, MasterState)
     assert [s.name for s in master.strategies] == ["baseline"] and "default strategy" in master.fallbacks[0]
     assert any(isinstance(e, LogLine) and "default strategy" in e.message for e in events)

@@ -147,11 +147,17 @@ def test_steering_between_runs_survives_sigkill_and_resume(mmul_dir: Path, kill_
 
 def test_live_cli_steering_then_sigkill_then_resume(mmul_dir: Path) -> None:
     """The real command on the replay (--dry-run: NVRTC compile checks), steered from another
-    process while it runs, SIGKILLed while it acts on the commands, then --resume."""
+    process while it runs, SIGKILLed while it acts on the commands, then --resume.
+
+    The run must still be live when the CLI's commands land, however slowly their four processes
+    start on a loaded machine: one of the tiling branch's sub-branches is paused through its
+    control file (written, as the app writes it, before the branch exists: the engine keeps a
+    branch_config.json it finds), so the run cannot finish until the test lets it go."""
     import signal
     import time
 
     layout = RunLayout(mmul_dir)
+    holder = layout.branch("b1-tiling.1-vec-dbuf")
     argv = [sys.executable, "-m", "cacao_tui", "--dir", str(mmul_dir), "--provider", "replay", "--no-ui", "--dry-run"]
     proc = subprocess.Popen(
         argv, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
@@ -160,8 +166,12 @@ def test_live_cli_steering_then_sigkill_then_resume(mmul_dir: Path) -> None:
     seen: list[str] = []
     deadline = time.time() + 300
     steered = False
+    held = False
     for line in proc.stdout:
         seen.append(line)
+        if not held and line.startswith("cacao: starting"):  # output/ is the run's now (nothing to archive)
+            update_branch_config(holder, 5, paused=True)
+            held = True
         if not steered and "b1-tiling: done" in line:  # the tiling branch has branched; its children run
             steered = True
             # Every branch paused first, as the app's pause-all does (branch_config.json), so the run
@@ -183,15 +193,18 @@ def test_live_cli_steering_then_sigkill_then_resume(mmul_dir: Path) -> None:
             for name in layout.branch_names():
                 update_branch_config(layout.branch(name), 5, paused=False)
         joined = "".join(seen[-400:])
-        if ("b2-strip #2: implementing" in joined and "- b3-quad: deleted" in joined) or time.time() > deadline:
+        applied = "b2-strip #2: implementing" in joined and "- b3-quad: deleted" in joined
+        if (applied and "b1-tiling.1-vec-dbuf: paused" in "".join(seen)) or time.time() > deadline:
             break
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     out = "".join(seen)
+    assert held and "b1-tiling.1-vec-dbuf: paused" in out, out[-3000:]  # the run was held open
     # Applied by the live run, not by the resume.
     assert "b2-strip: message from the user" in out and "b2-strip #2: implementing" in out, out[-3000:]
     assert "- b3-quad: deleted" in out
     assert not layout.final_results.exists()
+    update_branch_config(holder, 5, paused=False)  # let the resumed run finish
 
     resumed = subprocess.run([*argv, "--resume"], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]

@@ -51,3 +51,29 @@ def test_c_stub_compiles_cleanly(tmp_path: Path) -> None:
     stub.write_text(reference_stub("cpu_c", "vadd_ref", new_source("vadd").inputs))
     subprocess.run(["cc", "-std=c99", "-Wall", "-Werror", "-c", "-DLEN=16", str(stub), "-o", str(tmp_path / "r.o")],
                    check=True)  # fmt: skip
+
+
+@pytest.mark.parametrize("rtype", ["cuda", "cpu_c", "python"])
+def test_check_warns_about_a_stub_reference_and_a_run_refuses_it(
+    tmp_path: Path, rtype: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A problem saved with the editor's stub as its reference: --check passes with a warning that
+    names the file; a run refuses it in one line (exit 2) before anything is written."""
+    save_problem(new_source("vadd", rtype), tmp_path / "vadd", existing=False)
+    target = tmp_path / "vadd"
+    assert main(["--dir", str(target), "--check"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # the warnings section wraps its lines
+    assert f"{FILES[rtype]}: the reference is still the editor's stub: it fails when run; write it first" in out
+    assert "is a valid problem (1 warning)" in out
+    before = sorted(p.name for p in target.iterdir())
+    assert main(["--dir", str(target), "--provider", "replay", "--no-ui", "--dry-run"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    stub = "the reference is still the editor's stub: it fails when run; write it first"
+    assert err[0].endswith(f"{FILES[rtype]}: {stub}")
+    assert "Traceback" not in "\n".join(err)
+    assert sorted(p.name for p in target.iterdir()) == before  # nothing written
+    # Written, the reference passes without the warning.
+    ref = target / FILES[rtype]
+    ref.write_text(ref.read_text().replace(LOUD[rtype], "//" if rtype != "python" else "pass  #"))
+    assert main(["--dir", str(target), "--check"]) == 0
+    assert "editor's stub" not in capsys.readouterr().out

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cacao_tui.engine import events as ev
 from cacao_tui.runs.catalog import scan_problems
-from cacao_tui.runs.last_run import KILLED, NOT_RUN, RUNNING, last_run
+from cacao_tui.runs.last_run import INTERRUPTED, NOT_RUN, RUNNING, last_run
 from cacao_tui.store.run_lock import acquire_run_lock
 from tests.runs.run_files import copy_problem, hold_note, started, write_log
 
@@ -33,12 +33,17 @@ def test_finished_run_status_and_best(tmp_path: Path) -> None:
     assert (last.best_ms, last.speedup) == (2.0, 1.5)  # the log's best, no final_results.json
 
 
-def test_a_run_whose_process_died_is_killed_not_running(tmp_path: Path) -> None:
+def test_a_run_whose_process_died_is_interrupted_not_running(tmp_path: Path) -> None:
     problem = copy_problem(tmp_path)
     write_log(problem, [started(), ev.MasterPhase(phase="dispatched")])
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     hold_note(problem, int(dead.stdout))  # a killed run leaves its note; its pid is gone
-    assert last_run(problem).status == KILLED
+    last = last_run(problem)
+    assert last.status == INTERRUPTED == "interrupted" and last.died and last.finished
+    # A run stopped cleanly is interrupted too, and says it ended its log.
+    write_log(problem, [started(), ev.RunFinished(status="interrupted", message="stopped; continue with --resume")])
+    last = last_run(problem)
+    assert last.status == "interrupted" and not last.died and last.message == "stopped; continue with --resume"
 
 
 def test_a_held_lock_is_running_with_its_holder(tmp_path: Path) -> None:

@@ -285,3 +285,25 @@ def test_a_case_with_no_baseline_shows_so_and_the_best_ranks_by_time(
     assert main(["--dir", str(layout.problem_dir), "--best", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["best"]["cases"][1]["reference_source"] == "no baseline" and data["best"]["score"] is None
+
+
+def measured(record: dict) -> dict:
+    return {"reference_time_us": 10000, "provenance": {"reference_time_us": record}}
+
+
+def test_best_shows_the_references_timed_calls_and_warns_about_their_spread(layout: RunLayout) -> None:
+    """A measured reference's median, fastest, slowest and count (reference_time.json's provenance)."""
+    write_context(layout)
+    write_master(layout)
+    write_branch(layout, "a", [tuned(1.0)])
+    record = {"source": "measured", "method": "wall clock around the call", "samples": 3, "min_ms": 9.0, "max_ms": 12.0}
+    layout.reference_time.write_text(json.dumps(measured(record)))
+    r = rebuild_final_results(layout)
+    assert (r.reference_samples, r.reference_min_ms, r.reference_max_ms) == (3, 9.0, 12.0)
+    text = render_results(load_results(layout), layout)
+    assert "reference  10 ms (measured), median of 3 calls, 9 to 12 ms, 30.0% spread (over 10%)" in text
+    assert "warning: the reference's 3 timed calls spread 30% (over 10%): every speedup shares this denominator" in text
+    record.update(min_ms=9.8, max_ms=10.4)  # 6 %: shown, no warning
+    layout.reference_time.write_text(json.dumps(measured(record)))
+    text = render_results(load_results(layout), layout)
+    assert "median of 3 calls, 9.8 to 10.4 ms, 6.0% spread" in text and "warning:" not in text

@@ -89,6 +89,41 @@ class Shell:
     def screen(self) -> str:
         return self._tmux("capture-pane", "-p", "-t", "t")
 
+    def text_boxes(self) -> list[tuple[str, str]]:
+        """Each text area on the screen, top to bottom: (the label line above it, the colour of its
+        top border as the terminal draws it). The focused one's border has a colour of its own."""
+        plain = self.screen().splitlines()
+        coloured = self._tmux("capture-pane", "-e", "-p", "-t", "t").splitlines()
+        boxes = []
+        for i, line in enumerate(plain):
+            if line.startswith(BOX_TOP) and i > 0 and i < len(coloured):
+                colour = re.match(r"(?:\x1b\[[0-9;]*m)*", coloured[i])
+                boxes.append((plain[i - 1].strip(), colour.group(0) if colour else ""))
+        return boxes
+
+    def tab_to_field(self, label: str, presses: int = 4) -> None:
+        """Tab from where the focus is until the text area under ``label`` has it, one key at a time,
+        each press waiting until the screen shows where the focus went (however slowly the app
+        draws on a loaded machine): the text typed next lands in that field, never another."""
+        blurred = {colour for _, colour in self.text_boxes()}  # the focus is on the tab bar: no box has it
+        assert len(blurred) == 1, f"expected every text area unfocused, got {self.text_boxes()}"
+
+        def focused() -> str | None:
+            lit = [name for name, colour in self.text_boxes() if colour not in blurred]
+            return lit[0] if len(lit) == 1 else None
+
+        def moved_from(before: str | None) -> Callable[[str], bool]:
+            return lambda _screen: focused() not in (None, before)
+
+        where: str | None = None
+        for _ in range(presses):
+            self.keys("Tab")
+            self.wait_for(moved_from(where), what="the focus to move to the next text area")
+            where = focused()
+            if where is not None and where.startswith(label):
+                return
+        raise AssertionError(f"{presses} Tabs did not reach the field {label!r} (the focus is on {where!r})")
+
     def wait_for(self, predicate: Callable[[str], bool], timeout: float = 30.0, what: str = "") -> str:
         deadline = time.monotonic() + timeout
         text = ""
@@ -121,6 +156,7 @@ def _holder_pid(problem: Path) -> int | None:
         return None
 
 
+BOX_TOP = "▊▔"  # the top border of a text area (Textual's tall border)
 CASES = "[{name: square}, {name: small, scalars: {DIM_M: 512, DIM_N: 512, DIM_K: 512}}]"  # typed in the editor
 
 
@@ -201,7 +237,7 @@ def test_the_whole_day(width: int, height: int, tmp_path: Path, cleanup: list[Ca
     shell.wait_text("--check OK", timeout=60)
     shell.keys("C-t", "C-t", "C-t")  # the Rules & cases tab
     shell.wait_text("cases (YAML list")
-    shell.keys("Tab", "Tab")  # from the tab bar (where ctrl+t leaves the focus): the rules, the cases field
+    shell.tab_to_field("cases (YAML list")  # from the tab bar (where ctrl+t leaves the focus): rules, then cases
     shell._tmux("send-keys", "-t", "t", "-l", CASES)
     shell.wait_for(lambda s: "{name: square}, {name: small" in s and "rules: not YAML" not in s, what="the cases")
     shell.keys("C-s")  # checks, then saves

@@ -69,7 +69,7 @@ def test_the_list_shows_each_problem_and_its_last_run(tmp_path: Path) -> None:
             cells = {k.value: [str(c) for c in table.get_row(k)] for k in table.rows}
             assert cells["mmul"][:5] == ["mmul", "cuda", "1", "✓ ok dry", "×3.25"]
             assert cells["stencil"][1:4] == ["cuda", "3", "· not run"]
-            assert cells["softmax"][1:4] == ["py", "1", "✗ killed"]
+            assert cells["softmax"][1:4] == ["py", "1", "■ interrupted"]  # its process died
             assert cells["transpose"][1] == "c" and cells["transpose"][3].startswith("▶ running")
             header = _plain(home.query_one("#home-header", Static))
             assert "4 problems" in header and "1 running" in header

@@ -104,17 +104,17 @@ def test_home_in_a_terminal(name: str, env: dict[str, str], size: tuple[int, int
         pane.wait_text("4 problems")
         screen = pane.wait_text("? help")
         # Status is told by icon and word, not by colour alone (NO_COLOR, a 16-colour palette).
-        for row in ("✓ ok", "✗ killed", "· not run", "▶ running"):
+        for row in ("✓ ok", "■ interrupted", "· not run", "▶ running"):
             assert row in screen, (name, screen)
         footer = next(line for line in screen.splitlines() if "? help" in line)
         assert "r run" in footer and "b results" in footer
         colours = _colours(pane.escaped())
         if name == "16 colours":
             assert colours and all(c.isdigit() for c in colours), colours
-            # The terminal's own red, not Monokai's pink brought back as magenta (35), nor its
-            # orange "yellow" as bright red (91): a status's colour means what it says.
-            killed = re.search(r"\x1b\[(?:1;)?(\d+)m✗ killed", pane.escaped())
-            assert killed is not None and killed.group(1) in ("31", "91"), pane.escaped()
+            # The terminal's own yellow, not Monokai's orange "yellow" brought back as bright red
+            # (91): a status's colour means what it says.
+            cut = re.search(r"\x1b\[(?:1;)?(\d+)m■ interrupted", pane.escaped())
+            assert cut is not None and cut.group(1) in ("33", "93"), pane.escaped()
         elif name == "256 colours":
             assert any(c.startswith(("38;5;", "48;5;")) for c in colours)
             assert not any(c.startswith(("38;2;", "48;2;")) for c in colours)

@@ -8,7 +8,7 @@ import time
 from rich.text import Text
 
 from cacao_tui.runs.catalog import ProblemEntry
-from cacao_tui.runs.last_run import FAILED_START, KILLED, NOT_RUN, RUNNING, STARTING, UNREADABLE, LastRun
+from cacao_tui.runs.last_run import FAILED_START, NOT_RUN, RUNNING, STARTING, UNREADABLE, LastRun
 from cacao_tui.ui.formatting import (
     NONE,
     fit_path,
@@ -58,7 +58,6 @@ STATUS_LOOK: dict[str, tuple[str, str]] = {
     FAILED_START: ("!", "red"),
     "interrupted": ("■", "yellow"),
     "waiting": ("◇", "magenta"),  # a split run's phase ended; the other phase continues it (--phase)
-    KILLED: ("✗", "red"),
     UNREADABLE: ("?", "red"),
     NOT_RUN: ("·", "dim"),
 }
@@ -148,8 +147,8 @@ def sort_key(entry: ProblemEntry, by: str) -> tuple[object, ...]:
     """Rows in ``by`` order (SORTS): name; last run (live first); best (fastest first); when (newest first)."""
     last = entry.last
     if by == "last run":
-        order = (RUNNING, STARTING, FAILED_START, KILLED, "failed", "interrupted", "waiting", "no result", "budget",
-                 "ok", NOT_RUN)  # fmt: skip
+        order = (RUNNING, STARTING, FAILED_START, "failed", "interrupted", "waiting", "no result", "budget", "ok",
+                 NOT_RUN)  # fmt: skip
         return (order.index(last.status) if last.status in order else len(order), entry.name)
     if by == "best":
         figure = last.score if last.score is not None else last.speedup
@@ -187,7 +186,7 @@ def describe(entry: ProblemEntry, width: int = 78) -> Text:
     if last.live is not None:
         text.append(f"\nheld by {last.live.describe()}", style="cyan")
         text.append("\nenter attaches · S stops the whole run", style="dim")
-    elif last.status == KILLED:
+    elif last.died:
         text.append("\nits process ended without finishing · R resumes it", style="yellow")
     elif last.status == "waiting":
         text.append("\na split run between phases · R runs the phase it waits for", style="magenta")

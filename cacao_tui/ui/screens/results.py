@@ -17,7 +17,15 @@ from textual.widgets import DataTable, Footer, Static
 from textual.widgets.data_table import ColumnKey
 
 from cacao_tui.store.layout import RunLayout
-from cacao_tui.store.results import DRY_RUN_BEST, FROM_FILE, LoadedResults, load_results
+from cacao_tui.store.results import (
+    DRY_RUN_BEST,
+    FROM_FILE,
+    LoadedResults,
+    load_results,
+    reference_calls,
+    reference_spread_warning,
+    verdict_text,
+)
 from cacao_tui.store.results_export import ExportError, export_results
 from cacao_tui.store.state import BranchSummary
 from cacao_tui.ui import keymap
@@ -70,6 +78,9 @@ def results_header(loaded: LoadedResults, layout: RunLayout) -> Text:
     if r.dry_run:
         text.append("  dry-run", style="yellow")
     text.append("\n")
+    verdict = verdict_text(r)
+    if verdict is not None:
+        text.append(f"run {safe_text(verdict)}\n", style="red" if r.run_status == "failed" else "dim")
     if r.best is not None:
         b = r.best
         text.append("best ", style="bold")
@@ -93,8 +104,14 @@ def results_header(loaded: LoadedResults, layout: RunLayout) -> Text:
         ref = f"reference {NO_BASELINE}"
     else:
         ref = f"reference {fmt_ms(r.reference_ms)}" + (f" ({r.reference_source})" if r.reference_source else "")
+    calls = reference_calls(r)
+    if calls is not None:
+        ref += f", {calls.samples_text()}"
     tokens = " ".join(f"{k} {fmt_count(v)}" for k, v in r.tokens.items()) or NONE
     text.append(f"\n{ref} · tokens {tokens} · cost {fmt_cost(r.cost_usd)}", style="dim")
+    spread = reference_spread_warning(r)
+    if spread is not None:
+        text.append(f"\nwarning: {spread}", style="yellow")
     for note in loaded.notes[:3]:
         text.append(f"\n{note}", style="yellow")
     return text

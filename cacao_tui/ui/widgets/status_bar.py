@@ -48,14 +48,15 @@ class StatusBar(TextLine):
         if v.best_ms is not None:
             out.append((6, Text(f"best {fmt_ms(v.best_ms)} {fmt_result(v.best_speedup, v.best_score)}", style="green")))
         if v.info is not None:
-            gpus = Text(fmt_gpus(v.info.gpus, None))
-            live = {g.index: g for g in self.gpu_samples}
-            for index in v.info.gpus if not v.info.dry_run else []:
-                if index in live:
-                    gpus.append(f" {gpu_summary(live[index])}", style="bold" if len(v.info.gpus) == 1 else "")
-            out.append((5, gpus))
+            if not v.info.dry_run:  # a dry run uses no GPU (and may run where there is none): no GPU figure
+                gpus = Text(fmt_gpus(v.info.gpus, None))
+                live = {g.index: g for g in self.gpu_samples}
+                for index in v.info.gpus:
+                    if index in live:
+                        gpus.append(f" {gpu_summary(live[index])}", style="bold" if len(v.info.gpus) == 1 else "")
+                out.append((5, gpus))
             out.append((4, Text(f"{v.info.provider}/{v.info.model}")))
-            if v.info.gpu_name:
+            if v.info.gpu_name and not v.info.dry_run:
                 out.append((3, Text(v.info.gpu_name, style="dim")))
         return out
 

@@ -31,6 +31,10 @@ def by_status_text(by_status: dict[str, int]) -> Text:
     return text
 
 
+def _dry(message: str | None) -> bool:
+    return (message or "").startswith("dry run")  # nodes/run.py: a dry run's outcome says so first
+
+
 class TuningPane(Vertical):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -64,10 +68,13 @@ class TuningPane(Vertical):
         ``ended``: the iteration was cut short (interrupted, killed): it waits for nothing."""
         header = f"Tuning · {where}"
         if ran is False:
-            header += " · not tuned" + (f" ({message})" if message else "")
+            header += " · not tuned" + (" (dry run)" if _dry(message) else f" ({message})" if message else "")
         self.query_one("#tuning-header", TextLine).update(header)
         bar = self.query_one("#tuning-progress", ProgressBar)
         bar.display = ended is None or (tuning is not None and tuning.summary is not None)
+        if ran is False and (tuning is None or tuning.summary is None):  # decided: it waits for nothing
+            self._not_tuned(message)
+            return
         if tuning is None or (tuning.evaluated == 0 and tuning.summary is None):
             if ended is not None:
                 counts = Text(f"{ended} ", style="yellow")
@@ -120,9 +127,23 @@ class TuningPane(Vertical):
             if table.row_count == 0:
                 table.sync({"1": ("1", fmt_ms(p.best_ms), NONE, fmt_config(p.best_config))})
 
+    def _not_tuned(self, message: str | None) -> None:
+        """A step that tuned nothing (a dry run's compile check, a tuning that could not start): said
+        so, with no counts and no progress bar."""
+        counts = Text("not tuned" + (" (dry run)" if _dry(message) else ""), style="yellow")
+        if message:
+            counts.append(f": {safe_text(message)}", style="dim")
+        self.query_one("#tuning-counts", TextLine).update(counts)
+        self.query_one("#tuning-progress", ProgressBar).display = False
+        self.query_one("#tuning-failures", TextLine).update(by_status_text({}))
+        self.query_one("#tuning-top", KeyTable).sync({})
+
     def show_finished(self, e: TuningFinished) -> None:
         bar = self.query_one("#tuning-progress", ProgressBar)
         r = e.outcome
+        if not r.ran:
+            self._not_tuned(r.message)
+            return
         bar.update(total=max(1, r.evaluated), progress=r.evaluated)
         extra = f"speedup {fmt_speedup(r.speedup)}" + (f" · {r.message}" if r.message else "")
         self._counts("done" if r.ran else "not tuned", r.evaluated, r.valid, 0, r.best_ms, extra)
