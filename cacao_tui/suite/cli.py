@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
 from cacao_tui.cluster.spec import ClusterError, parse_cluster, require_ray
+from cacao_tui.flag_bounds import BY_FLAG, GPU_ORDINAL
 from cacao_tui.suite.collect import collect_row, render_table, write_tables
 from cacao_tui.suite.runner import run_suite
 from cacao_tui.suite.slots import SlotPool, cluster_slots, dry_run_slots, local_gpu_slots
@@ -34,24 +35,8 @@ class _Parser(argparse.ArgumentParser):
         raise SuiteUsage(message)
 
 
-def _whole(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
+def _bounded(flag: str) -> Callable[[str], int | float]:
+    return BY_FLAG[flag].argparse_type()
 
 
 def suite_parser() -> argparse.ArgumentParser:
@@ -59,10 +44,10 @@ def suite_parser() -> argparse.ArgumentParser:
     p.add_argument("dirs", nargs="+", metavar="DIR", help="problem directories")
     p.add_argument("--cluster", metavar="WHERE", help="local (default: one local GPU per run) or ray[://ADDRESS]")
     p.add_argument("--gpus", metavar="LIST", help="local GPUs to spread the runs over, e.g. 0,1 (default: all)")
-    p.add_argument("--jobs", type=_whole, metavar="N", help="runs at once (default: the GPUs there are)")
+    p.add_argument("--jobs", type=_bounded("--jobs"), metavar="N", help="runs at once (default: the GPUs there are)")
     p.add_argument("--output", metavar="DIR", default=DEFAULT_OUT, help=f"logs and tables (default ./{DEFAULT_OUT})")
-    for flag, kind in (("--provider", str), ("--model", str), ("--max-iter", _whole), ("--max-depth", _whole),
-                       ("--strategies", _whole), ("--timeout", _number), ("--budget-usd", _number)):  # fmt: skip
+    for flag in ("--provider", "--model", "--max-iter", "--max-depth", "--strategies", "--timeout", "--budget-usd"):
+        kind = _bounded(flag) if flag in BY_FLAG else str  # numbers: the bounds of a run's own flags
         p.add_argument(flag, type=kind, help="passed to each run")
     p.add_argument("--dry-run", action="store_true", help="passed to each run")
     p.add_argument("--resume", action="store_true", help="passed to each run")
@@ -97,7 +82,7 @@ def _gpu_list(text: str) -> list[int]:
         values = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise SuiteUsage(f"--gpus: expected a list like 0,1, got {text!r}") from None
-    if not values or any(v < 0 for v in values) or len(set(values)) != len(values):
+    if not values or any(not 0 <= v <= GPU_ORDINAL.high for v in values) or len(set(values)) != len(values):
         raise SuiteUsage(f"--gpus: expected distinct GPU numbers like 0,1, got {text!r}")
     return values
 

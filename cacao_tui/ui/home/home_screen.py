@@ -63,7 +63,7 @@ def check_text(problem_dir: Path) -> tuple[bool, str]:
         problem = load_problem(problem_dir)
         steps = preflight(problem)
     except ProblemError as exc:
-        return False, exc.line() + ("\nhint: " + exc.hint if getattr(exc, "hint", None) else "")
+        return False, exc.line() + ("; " + exc.hint if getattr(exc, "hint", None) else "")
     except OSError as exc:
         return False, f"{problem_dir}: {exc.strerror or exc}"
     return True, render_check(problem, steps) + f"\n\nOK: {problem_dir} is a valid problem"
