@@ -97,6 +97,10 @@ modes (one at a time; without one, cacao runs the optimisation):
   --clone NAME       copy the problem definition to a sibling directory NAME
   --prune-archives   remove regenerable files (caches, binaries, dumps) under archive/
 
+other commands:
+  cacao suite DIR... [flags]   run many problems, each a normal run; then their table (cacao suite --help)
+  cacao collect DIR...         the table of problems' last runs, as CSV and Markdown (cacao collect --help)
+
 """ + EPILOG_STEERING + """
 exit status: 0 success; 1 the run found nothing valid or an operation failed;
 2 a mistake in the flags or the problem files; 130 interrupted.
