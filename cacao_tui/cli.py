@@ -127,7 +127,7 @@ def _clone(args: argparse.Namespace) -> int:
 
 def _prune(args: argparse.Namespace) -> int:
     _require_problem_yaml(args.dir)
-    report = prune_archives(args.dir, dry_run=args.dry_run)
+    report = prune_archives(args.dir, dry_run=bool(args.dry_run))
     where = display_path(report.archive)
     if not report.archive.is_dir():
         print(f"nothing to prune: {where} does not exist")

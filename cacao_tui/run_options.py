@@ -196,7 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="where GPU jobs run: local (default, this machine's GPUs) or ray[://ADDRESS] (docs/CLUSTER.md)",
     )
     run.add_argument(
-        "--dry-run", action="store_true", help="everything but GPU execution (kernels are compile-checked)"
+        "--dry-run",
+        action=argparse.BooleanOptionalAction,  # --no-dry-run: a dry run's --resume times the rest on the GPU
+        help="everything but GPU execution (kernels are compile-checked); --resume keeps the run's own setting",
     )
     run.add_argument("--no-ui", action="store_true", help="print progress lines instead of the full-screen app")
     run.add_argument("--json", action="store_true", help="print the event stream as JSON lines (with --best: results)")

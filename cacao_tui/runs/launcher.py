@@ -71,6 +71,8 @@ class RunOptions:
         for flag, on in (("--dry-run", self.dry_run), ("--single-shot", self.single_shot), ("--resume", self.resume)):
             if on:
                 out.append(flag)
+        if self.resume and not self.dry_run:  # unticked on a resume: on the GPU, even a dry run's rest
+            out.append("--no-dry-run")
         return out
 
 
