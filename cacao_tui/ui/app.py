@@ -30,7 +30,7 @@ from cacao_tui.ui.log_store import LogEntry, LogStore
 from cacao_tui.ui.run_view import RunView
 from cacao_tui.ui.screens.dialogs import BusyScreen, QuitScreen
 from cacao_tui.ui.screens.main import MainScreen
-from cacao_tui.ui.screens.results import ResultsScreen
+from cacao_tui.ui.screens.results import StandaloneResultsScreen
 from cacao_tui.ui.sigterm import SigtermExit
 from cacao_tui.ui.terminal_colours import TerminalColours
 
@@ -139,7 +139,7 @@ class CacaoApp(SigtermExit, TerminalColours, App[AppResult]):
         # Names and messages come from problem files and the model: made terminal-safe here, once.
         raw, self._events = self._events, []
         events = [safe_event(e) for e in raw]
-        safe = {id(r): e for r, e in zip(raw, events)}  # the same event, made terminal-safe once
+        safe = {id(r): e for r, e in zip(raw, events, strict=True)}  # the same event, made terminal-safe once
         lines = [safe_event(line) if isinstance(line, ev.LogLine) else safe.get(id(line)) for line in self._logs]
         self._logs.clear()
         self.flushes += 1
@@ -243,4 +243,4 @@ class ResultsApp(SigtermExit, TerminalColours, App[None]):
         self.run_layout = layout
 
     def get_default_screen(self) -> Screen:
-        return ResultsScreen(self.run_layout, standalone=True)
+        return StandaloneResultsScreen(self.run_layout)

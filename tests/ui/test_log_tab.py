@@ -26,9 +26,9 @@ def _headless_lines(events: list[ev._Event]) -> list[str]:
     return out
 
 
-def _shown(app: object, selection: Selection = Selection()) -> list[str]:
+def _shown(app: object, selection: Selection | None = None) -> list[str]:
     """The Log's lines without their clock and level: what the line says."""
-    return [line.split(" ", 2)[2] for line in app.store.lines(selection)]  # type: ignore[attr-defined]
+    return [line.split(" ", 2)[2] for line in app.store.lines(selection or Selection())]  # type: ignore[attr-defined]
 
 
 async def test_the_run_log_holds_every_progress_line_headless_prints_in_order(run: Run) -> None:

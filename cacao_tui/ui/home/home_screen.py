@@ -221,7 +221,8 @@ class HomeScreen(Screen[None]):
         if entry is None:
             return
         if entry.last.status == NOT_RUN:
-            self.app.notify(f"{entry.name} has not been run yet: r runs it, c checks it", timeout=6)
+            then = "e edits it, c checks it" if entry.error else "r runs it, c checks it"
+            self.app.notify(f"{entry.name} has not been run yet: {then}", timeout=6)
             return
         self.app.exit(HomeChoice(entry.directory))
 
@@ -290,7 +291,7 @@ class HomeScreen(Screen[None]):
             self.app.notify(f"{entry.name} is running ({entry.last.live.describe()}): enter attaches", timeout=8)
             return
         if entry.error:
-            self.app.notify(entry.error, severity="error", timeout=8)
+            self.app.notify(f"{entry.error} · e edits it", severity="error", timeout=8)
             return
 
         def chosen(options: RunOptions | None) -> None:

@@ -160,8 +160,11 @@ def describe(entry: ProblemEntry, width: int = 78) -> Text:
     else:
         cases = f"{entry.cases} case{'s' if entry.cases != 1 else ''}"
         text.append(f"\n{entry.reference} reference · {cases}")
+    if entry.error:  # r would only repeat the error: the editor opens its YAML to fix it
+        text.append("\ne edits it (its YAML first) · c checks it", style="dim")
     if last.status == NOT_RUN:
-        text.append("\nnot run yet · r runs it", style="dim")
+        if not entry.error:
+            text.append("\nnot run yet · r runs it", style="dim")
         return text
     text.append("\nlast run: ")
     text.append_text(status_text(last))

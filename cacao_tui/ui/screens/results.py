@@ -234,3 +234,12 @@ class ResultsScreen(Screen[None]):
             self.app.exit(None)
         else:
             self.dismiss(None)
+
+
+class StandaloneResultsScreen(ResultsScreen):
+    """``cacao --dir X --best``: the results view as the whole app (Esc and q quit; the footer says quit)."""
+
+    BINDINGS = keymap.bindings(keymap.RESULTS_STANDALONE)
+
+    def __init__(self, layout: RunLayout) -> None:
+        super().__init__(layout, standalone=True)
