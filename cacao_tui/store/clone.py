@@ -33,6 +33,7 @@ from ktt.capped_read import MAX_YAML_BYTES, read_text_capped
 from ktt.terminal_text import safe_line
 
 NOT_COPIED = ("output", "archive", "output.lock", "__pycache__", "*.pyc")
+GENERATED = ("inputs.hpp",)  # at the top: what cacao writes from inputs.yaml (the clone's own is written at its run)
 _NAME_LINE = re.compile(r"^name:[ \t]*(?P<value>[^\n#>|]*?)[ \t]*(?P<comment>#[^\n]*)?$", re.MULTILINE)
 
 
@@ -81,6 +82,8 @@ def _plan(source: Path) -> _Plan:
         folder = stack.pop()
         for entry in sorted(os.scandir(folder), key=lambda e: e.name):
             if any(fnmatch.fnmatch(entry.name, pattern) for pattern in NOT_COPIED):
+                continue
+            if folder == source and entry.name in GENERATED:
                 continue
             path = Path(entry.path)
             st = entry.stat(follow_symlinks=False)
@@ -138,9 +141,17 @@ def _copy_sparse(src: Path, dst: Path) -> None:
             os.ftruncate(fd_out, st.st_size)
         finally:
             os.close(fd_out)
-        shutil.copystat(src, dst, follow_symlinks=False)
+        _copystat_writable(src, dst)
     finally:
         os.close(fd_in)
+
+
+def _copystat_writable(src: Path, dst: Path) -> None:
+    """The source's times and modes, but writable by its owner: a clone is a copy to edit, even of a
+    read-only problem (a shipped one, a colleague's)."""
+    shutil.copystat(src, dst, follow_symlinks=False)
+    mode = stat.S_IMODE(os.lstat(dst).st_mode)
+    os.chmod(dst, mode | (stat.S_IRWXU if dst.is_dir() else stat.S_IRUSR | stat.S_IWUSR))
 
 
 def clone_problem(source: Path, name: str) -> ClonedProblem:
@@ -162,7 +173,7 @@ def clone_problem(source: Path, name: str) -> ClonedProblem:
         )
     staging = Path(tempfile.mkdtemp(prefix=f".{name}.clone-", dir=source.parent))
     try:
-        shutil.copystat(source, staging)
+        _copystat_writable(source, staging)
         for d in plan.dirs:
             (staging / d.relative_to(source)).mkdir(parents=True, exist_ok=True)
         for link in plan.links:  # copied as links, never followed: a header linked to /dev/zero stays a link
@@ -170,7 +181,7 @@ def clone_problem(source: Path, name: str) -> ClonedProblem:
         for f in plan.files:
             _copy_sparse(f, staging / f.relative_to(source))
         for d in reversed(plan.dirs):
-            shutil.copystat(d, staging / d.relative_to(source), follow_symlinks=False)
+            _copystat_writable(d, staging / d.relative_to(source))
         renamed = _rename_in_problem_yaml(staging / "problem.yaml", name)
         files = len(plan.files) + len(plan.links)
         if target.exists():

@@ -153,12 +153,20 @@ def suite_main(argv: Sequence[str]) -> int:
     runs = asyncio.run(run_suite(problems, pool, _run_flags(args), out))
     rows = [collect_row(r.problem) for r in runs]
     print(render_table(rows))
+    replaced = _replaces(out / "summary")
     csv_path, md_path = write_tables(rows, out / "summary")
-    print(f"suite: wrote {csv_path} and {md_path}")
+    print(f"suite: wrote {csv_path} and {md_path}{replaced}")
     failed = [r.name for r in runs if r.exit_code != 0]
     if failed:
         print(safe_text(f"suite: {len(failed)} run(s) did not succeed: {', '.join(failed)} (see {out / 'logs'})"))
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _replaces(prefix: Path) -> str:
+    """What writing PREFIX.csv / .md replaces, said rather than done silently (a suite's summary)."""
+    there = [p.name for p in (prefix.with_name(prefix.name + ".csv"), prefix.with_name(prefix.name + ".md"))
+             if p.exists()]  # fmt: skip
+    return f" (replacing the earlier {' and '.join(there)}; --output PREFIX writes elsewhere)" if there else ""
 
 
 def collect_main(argv: Sequence[str]) -> int:
@@ -175,8 +183,9 @@ def collect_main(argv: Sequence[str]) -> int:
             raise SuiteUsage(f"--output: {prefix.parent}: no such directory")
     rows = [collect_row(p) for p in problems]
     print(render_table(rows))
+    replaced = _replaces(prefix)
     csv_path, md_path = write_tables(rows, prefix)
-    print(f"collect: wrote {csv_path} and {md_path}")
+    print(f"collect: wrote {csv_path} and {md_path}{replaced}")
     return EXIT_OK
 
 
