@@ -35,6 +35,7 @@ from cacao_tui.engine.events import (
     TuningProgress,
     _Event,
 )
+from cacao_tui.llm.usage import cost_words
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.results import load_results, render_results
 from cacao_tui.ui.formatting import safe_event, safe_json_line, safe_text
@@ -121,7 +122,7 @@ class HeadlessRenderer:
             spent = ""
             if e.resumed and e.llm_calls:
                 tokens = f"{e.input_tokens}+{e.output_tokens} tokens"
-                spent = f" · so far {e.llm_calls} LLM calls, {tokens}, ${e.cost_usd:.4f}"
+                spent = f" · so far {e.llm_calls} LLM calls, {tokens}, {cost_words(f'${e.cost_usd:.4f}', e.provider)}"
             return (
                 f"cacao: {what} {e.problem} · {e.provider}/{e.model} · {gpu.strip()} · "
                 f"{e.n_strategies} strategies, {e.max_iter} iterations, depth {e.max_depth}{spent}"

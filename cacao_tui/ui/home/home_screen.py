@@ -20,6 +20,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from cacao_tui.engine.control import SteeringError
+from cacao_tui.llm.usage import ILLUSTRATIVE, is_illustrative
 from cacao_tui.runs.catalog import ProblemEntry, scan_problems
 from cacao_tui.runs.last_run import NOT_RUN
 from cacao_tui.runs.last_settings import options_like_last_run
@@ -141,6 +142,8 @@ class HomeScreen(Screen[None]):
         shown = sorted((e for e in entries if self.needle in e.name.lower()), key=lambda e: sort_key(e, self.sort_by))
         if self.needle:
             header += f" · filter “{safe_text(self.needle)}”: {len(shown)} shown"
+        if self.wide and any(is_illustrative(e.last.provider) and e.last.cost_usd for e in shown):
+            header += f" · * cost of a replay: {ILLUSTRATIVE} (nothing was spent)"
         self.query_one("#home-header", Static).update(Text(header))
         rows = {e.key: row_cells(e, wide=self.wide) for e in shown}
         if self.table.order() != list(rows)[: self.table.row_count] or len(rows) < self.table.row_count:

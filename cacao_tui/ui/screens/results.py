@@ -16,6 +16,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual.widgets.data_table import ColumnKey
 
+from cacao_tui.llm.usage import ILLUSTRATIVE
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.results import DRY_RUN_BEST, FROM_FILE, LoadedResults, load_results
 from cacao_tui.store.results_export import ExportError, export_results
@@ -95,6 +96,8 @@ def results_header(loaded: LoadedResults, layout: RunLayout) -> Text:
         ref = f"reference {fmt_ms(r.reference_ms)}" + (f" ({r.reference_source})" if r.reference_source else "")
     tokens = " ".join(f"{k} {fmt_count(v)}" for k, v in r.tokens.items()) or NONE
     text.append(f"\n{ref} · tokens {tokens} · cost {fmt_cost(r.cost_usd)}", style="dim")
+    if r.illustrative_usage:
+        text.append(f" {ILLUSTRATIVE} (a replay's recorded figures; nothing was spent)", style="italic")
     for note in loaded.notes[:3]:
         text.append(f"\n{note}", style="yellow")
     return text
