@@ -27,6 +27,7 @@ from cacao_tui.store.layout import RunLayout
 from cacao_tui.ui import keymap
 from cacao_tui.ui.formatting import safe_event
 from cacao_tui.ui.log_store import LogEntry, LogStore
+from cacao_tui.ui.palette import OwnPalette
 from cacao_tui.ui.run_view import RunView
 from cacao_tui.ui.screens.dialogs import BusyScreen, QuitScreen
 from cacao_tui.ui.screens.main import MainScreen
@@ -43,7 +44,7 @@ FLUSH_INTERVAL_S = 0.1
 PENDING_LOG_LINES = 50_000  # between two flushes; past this the oldest are dropped (and counted)
 
 
-class CacaoApp(SigtermExit, TerminalColours, App[AppResult]):
+class CacaoApp(OwnPalette, SigtermExit, TerminalColours, App[AppResult]):
     """Watch and steer a running search.
 
     engine: the running engine (EngineControl; its ``layout`` says where the files are).
@@ -232,7 +233,7 @@ class CacaoApp(SigtermExit, TerminalColours, App[AppResult]):
         return run
 
 
-class ResultsApp(SigtermExit, TerminalColours, App[None]):
+class ResultsApp(OwnPalette, SigtermExit, TerminalColours, App[None]):
     """``cacao --dir X --best`` without --no-ui: the results view of a run directory."""
 
     CSS_PATH = "cacao.tcss"

@@ -65,3 +65,37 @@ def test_help_lists_every_command_and_flag_the_readme_names() -> None:
     missing = sorted(f for f in named if f not in text)
     assert not missing, missing
     assert "`cacao --help` lists them all" in README and "cacao suite" in README
+
+
+def test_the_readme_quotes_the_words_a_dry_runs_results_show(tmp_path: Path) -> None:
+    """Item 14: the README quoted `best none: …`, which neither the app nor --best prints."""
+    from cacao_tui.store.layout import RunLayout
+    from cacao_tui.store.results import load_results, render_results
+    from cacao_tui.store.state import FinalResults
+    from cacao_tui.ui.screens.results import results_header
+
+    layout = RunLayout(tmp_path)
+    layout.output.mkdir(parents=True)
+    layout.final_results.write_text(FinalResults(problem_name="p", dry_run=True).model_dump_json())
+    loaded = load_results(layout)
+    shown = [results_header(loaded, layout).plain.replace("\n", " "), render_results(loaded, layout)]
+    demo = README[README.index("## The demo") :]
+    demo = demo[: demo.index("\n## ", 4)]
+    prose = re.sub(r"```.*?```", "", demo, flags=re.DOTALL).replace("\n", " ")
+    quoted = [q for q in re.findall(r"`([^`]+)`", prose) if "dry run times" in q]
+    assert quoted, "the demo no longer quotes what a dry run's results say"
+    for words in quoted:
+        assert all(words in text for text in shown), (words, shown)
+
+
+def test_the_docs_say_each_problem_ships_a_session_built_by_its_script() -> None:
+    """Item 14: PROVIDERS.md said only mmul ships a session; the README that only the others are built."""
+    problems = sorted(p.parent for p in REPO.glob("problems/*/problem.yaml"))
+    assert len(problems) == 6
+    for problem in problems:
+        assert (problem / "session.jsonl").is_file() and (problem / "demo" / "build_session.py").is_file(), problem
+    providers = (REPO / "docs" / "PROVIDERS.md").read_text(encoding="utf-8")
+    assert "mmul problem ships a hand-written demo session" not in providers
+    assert "every\n  shipped problem has a hand-written demo session" in providers
+    assert "the others are built by their" not in README
+    assert "built by\nits `demo/build_session.py`" in README

@@ -77,13 +77,13 @@ async def test_the_results_view_of_best_says_esc_quits(tmp_path: Path) -> None:
     best = BestResult(branch="b1-a", iteration=1, time_ms=0.5, speedup=20.0, kernel_path="k")
     write_model(RunLayout(problem).final_results, FinalResults(problem_name="mmul", best=best))
     for size in ((80, 24), (200, 60)):
-        app = ResultsApp(RunLayout(problem))
-        async with app.run_test(size=size) as pilot:
-            await until(pilot, lambda: bool(app.screen.query(FooterKey)), "the footer")
+        async with ResultsApp(RunLayout(problem)).run_test(size=size) as pilot:
+            app = pilot.app
+            await until(pilot, lambda: bool(pilot.app.screen.query(FooterKey)), "the footer")
             keys = {k.key_display: k.description for k in app.screen.query_one(Footer).query(FooterKey)}
             assert keys.get("esc") == "quit", keys
             await pilot.press("escape")
-            await until(pilot, lambda: not app.is_running, "Esc quits")
+            await until(pilot, lambda: not pilot.app.is_running, "Esc quits")
     # Opened from the app (b), Esc goes back: its footer says so.
     async with Run(tmp_path / "run").app().run_test(size=(80, 24)) as pilot:
         await pilot.press("b")
@@ -91,3 +91,18 @@ async def test_the_results_view_of_best_says_esc_quits(tmp_path: Path) -> None:
         await until(pilot, lambda: bool(pilot.app.screen.query(FooterKey)), "the footer")
         keys = {k.key_display: k.description for k in pilot.app.screen.query_one(Footer).query(FooterKey)}
         assert keys.get("esc") == "back", keys
+
+
+async def test_the_palette_has_no_generic_keys_entry(tmp_path: Path, run: Run) -> None:
+    """Item 14: Textual's "Keys" (its help panel) is not in any of the apps' palettes; `?` lists the keys."""
+    from cacao_tui.ui.editor import EditorApp
+
+    problem = copy_problem(tmp_path / "p")
+    best = BestResult(branch="b1-a", iteration=1, time_ms=0.5, speedup=20.0, kernel_path="k")
+    write_model(RunLayout(problem).final_results, FinalResults(problem_name="mmul", best=best))
+    apps = (HomeApp(tmp_path / "p"), run.app(), ResultsApp(RunLayout(problem)), EditorApp(tmp_path / "n", new=True))
+    for app in apps:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            titles = [c.title for c in app.get_system_commands(app.screen)]
+            assert titles and "Keys" not in titles, (type(app).__name__, titles)
