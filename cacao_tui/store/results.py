@@ -373,7 +373,8 @@ def render_results(loaded: LoadedResults, layout: RunLayout) -> str:
     if r.tokens or r.cost_usd is not None:
         tokens = ", ".join(f"{k} {v:,}" for k, v in r.tokens.items()) or "-"
         cost = f"${r.cost_usd:.2f}" if r.cost_usd is not None else "-"
-        mark = f" ({ILLUSTRATIVE}: a replay's recorded figures, nothing was spent)" if r.illustrative_usage else ""
+        spent = r.illustrative_usage and (r.cost_usd or any(r.tokens.values()))
+        mark = f" ({ILLUSTRATIVE}: a replay's recorded figures, nothing was spent)" if spent else ""
         lines.append(f"llm        tokens {tokens}; cost {cost}{mark}")
     if r.branches:
         header = ("", "branch", "status", "iters", "best", "speedup", "score", "at", "note")

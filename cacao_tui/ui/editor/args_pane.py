@@ -31,12 +31,14 @@ INIT_CHOICES = (("random", "random"), ("zeros", "zeros"), ("custom", "custom"), 
 PLACEMENTS = ("host", "define", "runtime")
 COLUMNS = ("#", "kind", "name", "dtype", "value / size", "placements / access", "init", "validate")
 
+# No footer labels: the buttons under the table name these keys, and at 80 columns the footer
+# keeps the editor's own (ctrl+s, esc, ctrl+r, ctrl+t, f1) in view.
 ARGS_KEYS: tuple[keymap.Key, ...] = (
-    keymap.Key("s", "add('scalar')", "+scalar", "Args: add a scalar after the highlighted row", section="Editor"),
-    keymap.Key("b", "add('buffer')", "+buffer", "Args: add a buffer after the highlighted row", section="Editor"),
-    keymap.Key("delete,x", "remove", "remove", "Args: remove the highlighted arg", display="x", section="Editor"),
-    keymap.Key("K", "move(-1)", "up", "Args: move the highlighted arg up", section="Editor"),
-    keymap.Key("J", "move(1)", "down", "Args: move the highlighted arg down", section="Editor"),
+    keymap.Key("s", "add('scalar')", "", "Args: add a scalar after the highlighted row", section="Editor"),
+    keymap.Key("b", "add('buffer')", "", "Args: add a buffer after the highlighted row", section="Editor"),
+    keymap.Key("delete,x", "remove", "", "Args: remove the highlighted arg", display="x", section="Editor"),
+    keymap.Key("K", "move(-1)", "", "Args: move the highlighted arg up", section="Editor"),
+    keymap.Key("J", "move(1)", "", "Args: move the highlighted arg down", section="Editor"),
     keymap.Key("j", "cursor_down", "", "next", section="Editor"),
     keymap.Key("k", "cursor_up", "", "previous", section="Editor"),
 )
