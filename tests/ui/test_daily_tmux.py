@@ -130,3 +130,39 @@ def test_nothing_clipped_that_cannot_be_reached(size: tuple[int, int], tmp_path:
         assert "Pause every branch; press again to resume them all" in help_page, help_page
     finally:
         pane.tmux("kill-server")
+
+
+FOCUS_MARK = "▌"
+
+
+@pytest.mark.parametrize(
+    ("colours", "size"),
+    [({"TERM": "xterm"}, (80, 24)), ({"TERM": "xterm-256color"}, (80, 24)),
+     ({"TERM": "xterm-256color", "NO_COLOR": "1"}, (80, 24)), ({"TERM": "xterm-256color"}, (200, 60))],
+)  # fmt: skip
+def test_the_focused_field_is_marked_in_any_colours(
+    colours: dict[str, str], size: tuple[int, int], tmp_path: Path
+) -> None:
+    """Item 7: a bar left of the focused field, a glyph, not a shade of background (235 against 234
+    in 256 colours, nothing with NO_COLOR); in the editor's Args tab, Tab goes from the table
+    straight to the form's first field, past no button."""
+    folder = tmp_path / "problems"
+    copy_problem(folder, "mmul")
+    pane = Pane(_cacao(tmp_path, f"--problems {shlex.quote(str(folder))}"), *size, _env(**colours))
+    try:
+        pane.wait_text("? help")
+        pane.keys("e")
+        pane.wait_text("Edit problem")
+        pane.keys("Tab")  # from the tab bar to the first field, Name
+        screen = pane.wait_text(f"{FOCUS_MARK}mmul")
+        assert any(line.startswith(FOCUS_MARK + "mmul") for line in screen.splitlines()), screen
+        pane.keys("Tab")  # on to the description: Name's bar goes
+        screen = pane.wait_text("▀▀▀")
+        assert f"{FOCUS_MARK}mmul" not in screen and " mmul" in screen, screen
+        pane.keys("C-t")  # Args: the tab bar, then the table, then the kind of the highlighted arg
+        pane.wait_text("+ scalar (s)")
+        pane.keys("Tab", "Tab")
+        kind = pane.wait_text(f"{FOCUS_MARK}buffer")
+        assert f"{FOCUS_MARK}buffer" in kind, kind
+    finally:
+        pane.tmux("kill-server")

@@ -114,13 +114,15 @@ class ArgsPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield ArgsTable(id="args-table", cursor_type="row", zebra_stripes=True)
+        # Tab goes from the table to the form's fields: the buttons are the table's keys (s b x K J)
+        # for the mouse, not five Tab stops (nor is the form's scroll container one).
         with Horizontal(classes="editor-buttons"):
-            yield Button("+ scalar (s)", id="arg-add-scalar", compact=True)
-            yield Button("+ buffer (b)", id="arg-add-buffer", compact=True)
-            yield Button("remove (x)", id="arg-remove", compact=True)
-            yield Button("up (K)", id="arg-up", compact=True)
-            yield Button("down (J)", id="arg-down", compact=True)
-        with VerticalScroll(id="arg-form", classes="editor-form"):
+            for label, wid in (("+ scalar (s)", "arg-add-scalar"), ("+ buffer (b)", "arg-add-buffer"),
+                               ("remove (x)", "arg-remove"), ("up (K)", "arg-up"), ("down (J)", "arg-down")):  # fmt: skip
+                button = Button(label, id=wid, compact=True)
+                button.can_focus = False
+                yield button
+        with VerticalScroll(id="arg-form", classes="editor-form", can_focus=False):
             with Horizontal(classes="form-row"):
                 yield Select(KIND_CHOICES, allow_blank=False, id="arg-kind", compact=True)
                 yield Input(placeholder="name", id="arg-name", compact=True)
