@@ -117,8 +117,9 @@ class ArgsPane(Vertical):
         # Tab goes from the table to the form's fields: the buttons are the table's keys (s b x K J)
         # for the mouse, not five Tab stops (nor is the form's scroll container one).
         with Horizontal(classes="editor-buttons"):
-            for label, wid in (("+ scalar (s)", "arg-add-scalar"), ("+ buffer (b)", "arg-add-buffer"),
-                               ("remove (x)", "arg-remove"), ("up (K)", "arg-up"), ("down (J)", "arg-down")):  # fmt: skip
+            buttons = (("+ scalar (s)", "arg-add-scalar"), ("+ buffer (b)", "arg-add-buffer"),
+                       ("remove (x)", "arg-remove"), ("up (K)", "arg-up"), ("down (J)", "arg-down"))  # fmt: skip
+            for label, wid in buttons:
                 button = Button(label, id=wid, compact=True)
                 button.can_focus = False
                 yield button
