@@ -4,7 +4,7 @@ Modes: a run (the full-screen app, or ``--no-ui``; handed to ``cacao_tui.launch`
 the home screen (no ``--dir``: the problems under ``--problems``, default ./problems),
 ``--check``, ``--best``, ``--clone NAME`` and ``--prune-archives``. Every user mistake is
 one line on stderr (``FILE: FIELD: what is wrong`` for problem files, ``cacao: error: ...``
-for flags), maybe a hint line, exit status 2, no traceback, and nothing written.
+for flags), a hint on the same line, exit status 2, no traceback, and nothing written.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def _clone(args: argparse.Namespace) -> int:
 
 def _prune(args: argparse.Namespace) -> int:
     _require_problem_yaml(args.dir)
-    report = prune_archives(args.dir, dry_run=args.dry_run)
+    report = prune_archives(args.dir, dry_run=bool(args.dry_run))
     where = display_path(report.archive)
     if not report.archive.is_dir():
         print(f"nothing to prune: {where} does not exist")
@@ -205,9 +205,9 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 def _error(line: str, hint: str | None = None) -> None:
-    print(safe_text(line, keep_newlines=True), file=sys.stderr)  # may quote a file's text (a lock's holder)
-    if hint:
-        print(f"hint: {hint}", file=sys.stderr)
+    """One line per mistake: a hint goes on the same line, after a semicolon."""
+    text = f"{line}; {hint}" if hint else line
+    print(safe_text(text, keep_newlines=True), file=sys.stderr)  # may quote a file's text (a lock's holder)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -35,6 +35,7 @@ from cacao_tui.engine.events import (
     TuningProgress,
     _Event,
 )
+from cacao_tui.llm.usage import cost_words
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.results import load_results, render_results
 from cacao_tui.ui.formatting import safe_event, safe_json_line, safe_text
@@ -125,7 +126,7 @@ class HeadlessRenderer:
             spent = ""
             if e.resumed and e.llm_calls:
                 tokens = f"{e.input_tokens}+{e.output_tokens} tokens"
-                spent = f" · so far {e.llm_calls} LLM calls, {tokens}, ${e.cost_usd:.4f}"
+                spent = f" · so far {e.llm_calls} LLM calls, {tokens}, {cost_words(f'${e.cost_usd:.4f}', e.provider)}"
             # With --path-budget each root-to-leaf path has that many iterations; max_iter is unused.
             budget = f"path budget {e.path_budget} iterations" if e.path_budget else f"{e.max_iter} iterations"
             return (

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import errno
 import signal
 import sys
@@ -160,6 +161,20 @@ def _provider_asked(request: RunRequest) -> tuple[str | None, str | None]:
     return context.settings.provider, request.model or context.settings.model
 
 
+def _dry_run_asked(request: RunRequest) -> bool:
+    """``--resume`` without ``--dry-run`` / ``--no-dry-run`` goes on as the run began (its
+    context.json): a dry run resumes dry, on a machine without a GPU too."""
+    if request.dry_run is not None:
+        return request.dry_run
+    if not request.resume:
+        return False
+    try:
+        context = read_model_or_none(RunLayout(request.directory).context, Context)
+    except StateFileError:
+        context = None
+    return context is not None and context.settings.dry_run
+
+
 def _refuse_original_run(request: RunRequest, layout: RunLayout) -> None:
     """--resume (or --no-clean) on a run the original CACAO wrote: one line, before anything is written."""
     if (request.resume or request.no_clean) and is_original_output(layout.output):
@@ -169,6 +184,7 @@ def _refuse_original_run(request: RunRequest, layout: RunLayout) -> None:
 
 def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     request = with_run_settings(request)  # a resumed phase: the run's own settings by default
+    request = dataclasses.replace(request, dry_run=_dry_run_asked(request))
     problem = request.problem
     _refuse_original_run(request, RunLayout(problem.directory))
     llm_env = llm_environment(problem.directory)  # keys and choices of .env files; os.environ untouched

@@ -8,15 +8,16 @@ before it starts the run as a process of its own, so neither imports the other.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
 from cacao_tui import __version__
+from cacao_tui.flag_bounds import BY_FLAG, GPU_ORDINAL
 from cacao_tui.llm.models import EFFORTS
 from cacao_tui.llm.registry import canonical_name, names_for_help
 from cacao_tui.llm.timeouts import LLM_TIMEOUT_ENV
-from cacao_tui.problem import Problem, ProblemError
+from cacao_tui.problem import Problem
 from cacao_tui.run_request import RunRequest
 from cacao_tui.settings import DEFAULTS
 from cacao_tui.steer_flags import EPILOG_LINES as EPILOG_STEERING
@@ -41,30 +42,6 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message, hint="run 'cacao --help' for the flags")
 
 
-def _whole(name: str, minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text.strip())
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
-        return value
-
-    parse.__name__ = name
-    return parse
-
-
-def _positive_number(text: str) -> float:
-    try:
-        value = float(text.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
-
-
 def _gpu_list(text: str) -> list[int]:
     """'0,1' -> [0, 1]: distinct CUDA device ordinals."""
     parts = [p.strip() for p in text.split(",")]
@@ -74,6 +51,8 @@ def _gpu_list(text: str) -> list[int]:
     for p in parts:
         if not p.isdigit():
             raise argparse.ArgumentTypeError(f"{p!r} is not a device ordinal (0, 1, ...)")
+        if int(p) > GPU_ORDINAL.high:
+            raise argparse.ArgumentTypeError(f"{p!r}: a device ordinal must be at most {GPU_ORDINAL.high:g}")
         gpus.append(int(p))
     if len(set(gpus)) != len(gpus):
         raise argparse.ArgumentTypeError(f"a GPU is listed twice in {text!r}")
@@ -127,6 +106,10 @@ modes (one at a time; without one, cacao runs the optimisation):
   --clone NAME       copy the problem definition to a sibling directory NAME
   --prune-archives   remove regenerable files (caches, binaries, dumps) under archive/
 
+other commands:
+  cacao suite DIR... [flags]   run many problems, each a normal run; then their table (cacao suite --help)
+  cacao collect DIR...         the table of problems' last runs, as CSV and Markdown (cacao collect --help)
+
 """ + EPILOG_STEERING + """
 exit status: 0 success; 1 the run found nothing valid or an operation failed;
 2 a mistake in the flags or the problem files; 130 interrupted.
@@ -177,45 +160,38 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-clean", action="store_true", help="do not archive output/ before a fresh run")
     run.add_argument(
         "--max-iter",
-        type=_whole("max-iter", 1),
         metavar="N",
         help=f"iterations per branch (default {DEFAULTS.max_iter})",
     )
     run.add_argument(
         "--max-depth",
-        type=_whole("max-depth", 1),
         metavar="N",
         help=f"levels of branches: 1 = no sub-branches (default {DEFAULTS.max_depth}: roots and their children)",
     )
     run.add_argument(
         "--path-budget",
-        type=_whole("path-budget", 0),
         metavar="N",
         help="iterations per root-to-leaf path (default 0: off)",
     )
     run.add_argument(
         "--budget-iters",
-        type=_whole("budget-iters", 1),
         metavar="N",
         help="the run's iteration pool, shared by every branch and spent where branches improve "
         "(default: strategies x max-iter; with --resume: the earlier run's)",
     )
     run.add_argument(
         "--samples",
-        type=_whole("samples", 1),
         metavar="K",
         help="authoring attempts per iteration, in parallel from the same prompt; the fastest valid one by "
         "a short probe is tuned (default 1)",
     )
     run.add_argument(
         "--strategies",
-        type=_whole("strategies", 1),
         metavar="N",
         help=f"strategies the master proposes (default {DEFAULTS.n_strategies})",
     )
     run.add_argument(
         "--timeout",
-        type=_positive_number,
         metavar="SECONDS",
         help="tuning budget of every case in every iteration, replacing each case's duration_s and "
         f"tuning.duration_s (default: a case's duration_s, else tuning.duration_s, else {DEFAULT_DURATION_S:g})",
@@ -229,7 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="where GPU jobs run: local (default, this machine's GPUs) or ray[://ADDRESS] (docs/CLUSTER.md)",
     )
     run.add_argument(
-        "--dry-run", action="store_true", help="everything but GPU execution (kernels are compile-checked)"
+        "--dry-run",
+        action=argparse.BooleanOptionalAction,  # --no-dry-run: a dry run's --resume times the rest on the GPU
+        help="everything but GPU execution (kernels are compile-checked); --resume keeps the run's own setting",
     )
     run.add_argument(
         "--phase",
@@ -273,13 +251,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="[PROVIDER:]MODEL",
         help="the model of the decide step (default: --model)",
     )
-    llm.add_argument(
-        "--budget-usd", type=_positive_number, metavar="X", help="stop new LLM calls once X dollars are spent"
-    )
+    llm.add_argument("--budget-usd", metavar="X", help="stop new LLM calls once X dollars are spent")
     llm.add_argument("--from", dest="from_path", metavar="PATH", help="recorded session to replay (--provider replay)")
     llm.add_argument(
         "--budget-tokens",
-        type=_whole("budget-tokens", 1),
         metavar="N",
         help="stop new LLM calls once N tokens (in + out) are used; works for models without a price",
     )
@@ -292,19 +267,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     llm.add_argument(
         "--max-tokens",
-        type=_whole("max-tokens", 1),
         metavar="N",
         help=f"visible output of one LLM call (default {DEFAULTS.llm_max_tokens}); reasoning models get room on top",
     )
     llm.add_argument(
         "--llm-concurrency",
-        type=_whole("llm-concurrency", 1),
         metavar="N",
         help=f"LLM calls in flight at once (default {DEFAULTS.llm_concurrency})",
     )
     llm.add_argument(
         "--llm-timeout",
-        type=_positive_number,
         metavar="SECONDS",
         help=(
             f"limit of one LLM request, connect to last byte (default: {LLM_TIMEOUT_ENV}, else "
@@ -314,7 +286,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_steering_flags(p)  # --branch NAME --message/--revert/--delete/--decision (cacao_tui/steer_flags.py)
     p.add_argument("-v", "--verbose", action="store_true", help="show warnings (unknown keys, ...) and more detail")
+    _bound_numbers(p)
     return p
+
+
+def _bound_numbers(p: argparse.ArgumentParser) -> None:
+    """Every number flag is bounded by its entry of cacao_tui.flag_bounds, which --help shows; one
+    without a parser of its own (--gpus, --revert have one, which reads the table) parses with it."""
+    for action in p._actions:
+        found = next((BY_FLAG[o] for o in action.option_strings if o in BY_FLAG), None)
+        if found is None:
+            continue
+        if action.type is None:
+            action.type = found.argparse_type()
+        shown = f"each {found.span()}" if found is GPU_ORDINAL else found.span()
+        action.help = f"{action.help} [{shown}]"
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -350,10 +336,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.problems is not None:
         raise UsageError("--problems is the home screen's folder; it does not go with --dir")
     raw = Path(args.dir).expanduser()
-    if not raw.exists():
-        raise ProblemError(raw, "", "no such directory", hint="--dir takes a problem directory, e.g. problems/mmul")
+    if not raw.exists():  # a mistake in the flag, so a flag's line (cacao: error:), not a problem file's
+        raise UsageError(f"--dir {raw}: no such directory (--dir takes a problem directory, e.g. problems/mmul)")
     if not raw.is_dir():
-        raise ProblemError(raw, "", "not a directory (--dir takes a problem directory)")
+        raise UsageError(f"--dir {raw}: not a directory (--dir takes a problem directory)")
     args.dir = raw.resolve()
     return args
 

@@ -28,7 +28,7 @@ class RunRequest:
     # What the run does
     resume: bool = False
     no_clean: bool = False
-    dry_run: bool = False
+    dry_run: bool | None = None  # None: the run's own on --resume (its context.json), else False
     single_shot: bool = False
     max_iter: int | None = None
     max_depth: int | None = None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, NoReturn
 
+from cacao_tui.flag_bounds import OutOfBounds, bound
 from cacao_tui.store.state import ACTIONS
 
 if TYPE_CHECKING:
@@ -44,7 +45,10 @@ def _iteration(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an iteration number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"iterations are numbered from 1, got {value}")
-    return value
+    try:
+        return int(bound("--revert").parse(text))  # its high end
+    except OutOfBounds as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _text(text: str) -> str:

@@ -48,7 +48,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("nodes", ("nodes",)),
     (
         "services",
-        ("", "llm", "store", "problem", "settings", "prompts", "ktt_client", "subprocesses", "tuners", "cluster"),
+        ("", "llm", "store", "problem", "settings", "flag_bounds", "prompts", "ktt_client", "subprocesses", "tuners",
+         "cluster"),
     ),
 )
 CIRCLE_FIX = "move the shared part below both, or pass a callback or a Protocol"

@@ -46,6 +46,29 @@ def decision(
     return structured(branch, iteration, "decide", value)
 
 
+# The demo's usage: illustrative figures, so a replay shows what tokens and cost look like.
+# A call's size is what a model's would be for the same texts (about 4 characters a token);
+# each step's prompt is the size the engine's prompts have (the briefing, the kernel, the
+# tuner's results), growing over a branch's iterations and over an authoring step's turns,
+# where the earlier turns are read from the prompt cache. Costed as this model's list price.
+ILLUSTRATIVE_PRICE = "anthropic:claude-sonnet-4-5"
+ILLUSTRATIVE_NOTE = ("illustrative (estimated for each call, costed at the list price of "
+                     f"{ILLUSTRATIVE_PRICE}); a replay spends nothing")  # fmt: skip
+_PROMPT_TOKENS = {"analyze": 3_800, "strategize": 5_200, "plan": 6_400, "author": 8_200, "propose": 6_900,
+                  "decide": 7_600}  # fmt: skip
+
+
+def illustrative_usage(line: dict, turn: int) -> dict:
+    """Tokens for one call of the demo: ``turn`` is the call's number within its step."""
+    response = line.get("response") or {}
+    written = len(response.get("text", "")) + len(json.dumps(response.get("tool_calls") or []))
+    output = 60 + written // 4
+    iteration = line.get("iteration") or 1
+    prompt = _PROMPT_TOKENS.get(line["node"], 5_000) + 450 * (iteration - 1) + 1_700 * turn
+    cached = prompt - 1_700 if turn else (2_400 if iteration > 1 else 0)
+    return {"input_tokens": prompt, "output_tokens": output, "cached_tokens": cached}
+
+
 @dataclass(frozen=True)
 class DemoSession:
     """One problem's demo: its kernels and specs live in ``demo_dir``, the session beside it."""
@@ -88,8 +111,16 @@ class DemoSession:
         ]  # fmt: skip
 
     def render(self, lines: list[dict]) -> str:
-        header = {"format": SESSION_FORMAT, "version": SESSION_VERSION, "problem": self.problem, "note": self.note}
-        body = [json.dumps({k: v for k, v in line.items() if v is not None}, ensure_ascii=False) for line in lines]
+        header = {"format": SESSION_FORMAT, "version": SESSION_VERSION, "problem": self.problem, "note": self.note,
+                  "usage": ILLUSTRATIVE_NOTE, "priced_as": ILLUSTRATIVE_PRICE}  # fmt: skip
+        turns: dict[tuple[object, ...], int] = {}
+        body = []
+        for line in lines:
+            if isinstance(line.get("response"), dict) and "usage" not in line["response"]:
+                step = (line.get("branch"), line.get("iteration"), line["node"])
+                turn = turns[step] = turns.get(step, -1) + 1
+                line = {**line, "response": {**line["response"], "usage": illustrative_usage(line, turn)}}
+            body.append(json.dumps({k: v for k, v in line.items() if v is not None}, ensure_ascii=False))
         return "\n".join([json.dumps(header), *body]) + "\n"
 
     def main(self, build: Callable[[], list[dict]], argv: list[str] | None = None) -> int:

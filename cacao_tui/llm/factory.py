@@ -86,7 +86,9 @@ def create_llm(
     """
     settings = settings or LLMSettings()
     provider = build_provider(choice, replay_from=replay_from, timeout_s=timeout_s, env=env)
-    price = settings.price(choice.provider, provider.model, price_for(choice.provider, provider.model))
+    # A replay's own price (what its recording is costed at); any other: the registry's.
+    own = price_for(choice.provider, provider.model) or getattr(provider, "price", None)
+    price = settings.price(choice.provider, provider.model, own)
     info = settings.model_info(choice.provider, provider.model, model_info(choice.provider, provider.model))
     if budget_usd is not None and price is None and BY_NAME[choice.provider].prices:
         log.warning(

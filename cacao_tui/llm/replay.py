@@ -1,5 +1,6 @@
 """``--provider replay``: serve a recorded run's responses, keyed by
-(branch, iteration, node, index). Imports no SDK and costs nothing.
+(branch, iteration, node, index). Imports no SDK and spends nothing: the tokens and cost it
+reports are the recording's (illustrative figures in the shipped demo sessions).
 
 The source is a run's output directory (or an archived ``archive/output_N``), whose
 ``llm/`` records are read, or a session file (see ``session_file``). Tool calls in the
@@ -12,9 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cacao_tui.llm.errors import LLMError, ReplayMismatch
+from cacao_tui.llm.pricing import Price
 from cacao_tui.llm.provider import AdapterSetup, ChatRequest
 from cacao_tui.llm.recording import read_records
-from cacao_tui.llm.session_file import SessionEntry, entry_from_record, read_session_file
+from cacao_tui.llm.registry import BY_NAME, price_for
+from cacao_tui.llm.session_file import SessionEntry, entry_from_record, read_session
 from cacao_tui.llm.types import CallKey, ChatResponse
 
 if TYPE_CHECKING:
@@ -22,17 +25,24 @@ if TYPE_CHECKING:
 
 
 def load_replay_source(source: Path) -> dict[CallKey, SessionEntry]:
-    source = Path(source)
+    return _load(Path(source))[0]
+
+
+def _load(source: Path) -> tuple[dict[CallKey, SessionEntry], Price | None]:
+    """The entries, and the price their recorded usage is costed at: a recorded run's own
+    model's, or the one a session file's header names (``"priced_as": "PROVIDER:MODEL"``)."""
     if source.is_dir():
         records = read_records(source)
         if not records:
             raise LLMError(f"replay source {source} holds no LLM call records (llm/*.json)")
-        return {r.key: entry_from_record(r) for r in records}
-    if source.is_file() or source.exists():  # a FIFO or a device: read_session_file says what it is
-        entries = read_session_file(source)
+        return {r.key: entry_from_record(r) for r in records}, price_for(records[0].provider, records[0].model)
+    if source.is_file() or source.exists():  # a FIFO or a device: read_session says what it is
+        header, entries = read_session(source)
         if not entries:
             raise LLMError(f"replay session file {source} holds no calls")
-        return entries
+        priced_as = header.get("priced_as")
+        provider, _, model = priced_as.partition(":") if isinstance(priced_as, str) else ("", "", "")
+        return entries, price_for(provider, model) if provider in BY_NAME and model else None
     raise LLMError(
         f"replay source not found: {source} (pass --from a run's output directory, an archive/output_N "
         "directory, or a session .jsonl file)"
@@ -53,7 +63,10 @@ class ReplayProvider:
 
     def __init__(self, source: Path, *, model: str | None = None) -> None:
         self.source = Path(source)
-        self._entries = load_replay_source(self.source)
+        # The recorded usage is reported as any provider's is (each response's ``usage``), costed
+        # at this price by the tracked wrapper; a replay's figures are marked illustrative wherever
+        # they are shown (cacao_tui.llm.usage.is_illustrative).
+        self._entries, self.price = _load(self.source)
         self._served: set[CallKey] = set()
         first = next(iter(self._entries.values()))
         recorded_model = first.response.model if first.response is not None else ""

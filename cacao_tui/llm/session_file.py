@@ -76,7 +76,13 @@ class SessionEntry(BaseModel):
 
 def read_session_file(path: Path) -> dict[CallKey, SessionEntry]:
     """Entries keyed by (branch, iteration, node, index); errors name the file and line."""
+    return read_session(path)[1]
+
+
+def read_session(path: Path) -> tuple[dict[str, Any], dict[CallKey, SessionEntry]]:
+    """The header line's fields (empty without one) and the entries, as ``read_session_file``."""
     path = Path(path)
+    header: dict[str, Any] = {}
     try:
         lines = read_text_capped(path, MAX_SESSION_BYTES).splitlines()  # a FIFO or /dev/zero: one line
     except (OSError, UnicodeDecodeError) as exc:
@@ -94,6 +100,7 @@ def read_session_file(path: Path) -> dict[CallKey, SessionEntry]:
         if isinstance(data, dict) and "format" in data:
             if data.get("format") != SESSION_FORMAT:
                 raise LLMError(f"{path}:{lineno}: unknown format {data.get('format')!r} (expected {SESSION_FORMAT!r})")
+            header = header or data
             continue
         try:
             entry = SessionEntry.model_validate(data)
@@ -108,7 +115,7 @@ def read_session_file(path: Path) -> dict[CallKey, SessionEntry]:
         if key in entries:
             raise LLMError(f"{path}:{lineno}: a second line for {key}")
         entries[key] = entry.model_copy(update={"index": index})
-    return entries
+    return header, entries
 
 
 def entry_from_record(record: CallRecord) -> SessionEntry:

@@ -8,6 +8,18 @@ from typing import Any
 from cacao_tui.llm.types import Usage
 
 NodeKey = tuple[str | None, int | None, str]
+ILLUSTRATIVE = "illustrative"  # how a replay's tokens and cost are marked wherever they are shown or recorded
+
+
+def is_illustrative(provider: str | None) -> bool:
+    """A replay spends nothing: the tokens and cost it reports are its recording's (the demo
+    sessions' are illustrative figures), never this run's spending."""
+    return provider == "replay"
+
+
+def cost_words(cost: str, provider: str | None) -> str:
+    """A cost as shown, with the mark a replay's needs: "$1.27 (illustrative)"."""
+    return f"{cost} ({ILLUSTRATIVE})" if is_illustrative(provider) else cost
 
 
 @dataclass

@@ -5,6 +5,7 @@ The same rebuild backs ``cacao --best`` for a run that never reached its end.
 
 from __future__ import annotations
 
+from cacao_tui.llm.usage import is_illustrative
 from cacao_tui.nodes.context import RunDeps
 from cacao_tui.store.atomic import write_model
 from cacao_tui.store.results import rebuild_final_results
@@ -26,6 +27,7 @@ def write_final_results(
             "dry_run": deps.settings.dry_run,
             "tokens": {"input": usage.input_tokens, "output": usage.output_tokens, "cached": usage.cached_tokens},
             "cost_usd": usage.cost_usd,
+            "illustrative_usage": is_illustrative(deps.settings.provider),
         }
     )
     write_model(deps.layout.final_results, final)

@@ -579,10 +579,15 @@ def _swap_in(staging: Path, target: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def default_reference_function(name: str) -> str:
+    """The reference function a new problem called ``name`` starts with: ``vadd`` -> ``vadd_ref``."""
+    func = re.sub(r"[^A-Za-z0-9_]", "_", name) or "problem"
+    return f"{'p_' if func[0].isdigit() else ''}{func}_ref"
+
+
 def new_source(name: str, reference_type: str = "cuda") -> ProblemSource:
     """A starting point for a new problem: saxpy-shaped, with a reference that fails loudly."""
-    func = re.sub(r"[^A-Za-z0-9_]", "_", name) or "problem"
-    func = f"{'p_' if func[0].isdigit() else ''}{func}_ref"
+    func = default_reference_function(name)
     problem: dict[str, Any] = {
         "name": name,
         "description": "",

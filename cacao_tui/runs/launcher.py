@@ -74,6 +74,8 @@ class RunOptions:
                 out.append(flag)
         if self.phase is not None:
             out += ["--phase", self.phase]
+        if self.resume and not self.dry_run:  # unticked on a resume: on the GPU, even a dry run's rest
+            out.append("--no-dry-run")
         return out
 
 

@@ -21,6 +21,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from cacao_tui.llm.usage import ILLUSTRATIVE
 from cacao_tui.store.atomic import StateFileError, read_model_or_none, write_model
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.original_run import FROM_ORIGINAL, collect_original_results, is_original_output
@@ -343,7 +344,7 @@ def refresh_final_results(layout: RunLayout) -> FinalResults | None:
     fresh = rebuild_final_results(layout).model_copy(
         update={"complete": saved.complete, "rebuilt": saved.rebuilt, "dry_run": saved.dry_run,
                 "tokens": saved.tokens, "cost_usd": saved.cost_usd, "run_status": saved.run_status,
-                "run_message": saved.run_message}
+                "run_message": saved.run_message, "illustrative_usage": saved.illustrative_usage}
     )  # fmt: skip
     write_model(layout.final_results, fresh)
     return fresh
@@ -453,7 +454,9 @@ def render_results(loaded: LoadedResults, layout: RunLayout, *, verdict: bool = 
     if r.tokens or r.cost_usd is not None:
         tokens = ", ".join(f"{k} {v:,}" for k, v in r.tokens.items()) or "-"
         cost = f"${r.cost_usd:.2f}" if r.cost_usd is not None else "-"
-        lines.append(f"llm        tokens {tokens}; cost {cost}")
+        spent = r.illustrative_usage and (r.cost_usd or any(r.tokens.values()))
+        mark = f" ({ILLUSTRATIVE}: a replay's recorded figures, nothing was spent)" if spent else ""
+        lines.append(f"llm        tokens {tokens}; cost {cost}{mark}")
     if r.branches:
         header = ("", "branch", "status", "iters", "best", "speedup", "score", "at", "note")
         best_name = r.best.branch if r.best else None

@@ -562,6 +562,7 @@ class FinalResults(_State):
     branches: list[BranchSummary] = Field(default_factory=list)
     tokens: dict[str, int] = Field(default_factory=dict)
     cost_usd: float | None = None
+    illustrative_usage: bool = False  # a replay's: the recording's tokens and cost, nothing was spent
     # The original CACAO's keys, beside ours, so scripts written for it keep working. Its
     # ``speedup`` is the geometric mean over the cases when the problem has cases.
     best_branch: str | None = None

@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
 from cacao_tui.cluster.spec import ClusterError, parse_cluster, require_ray
+from cacao_tui.flag_bounds import BY_FLAG, GPU_ORDINAL
 from cacao_tui.suite import fast_p
 from cacao_tui.suite.collect import collect_row, render_table, write_tables
 from cacao_tui.suite.collect_runs import experiment_runs, is_problem
@@ -37,24 +38,8 @@ class _Parser(argparse.ArgumentParser):
         raise SuiteUsage(message)
 
 
-def _whole(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
+def _bounded(flag: str) -> Callable[[str], int | float]:
+    return BY_FLAG[flag].argparse_type()
 
 
 def suite_parser() -> argparse.ArgumentParser:
@@ -62,11 +47,11 @@ def suite_parser() -> argparse.ArgumentParser:
     p.add_argument("dirs", nargs="+", metavar="DIR", help="problem directories")
     p.add_argument("--cluster", metavar="WHERE", help="local (default: one local GPU per run) or ray[://ADDRESS]")
     p.add_argument("--gpus", metavar="LIST", help="local GPUs to spread the runs over, e.g. 0,1 (default: all)")
-    p.add_argument("--jobs", type=_whole, metavar="N", help="runs at once (default: the GPUs there are)")
+    p.add_argument("--jobs", type=_bounded("--jobs"), metavar="N", help="runs at once (default: the GPUs there are)")
     p.add_argument("--output", metavar="DIR", default=DEFAULT_OUT, help=f"logs and tables (default ./{DEFAULT_OUT})")
-    for flag, kind in (("--provider", str), ("--model", str), ("--max-iter", _whole), ("--max-depth", _whole),
-                       ("--path-budget", _whole), ("--strategies", _whole), ("--timeout", _number),
-                       ("--budget-usd", _number)):  # fmt: skip
+    for flag in ("--provider", "--model", "--max-iter", "--max-depth", "--path-budget", "--strategies", "--timeout",
+                 "--budget-usd"):  # fmt: skip
+        kind = _bounded(flag) if flag in BY_FLAG else str  # numbers: the bounds of a run's own flags
         p.add_argument(flag, type=kind, help="passed to each run")
     p.add_argument("--models", metavar="A,B", help="run every problem once per model, each in a copy under "
                    f"OUTPUT/{MODELS_DIR}/MODEL/ (an experiments folder for cacao collect)")  # fmt: skip
@@ -105,7 +90,7 @@ def _gpu_list(text: str) -> list[int]:
         values = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise SuiteUsage(f"--gpus: expected a list like 0,1, got {text!r}") from None
-    if not values or any(v < 0 for v in values) or len(set(values)) != len(values):
+    if not values or any(not 0 <= v <= GPU_ORDINAL.high for v in values) or len(set(values)) != len(values):
         raise SuiteUsage(f"--gpus: expected distinct GPU numbers like 0,1, got {text!r}")
     return values
 
@@ -193,8 +178,9 @@ def suite_main(argv: Sequence[str]) -> int:
         runs = asyncio.run(run_suite(problems, pool, _run_flags(args), out))
         rows = [collect_row(r.problem) for r in runs]
     print(render_table(rows))
+    replaced = _replaces(out / "summary")
     csv_path, md_path = write_tables(rows, out / "summary")
-    print(f"suite: wrote {csv_path} and {md_path}")
+    print(f"suite: wrote {csv_path} and {md_path}{replaced}")
     fast_p.report(args.fast_p, [r.problem for r in runs], out / "summary")
     failed = [r.name for r in runs if r.exit_code != 0]
     if failed:
@@ -222,6 +208,13 @@ def _collect_targets(dirs: list[str]) -> list[tuple[Path, str]]:
     return found
 
 
+def _replaces(prefix: Path) -> str:
+    """What writing PREFIX.csv / .md replaces, said rather than done silently (a suite's summary)."""
+    there = [p.name for p in (prefix.with_name(prefix.name + ".csv"), prefix.with_name(prefix.name + ".md"))
+             if p.exists()]  # fmt: skip
+    return f" (replacing the earlier {' and '.join(there)}; --output PREFIX writes elsewhere)" if there else ""
+
+
 def collect_main(argv: Sequence[str]) -> int:
     args = collect_parser().parse_args(list(argv))
     if (why := fast_p.flag_error(args.fast_p)) is not None:
@@ -238,8 +231,9 @@ def collect_main(argv: Sequence[str]) -> int:
             raise SuiteUsage(f"--output: {prefix.parent}: no such directory")
     rows = [collect_row(p, experiment) for p, experiment in targets]
     print(render_table(rows))
+    replaced = _replaces(prefix)
     csv_path, md_path = write_tables(rows, prefix)
-    print(f"collect: wrote {csv_path} and {md_path}")
+    print(f"collect: wrote {csv_path} and {md_path}{replaced}")
     fast_p.report(args.fast_p, [p for p, _ in targets], prefix)
     return EXIT_OK
 

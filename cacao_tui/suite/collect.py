@@ -14,6 +14,7 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cacao_tui.llm.usage import ILLUSTRATIVE, is_illustrative
 from cacao_tui.store.atomic import write_text_atomic
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.results import load_results
@@ -44,6 +45,7 @@ class Row:
     cost_usd: float = 0.0
     ran_on: list[str] = field(default_factory=list)
     facts: RunFacts = field(default_factory=RunFacts)  # the original's columns
+    illustrative: bool = False  # a replay's recorded usage: nothing was spent
 
     def cells(self) -> list[str]:
         return [
@@ -54,7 +56,7 @@ class Row:
             "" if self.run_s is None else f"{self.run_s:.1f}",
             str(self.branches),
             str(self.tokens),
-            f"{self.cost_usd:.4f}",
+            f"{self.cost_usd:.4f}" + (f" ({ILLUSTRATIVE})" if self.illustrative else ""),
             " ".join(self.ran_on),
             *self.facts.cells(),
         ]
@@ -68,6 +70,8 @@ class _LogFacts:
     cost_usd: float = 0.0
     placements: list[str] = field(default_factory=list)
     finished: str | None = None
+    provider: str | None = None
+    local: str | None = None  # where a run on this machine's GPUs ran ("local:GPU0"), from its run_started
 
 
 def _count(value: object) -> int:
@@ -99,6 +103,11 @@ def _read_log(path: Path) -> _LogFacts:
             run = event.get("run") if isinstance(event.get("run"), dict) else {}  # the run's totals so far
             facts.tokens = _count(run.get("input_tokens")) + _count(run.get("output_tokens"))
             facts.cost_usd = max(0.0, finite_number(run.get("cost_usd")) or 0.0)
+        elif kind == "run_started":
+            facts.provider = safe_line(event.get("provider"), 40)
+            gpus = event.get("gpus") if isinstance(event.get("gpus"), list) else []
+            facts.local = "no GPU (dry run)" if event.get("dry_run") else " ".join(
+                f"local:GPU{_count(g)}" for g in gpus[:64]) or None  # fmt: skip
         elif kind == "job_placed":
             where = safe_line(f"{event.get('host', '?')}:GPU{event.get('gpu', '?')}", 80)
             if where not in facts.placements and len(facts.placements) < 64:
@@ -139,7 +148,8 @@ def collect_row(problem_dir: Path, experiment: str = "") -> Row:
         row.cost_usd = facts.cost_usd
     if facts.first_ts is not None and facts.last_ts is not None:
         row.run_s = facts.last_ts - facts.first_ts
-    row.ran_on = facts.placements
+    row.ran_on = facts.placements or ([facts.local] if facts.local else [])  # a cluster's placements, else local
+    row.illustrative = is_illustrative(facts.provider) or (results is not None and results.illustrative_usage)
     return row
 
 

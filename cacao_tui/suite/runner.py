@@ -54,7 +54,7 @@ async def _run_one(run: SuiteRun, slot: Slot, flags: list[str], out: Path, say: 
     argv = [sys.executable, "-m", "cacao_tui", "--dir", str(run.problem), "--no-ui", *slot.flags, *flags]
     run.slot = slot.label
     run.log = out / "logs" / f"{run.name}.log"
-    say(safe_text(f"suite: {run.name}: started on {slot.label} of {socket.gethostname()}"))  # a directory's name
+    say(safe_text(f"suite: {run.name}: started on {socket.gethostname()} ({slot.label})"))  # a directory's name
     start = time.monotonic()
     try:
         log_fd = os.open(run.log, _LOG_FLAGS, 0o644)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Slot:
-    label: str  # "GPU 1", "cluster slot 3", "dry run 2"
+    label: str  # "GPU 1", "cluster slot 3", "dry-run slot 2"
     flags: tuple[str, ...]  # what the run is given: ("--gpus", "1") or ("--cluster", "ray://...")
 
 
@@ -53,4 +53,4 @@ def cluster_slots(cluster: str, count: int) -> list[Slot]:
 
 
 def dry_run_slots(count: int) -> list[Slot]:
-    return [Slot(f"dry run {i}", ()) for i in range(max(1, count))]
+    return [Slot(f"dry-run slot {i + 1}", ()) for i in range(max(1, count))]

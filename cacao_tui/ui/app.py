@@ -10,6 +10,7 @@ second, so a burst of log lines costs one redraw, not one per line.
 
 from __future__ import annotations
 
+import io
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -21,14 +22,16 @@ from textual.screen import Screen
 from cacao_tui.engine import events as ev
 from cacao_tui.engine.control import EngineControl
 from cacao_tui.engine.events import EventBus
+from cacao_tui.headless import HeadlessRenderer
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.ui import keymap
 from cacao_tui.ui.formatting import safe_event
 from cacao_tui.ui.log_store import LogEntry, LogStore
+from cacao_tui.ui.palette import OwnPalette
 from cacao_tui.ui.run_view import RunView
 from cacao_tui.ui.screens.dialogs import BusyScreen, QuitScreen
 from cacao_tui.ui.screens.main import MainScreen
-from cacao_tui.ui.screens.results import ResultsScreen
+from cacao_tui.ui.screens.results import StandaloneResultsScreen
 from cacao_tui.ui.sigterm import SigtermExit
 from cacao_tui.ui.terminal_colours import TerminalColours
 
@@ -41,7 +44,7 @@ FLUSH_INTERVAL_S = 0.1
 PENDING_LOG_LINES = 50_000  # between two flushes; past this the oldest are dropped (and counted)
 
 
-class CacaoApp(SigtermExit, TerminalColours, App[AppResult]):
+class CacaoApp(OwnPalette, SigtermExit, TerminalColours, App[AppResult]):
     """Watch and steer a running search.
 
     engine: the running engine (EngineControl; its ``layout`` says where the files are).
@@ -81,18 +84,20 @@ class CacaoApp(SigtermExit, TerminalColours, App[AppResult]):
         self.clock = clock
         self.flush_interval = flush_interval
         self._events: list[object] = []
-        self._logs: deque[ev.LogLine] = deque(maxlen=PENDING_LOG_LINES)
+        # Log lines and the other events, in the order they came: the Log tab shows the progress
+        # lines of the headless renderer (analysis, strategies, tunings, decisions, bests) among them.
+        self._logs: deque[object] = deque(maxlen=PENDING_LOG_LINES)
+        self._progress_lines = HeadlessRenderer(io.StringIO())  # only its render(): it prints nothing
         self.dropped_log_lines = 0
         self.flushes = 0
         self._unsubscribe: Callable[[], None] | None = bus.subscribe(self._receive)
 
     # ---- the subscriber: called synchronously by the engine; must stay cheap ----------
     def _receive(self, event: object) -> None:
-        if isinstance(event, ev.LogLine):
-            if len(self._logs) == PENDING_LOG_LINES:
-                self.dropped_log_lines += 1
-            self._logs.append(event)
-        else:
+        if len(self._logs) == PENDING_LOG_LINES:
+            self.dropped_log_lines += 1
+        self._logs.append(event)
+        if not isinstance(event, ev.LogLine):
             self._events.append(event)
 
     # ---- lifecycle ---------------------------------------------------------------
@@ -133,18 +138,34 @@ class CacaoApp(SigtermExit, TerminalColours, App[AppResult]):
         if not self.main_screen.ready or not self.main_screen.is_attached or (not self._events and not self._logs):
             return
         # Names and messages come from problem files and the model: made terminal-safe here, once.
-        events, self._events = [safe_event(e) for e in self._events], []
-        lines = [safe_event(line) for line in self._logs]
+        raw, self._events = self._events, []
+        events = [safe_event(e) for e in raw]
+        safe = {id(r): e for r, e in zip(raw, events, strict=True)}  # the same event, made terminal-safe once
+        lines = [safe_event(line) if isinstance(line, ev.LogLine) else safe.get(id(line)) for line in self._logs]
         self._logs.clear()
         self.flushes += 1
         changed: set[str] = set()
         for event in self._coalesce(events):
             changed |= self.view.apply(event)
-        entries = [LogEntry.from_event(line) for line in lines]
+        entries: list[LogEntry] = []
+        for line in lines:
+            if isinstance(line, ev.LogLine):
+                entries.append(LogEntry.from_event(line))
+            elif line is not None:
+                entries += self._progress_entries(line)
         for entry in entries:
             self.store.add(entry)
         with self.batch_update():
             self.main_screen.apply(changed, entries, events)
+
+    def _progress_entries(self, event: object) -> list[LogEntry]:
+        """What ``cacao --no-ui`` prints for the event, as Log lines (tuning and streaming
+        progress throttled as it throttles them; the end with the results table)."""
+        try:
+            text = self._progress_lines.render(event)  # type: ignore[arg-type]
+        except Exception as exc:  # an end whose results cannot be read: the Log says so, the app goes on
+            text = f"(the progress line of {type(event).__name__} could not be made: {exc})"
+        return LogEntry.progress(event, text) if text else []
 
     @staticmethod
     def _coalesce(events: list[object]) -> Iterable[object]:
@@ -212,7 +233,7 @@ class CacaoApp(SigtermExit, TerminalColours, App[AppResult]):
         return run
 
 
-class ResultsApp(SigtermExit, TerminalColours, App[None]):
+class ResultsApp(OwnPalette, SigtermExit, TerminalColours, App[None]):
     """``cacao --dir X --best`` without --no-ui: the results view of a run directory."""
 
     CSS_PATH = "cacao.tcss"
@@ -223,4 +244,4 @@ class ResultsApp(SigtermExit, TerminalColours, App[None]):
         self.run_layout = layout
 
     def get_default_screen(self) -> Screen:
-        return ResultsScreen(self.run_layout, standalone=True)
+        return StandaloneResultsScreen(self.run_layout)

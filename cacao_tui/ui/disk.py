@@ -122,6 +122,7 @@ class LLMCallView:
     cost_usd: float = 0.0
     latency_s: float = 0.0
     model: str = ""
+    provider: str = ""  # "replay": its tokens and cost are the recording's (illustrative)
     error: str | None = None
     messages: list[dict[str, Any]] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
@@ -172,6 +173,7 @@ def _from_call_record(path: Path, data: dict[str, Any]) -> LLMCallView | None:
         cost_usd=record.usage.cost_usd,
         latency_s=record.latency_s,
         model=record.model,
+        provider=record.provider,
         error=record.error,
         messages=messages,
         tools=[t.name for t in record.tools],

@@ -269,6 +269,8 @@ RESULTS: tuple[Key, ...] = (
     Key("escape,q", "close", "back", "Back (or quit when opened with --best)", display="esc"),
     Key("enter", "show_kernel", "kernel", "Show the selected branch's best kernel"),
 )
+# The results view of `cacao --best`: it is the whole app, so Esc quits, and its footer says so.
+RESULTS_STANDALONE: tuple[Key, ...] = (Key("escape,q", "close", "quit", "Quit", display="esc"),)
 
 
 def help_sections() -> list[tuple[str, list[Key]]]:

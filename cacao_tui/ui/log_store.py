@@ -36,6 +36,17 @@ class LogEntry(NamedTuple):
             e.branch, e.iteration, e.level, f"{fmt_clock(e.ts)} {LEVEL_LETTERS.get(e.level, '?')} {where}: {message}"
         )
 
+    @classmethod
+    def progress(cls, e: object, text: str) -> list[LogEntry]:
+        """A progress line of the headless renderer (a block of lines: one entry each), kept with
+        the branch and iteration of its event so a selection's Log shows its own."""
+        call = getattr(e, "call", None) or getattr(e, "progress", None)  # an LLM call's event names its caller there
+        branch = getattr(e, "branch", None) or getattr(call, "branch", None)
+        iteration = getattr(e, "iteration", None) or getattr(call, "iteration", None)
+        stamp = fmt_clock(getattr(e, "ts", 0.0))
+        return [cls(branch if isinstance(branch, str) else None, iteration if isinstance(iteration, int) else None,
+                    "info", f"{stamp} · {line.rstrip()}") for line in text.split("\n") if line.strip()]  # fmt: skip
+
     def in_scope(self, selection: Selection) -> bool:
         if selection.branch is None:
             return True

@@ -251,6 +251,12 @@ def _syntax_error(path: Path, exc: yaml.YAMLError) -> ProblemError:
     context = getattr(exc, "context", None)
     if context and problem.startswith("but "):  # "expected a single document in the stream" + "but found ..."
         problem = f"{context}, {problem}"
+    started = getattr(exc, "context_mark", None)
+    if mark and started and started.line < mark.line and context:
+        # A key without its ':', an unclosed [ { or quote: the mistake is where the construct began; the
+        # scanner only notices on a later line (the next key, the end of the file).
+        problem = f"{problem} ({context}, noticed on line {mark.line + 1})"
+        where = f"line {started.line + 1}, column {started.column + 1}"
     if isinstance(exc, YamlBudgetError):
         return ProblemError(path, where, _one_line(problem, 200))
     return ProblemError(path, where, f"YAML syntax error: {_one_line(problem, 200)}", hint=_HINT)

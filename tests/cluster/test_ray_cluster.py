@@ -201,7 +201,8 @@ def test_a_dry_run_suite_of_every_shipped_problem_on_the_cluster_collects_a_tabl
                  "--output", str(out), cwd=tmp_path, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     assert "6 at a time (cluster slot 0" in done.stdout  # the cluster's six GPUs bound the runs in flight
-    assert len([line for line in done.stdout.splitlines() if ": started on cluster slot" in line]) == len(SHIPPED)
+    starts = [line for line in done.stdout.splitlines() if ": started on " in line and "(cluster slot" in line]
+    assert len(starts) == len(SHIPPED)
     for p in problems:
         started = parse_event((p / "output" / "run.jsonl").read_text().splitlines()[0])
         assert started.gpu_name == "Ray cluster: 6 GPU(s) on 4 node(s)"  # type: ignore[attr-defined]

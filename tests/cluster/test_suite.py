@@ -20,7 +20,7 @@ def test_a_dry_run_suite_runs_each_problem_and_collects_a_table(tmp_path: Path) 
                  "--jobs", "2", "--output", str(out), cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 at a time" in done.stdout
-    starts = [line for line in done.stdout.splitlines() if ": started on dry run" in line]
+    starts = [line for line in done.stdout.splitlines() if ": started on " in line and "(dry-run slot" in line]
     assert len(starts) == 2
     for p in problems:
         assert (p / "output" / "final_results.json").is_file()

@@ -44,7 +44,7 @@ def test_the_demo_recipe_uses_the_apps_own_keys_and_labels() -> None:
 def test_a_dry_runs_best_none_is_explained() -> None:
     demo = _section("The demo: no key, no GPU")
     assert "nothing is timed" in demo
-    assert DRY_RUN_BEST.startswith("a dry run times nothing") and "best none: a dry run times" in demo
+    assert DRY_RUN_BEST.startswith("a dry run times nothing") and "no best, `a dry run times\nnothing`" in demo
 
 
 def test_leaving_is_said() -> None:

@@ -82,14 +82,14 @@ CASES: list[tuple[str, Callable[[Path], None], str, str, str]] = [
         "yaml-syntax",
         _write("problem.yaml", "name: tiny\ngrid: {x: 1\n"),
         "problem.yaml",
-        "line 3, column 1",
+        "line 2, column 7",  # where the unclosed { is, not where the end of the file noticed it
         "YAML syntax error",
     ),
     (
         "yaml-syntax-inputs",
         _write("inputs.yaml", "args:\n  - [kind: scalar\n"),
         "inputs.yaml",
-        "line 3, column 1",
+        "line 2, column 5",
         "YAML syntax error",
     ),
     (

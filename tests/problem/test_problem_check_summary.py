@@ -102,5 +102,5 @@ def test_console_script_and_module_from_another_directory(tmp_path: Path) -> Non
             [*command, "--dir", "nowhere", "--check"], cwd=tmp_path, capture_output=True, text=True, timeout=60
         )
         assert bad.returncode == 2
-        assert bad.stderr.splitlines()[0] == "nowhere: no such directory"
+        assert bad.stderr.splitlines()[0].startswith("cacao: error: --dir nowhere: no such directory")
         assert "Traceback" not in bad.stderr

@@ -26,7 +26,7 @@ def test_options_become_the_command_lines_flags(tmp_path: Path) -> None:
         "--max-depth", "1", "--path-budget", "0", "--timeout", "2.5", "--gpus", "0,1", "--budget-usd", "1",
         "--dry-run", "--single-shot", "--no-clean",
     ]  # fmt: skip
-    assert run_argv(tmp_path, RunOptions(resume=True))[-1] == "--resume"
+    assert run_argv(tmp_path, RunOptions(resume=True))[-2:] == ["--resume", "--no-dry-run"]  # unticked: asked
 
 
 @pytest.mark.parametrize(

@@ -244,10 +244,10 @@ async def test_run_finished_is_announced(run: Run) -> None:
 async def test_a_failing_engine_call_is_reported_not_raised(run: Run) -> None:
     async with run.app().run_test() as pilot:
         app = await start(pilot, run)
-        await select(pilot, "vectorized")
-        await pilot.press("p")  # the fake refuses to pause a failed branch
+        await select(pilot, "tiled")
+        await pilot.press("r")  # the fake refuses to retry a running branch
         await settle(pilot)
-        assert any("pause: vectorized is failed" in n.message for n in app._notifications)
+        assert any("retry: tiled is running" in n.message for n in app._notifications)
         assert app.is_running
 
 

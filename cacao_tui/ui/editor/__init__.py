@@ -9,12 +9,13 @@ from textual.app import App
 from textual.screen import Screen
 
 from cacao_tui.ui.editor.screen import ProblemEditorScreen
+from cacao_tui.ui.palette import OwnPalette
 from cacao_tui.ui.terminal_colours import TerminalColours
 
 __all__ = ["EditorApp", "ProblemEditorScreen"]
 
 
-class EditorApp(TerminalColours, App[Path | None]):
+class EditorApp(OwnPalette, TerminalColours, App[Path | None]):
     """The editor alone: returns the saved directory, or None when cancelled."""
 
     CSS_PATH = "../cacao.tcss"

@@ -31,12 +31,14 @@ INIT_CHOICES = (("random", "random"), ("normal", "normal"), ("zeros", "zeros"), 
 PLACEMENTS = ("host", "define", "runtime")
 COLUMNS = ("#", "kind", "name", "dtype", "value / size", "placements / access", "init", "validate")
 
+# No footer labels: the buttons under the table name these keys, and at 80 columns the footer
+# keeps the editor's own (ctrl+s, esc, ctrl+r, ctrl+t, f1) in view.
 ARGS_KEYS: tuple[keymap.Key, ...] = (
-    keymap.Key("s", "add('scalar')", "+scalar", "Args: add a scalar after the highlighted row", section="Editor"),
-    keymap.Key("b", "add('buffer')", "+buffer", "Args: add a buffer after the highlighted row", section="Editor"),
-    keymap.Key("delete,x", "remove", "remove", "Args: remove the highlighted arg", display="x", section="Editor"),
-    keymap.Key("K", "move(-1)", "up", "Args: move the highlighted arg up", section="Editor"),
-    keymap.Key("J", "move(1)", "down", "Args: move the highlighted arg down", section="Editor"),
+    keymap.Key("s", "add('scalar')", "", "Args: add a scalar after the highlighted row", section="Editor"),
+    keymap.Key("b", "add('buffer')", "", "Args: add a buffer after the highlighted row", section="Editor"),
+    keymap.Key("delete,x", "remove", "", "Args: remove the highlighted arg", display="x", section="Editor"),
+    keymap.Key("K", "move(-1)", "", "Args: move the highlighted arg up", section="Editor"),
+    keymap.Key("J", "move(1)", "", "Args: move the highlighted arg down", section="Editor"),
     keymap.Key("j", "cursor_down", "", "next", section="Editor"),
     keymap.Key("k", "cursor_up", "", "previous", section="Editor"),
 )
@@ -112,13 +114,16 @@ class ArgsPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield ArgsTable(id="args-table", cursor_type="row", zebra_stripes=True)
+        # Tab goes from the table to the form's fields: the buttons are the table's keys (s b x K J)
+        # for the mouse, not five Tab stops (nor is the form's scroll container one).
         with Horizontal(classes="editor-buttons"):
-            yield Button("+ scalar (s)", id="arg-add-scalar", compact=True)
-            yield Button("+ buffer (b)", id="arg-add-buffer", compact=True)
-            yield Button("remove (x)", id="arg-remove", compact=True)
-            yield Button("up (K)", id="arg-up", compact=True)
-            yield Button("down (J)", id="arg-down", compact=True)
-        with VerticalScroll(id="arg-form", classes="editor-form"):
+            buttons = (("+ scalar (s)", "arg-add-scalar"), ("+ buffer (b)", "arg-add-buffer"),
+                       ("remove (x)", "arg-remove"), ("up (K)", "arg-up"), ("down (J)", "arg-down"))  # fmt: skip
+            for label, wid in buttons:
+                button = Button(label, id=wid, compact=True)
+                button.can_focus = False
+                yield button
+        with VerticalScroll(id="arg-form", classes="editor-form", can_focus=False):
             with Horizontal(classes="form-row"):
                 yield Select(KIND_CHOICES, allow_blank=False, id="arg-kind", compact=True)
                 yield Input(placeholder="name", id="arg-name", compact=True)

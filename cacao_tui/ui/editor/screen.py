@@ -44,6 +44,7 @@ from cacao_tui.problem.writer import (
     ProblemSource,
     check_data_file,
     check_source,
+    default_reference_function,
     is_reference_stub,
     new_source,
     read_problem_source,
@@ -174,6 +175,7 @@ class ProblemEditorScreen(Screen[Path | None]):
     BINDINGS = keymap.bindings(EDITOR_KEYS)
     DEFAULT_CSS = """
     ProblemEditorScreen #editor-title { height: 1; }
+    ProblemEditorScreen #ed-directory-full { height: auto; color: $text-muted; }
     ProblemEditorScreen #editor-body { height: 1fr; }
     ProblemEditorScreen #editor-tabs { width: 1fr; }
     ProblemEditorScreen #check-side { display: none; width: 45%; border-left: solid $primary-darken-2; }
@@ -212,6 +214,9 @@ class ProblemEditorScreen(Screen[Path | None]):
     def __init__(self, directory: Path, *, new: bool = False, source: ProblemSource | None = None) -> None:
         super().__init__(classes="editor-screen")
         self.directory = Path(directory).expanduser().absolute()
+        # A new problem's *Directory*, when relative, is under the folder it was proposed in (the
+        # home screen's problems folder), not the working directory: the list then shows it.
+        self.folder = self.directory.parent
         self.new = new
         self.load_error: str | None = None
         if source is not None:
@@ -258,8 +263,9 @@ class ProblemEditorScreen(Screen[Path | None]):
     def _problem_fields(self) -> ComposeResult:
         p = self.source.problem
         if self.new:
-            yield Label("Directory (created on save)")
+            yield Label(f"Directory (created on save; a relative one goes under {self.folder})")
             yield Input(str(self.directory), id="ed-directory", compact=True)
+            yield Static(self._writes_to(), id="ed-directory-full", classes="field-note")
         yield Label("Name")
         yield Input(_show(p.get("name")), id="ed-name", compact=True)
         yield Label("Description (reaches the prompts)")
@@ -360,16 +366,43 @@ class ProblemEditorScreen(Screen[Path | None]):
         self.dirty = True
         self.schedule_check()
 
+    def _target(self, text: str) -> Path:
+        """The directory a new problem is written to: a relative one under ``self.folder``."""
+        path = Path(text.strip() or ".").expanduser()
+        return (path if path.is_absolute() else self.folder / path).absolute()
+
+    def _writes_to(self) -> Text:
+        """The full path the save will write, under the field (the field may hold a relative one)."""
+        note = sanitize(f"→ {self.directory}")
+        if self.directory.parent != self.folder:
+            note.append_text(sanitize(f"  (not in {self.folder}: its home list will not show it)"))
+            note.stylize("yellow")
+        return note
+
+    def _follow(self, wid: str, old: str, new: str) -> None:
+        """A field that still holds what ``old`` gave it takes what ``new`` gives (a renamed new
+        problem's name, a reference function still named after the old name)."""
+        field = self.query_one(f"#{wid}", Input)
+        if field.value == old and old != new:
+            field.value = new
+
     @on(Input.Changed)
     def _input(self, event: Input.Changed) -> None:
         wid = event.input.id or ""
         if wid == "ed-directory":
-            self.directory = Path(event.value.strip() or ".").expanduser().absolute()
+            old = self.directory.name
+            self.directory = self._target(event.value)
             self.query_one("#editor-title", Static).update(self._title())
+            self.query_one("#ed-directory-full", Static).update(self._writes_to())
+            if not self._loading:
+                self._follow("ed-name", old, self.directory.name)
             self.changed()
         elif wid in PROBLEM_FIELDS:
             if self._loading:
                 return
+            if wid == "ed-name":
+                old, new = str(self.source.problem.get("name") or ""), event.value
+                self._follow("ed-ref-function", default_reference_function(old), default_reference_function(new))
             set_path(self.source.problem, PROBLEM_FIELDS[wid], _typed(event.value, wid in TEXT_KEYS))
             if wid == "ed-ref-function":
                 self._restub()
@@ -449,7 +482,7 @@ class ProblemEditorScreen(Screen[Path | None]):
         for field in self.query(Input):
             wid = field.id or ""
             if wid == "ed-directory":
-                self.directory = Path(field.value.strip() or ".").expanduser().absolute()
+                self.directory = self._target(field.value)
             elif wid in PROBLEM_FIELDS and field.value != _show(_get(self.source.problem, PROBLEM_FIELDS[wid])):
                 set_path(self.source.problem, PROBLEM_FIELDS[wid], _typed(field.value, wid in TEXT_KEYS))
         ok = True
@@ -565,7 +598,11 @@ class ProblemEditorScreen(Screen[Path | None]):
         elif worker.group == "editor-check" and event.state == WorkerState.ERROR:
             self._status(f"✗ --check could not run: {worker.error}", "error")
         elif worker.group == "editor-save" and event.state == WorkerState.SUCCESS:
-            self.dismiss(worker.result)  # type: ignore[arg-type]
+            saved = Path(worker.result)  # type: ignore[arg-type]
+            if self.new:  # where it went, in full; and why a list may not show it
+                away = "" if saved.parent == self.folder else f" (not in {self.folder}: its list does not show it)"
+                self.app.notify(safe_text(f"Saved the new problem to {saved}{away}"), timeout=8)
+            self.dismiss(saved)
         elif worker.group == "editor-save" and event.state == WorkerState.ERROR:
             error = worker.error
             line = str(error) if isinstance(error, (ProblemError, OSError)) else f"{type(error).__name__}: {error}"

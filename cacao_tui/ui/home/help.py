@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from rich.table import Table
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import ModalScreen
@@ -11,23 +9,8 @@ from textual.widgets import Static
 
 from cacao_tui.ui import keymap
 from cacao_tui.ui.keymap import Key
+from cacao_tui.ui.screens.help import keys_table
 from cacao_tui.ui.widgets.scroll_pane import ScrollPane
-
-
-def keys_table(sections: list[tuple[str, list[Key]]], note: str = "") -> Table:
-    table = Table.grid(padding=(0, 2))
-    table.add_column(style="bold cyan", no_wrap=True)
-    table.add_column()
-    for title, keys in sections:
-        if not keys:
-            continue
-        table.add_row(Text(title, style="bold underline"), "")
-        for key in keys:
-            table.add_row(key.shown, key.help)
-        table.add_row("", "")
-    if note:
-        table.add_row("", Text(note, style="italic"))
-    return table
 
 
 class KeysScreen(ModalScreen[None]):

@@ -12,11 +12,12 @@ from textual.screen import Screen
 from cacao_tui.ui.home.attach import APP_CSS
 from cacao_tui.ui.home.home_screen import HomeChoice, HomeScreen
 from cacao_tui.ui.home.keys import HOME
+from cacao_tui.ui.palette import OwnPalette
 from cacao_tui.ui.sigterm import SigtermExit
 from cacao_tui.ui.terminal_colours import TerminalColours
 
 
-class HomeApp(SigtermExit, TerminalColours, App[HomeChoice | None]):
+class HomeApp(OwnPalette, SigtermExit, TerminalColours, App[HomeChoice | None]):
     CSS_PATH = APP_CSS
     TITLE = "cacao"
 

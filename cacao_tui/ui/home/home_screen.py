@@ -20,6 +20,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from cacao_tui.engine.control import SteeringError
+from cacao_tui.llm.usage import ILLUSTRATIVE, is_illustrative
 from cacao_tui.runs.catalog import ProblemEntry, scan_problems
 from cacao_tui.runs.last_run import NOT_RUN
 from cacao_tui.runs.last_settings import options_like_last_run
@@ -63,7 +64,7 @@ def check_text(problem_dir: Path) -> tuple[bool, str]:
         problem = load_problem(problem_dir)
         steps = preflight(problem)
     except ProblemError as exc:
-        return False, exc.line() + ("\nhint: " + exc.hint if getattr(exc, "hint", None) else "")
+        return False, exc.line() + ("; " + exc.hint if getattr(exc, "hint", None) else "")
     except OSError as exc:
         return False, f"{problem_dir}: {exc.strerror or exc}"
     return True, render_check(problem, steps) + f"\n\nOK: {problem_dir} is a valid problem"
@@ -104,10 +105,20 @@ class HomeScreen(Screen[None]):
         self.table = self.query_one("#home-table", KeyTable)
         self.table.focus()
         self._fit_columns()
-        self.refresh_list()
+        self._first_scan()
         self.set_interval(REFRESH_S, self.refresh_list)
 
     # ---- the list ---------------------------------------------------------------------------
+    def _first_scan(self) -> None:
+        """The list is there before the first key is handled, so keys typed while the app was starting
+        (j j, r) act on it, not on an empty table (a scan of the shipped problems takes ~30 ms)."""
+        try:
+            entries = scan_problems(self.folder)
+        except Exception:  # the worker says why, and tries again every REFRESH_S
+            self.refresh_list()
+            return
+        self.show_entries(entries)
+
     @work(exclusive=True, group="home-scan")
     async def refresh_list(self) -> None:
         try:  # each problem's trouble is on its row (runs.catalog); this is the folder's own
@@ -131,6 +142,8 @@ class HomeScreen(Screen[None]):
         shown = sorted((e for e in entries if self.needle in e.name.lower()), key=lambda e: sort_key(e, self.sort_by))
         if self.needle:
             header += f" · filter “{safe_text(self.needle)}”: {len(shown)} shown"
+        if self.wide and any(is_illustrative(e.last.provider) and e.last.cost_usd for e in shown):
+            header += f" · * cost of a replay: {ILLUSTRATIVE} (nothing was spent)"
         self.query_one("#home-header", Static).update(Text(header))
         rows = {e.key: row_cells(e, wide=self.wide) for e in shown}
         if self.table.order() != list(rows)[: self.table.row_count] or len(rows) < self.table.row_count:
@@ -211,7 +224,8 @@ class HomeScreen(Screen[None]):
         if entry is None:
             return
         if entry.last.status == NOT_RUN:
-            self.app.notify(f"{entry.name} has not been run yet: r runs it, c checks it", timeout=6)
+            then = "e edits it, c checks it" if entry.error else "r runs it, c checks it"
+            self.app.notify(f"{entry.name} has not been run yet: {then}", timeout=6)
             return
         self.app.exit(HomeChoice(entry.directory))
 
@@ -280,7 +294,7 @@ class HomeScreen(Screen[None]):
             self.app.notify(f"{entry.name} is running ({entry.last.live.describe()}): enter attaches", timeout=8)
             return
         if entry.error:
-            self.app.notify(entry.error, severity="error", timeout=8)
+            self.app.notify(f"{entry.error} · e edits it", severity="error", timeout=8)
             return
 
         def chosen(options: RunOptions | None) -> None:

@@ -7,6 +7,7 @@ import time
 
 from rich.text import Text
 
+from cacao_tui.llm.usage import cost_words, is_illustrative
 from cacao_tui.runs.catalog import ProblemEntry
 from cacao_tui.runs.last_run import FAILED_START, NOT_RUN, RUNNING, STARTING, UNREADABLE, LastRun
 from cacao_tui.ui.formatting import (
@@ -123,7 +124,10 @@ def _cells(entry: ProblemEntry, now: float | None, wide: bool) -> tuple[object, 
         if last.history:
             history.append(f" {fmt_ms(last.history[-1])}", style="dim")
         tokens = fmt_count(last.tokens) if last.tokens else NONE
-        extra = (history, tokens, fmt_cost(last.cost_usd), fmt_seconds(last.gpu_s))
+        cost: str | Text = fmt_cost(last.cost_usd)
+        if is_illustrative(last.provider) and (last.tokens or last.cost_usd):  # the header's * explains it
+            cost = Text(f"{cost}*", style="italic")
+        extra = (history, tokens, cost, fmt_seconds(last.gpu_s))
     if entry.error:
         cells = (name, Text("invalid", style="red"), NONE, status_text(last), NONE)
         return (*cells, *extra, fmt_when(last.when, now))
@@ -171,8 +175,11 @@ def describe(entry: ProblemEntry, width: int = 78) -> Text:
     else:
         cases = f"{entry.cases} case{'s' if entry.cases != 1 else ''}"
         text.append(f"\n{entry.reference} reference · {cases}")
+    if entry.error:  # r would only repeat the error: the editor opens its YAML to fix it
+        text.append("\ne edits it (its YAML first) · c checks it", style="dim")
     if last.status == NOT_RUN:
-        text.append("\nnot run yet · r runs it", style="dim")
+        if not entry.error:
+            text.append("\nnot run yet · r runs it", style="dim")
         return text
     text.append("\nlast run: ")
     text.append_text(status_text(last))
@@ -180,6 +187,9 @@ def describe(entry: ProblemEntry, width: int = 78) -> Text:
         text.append(f" · {safe_text(last.provider)}")
     if last.best_ms is not None:
         text.append(f" · best {fmt_ms(last.best_ms)} {best_text(last)}")
+    if last.tokens or last.cost_usd:
+        spent = f"{fmt_count(last.tokens)} tokens, {fmt_cost(last.cost_usd)}"
+        text.append(f" · {cost_words(spent, last.provider)}")
     if last.when is not None:
         with contextlib.suppress(OverflowError, OSError, ValueError):
             text.append(f" · {time.strftime('%Y-%m-%d %H:%M', time.localtime(last.when))}", style="dim")

@@ -16,6 +16,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
+from cacao_tui.flag_bounds import BY_FLAG, GPU_ORDINAL, OutOfBounds
 from cacao_tui.runs.launcher import LaunchRefused, RunOptions, validate
 from cacao_tui.runs.providers import ProviderStatus, auto_choice, provider_statuses, run_environment
 from cacao_tui.settings import DEFAULTS
@@ -30,30 +31,14 @@ class FieldError(ValueError):
     """A field that is not a number (or list) of the right kind; the message names it."""
 
 
-def _whole(text: str, label: str, minimum: int) -> int | None:
-    text = text.strip()
-    if not text:
+def _number(text: str, label: str, flag: str) -> int | float | None:
+    """An empty field keeps the default; a number goes through its flag's bounds (cacao_tui.flag_bounds)."""
+    if not text.strip():
         return None
     try:
-        value = int(text)
-    except ValueError:
-        raise FieldError(f"{label}: expected a whole number, got {text!r}") from None
-    if value < minimum:
-        raise FieldError(f"{label}: must be at least {minimum}, got {value}")
-    return value
-
-
-def _positive(text: str, label: str) -> float | None:
-    text = text.strip()
-    if not text:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise FieldError(f"{label}: expected a number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise FieldError(f"{label}: must be a positive number, got {text!r}")
-    return value
+        return BY_FLAG[flag].parse(text)
+    except OutOfBounds as exc:
+        raise FieldError(f"{label}: {exc}") from None
 
 
 def _gpus(text: str) -> list[int]:
@@ -61,6 +46,8 @@ def _gpus(text: str) -> list[int]:
     if any(not p.isdigit() for p in parts):
         raise FieldError(f"GPUs: expected device ordinals like 0 or 0,1; got {text.strip()!r}")
     gpus = [int(p) for p in parts]
+    if any(g > GPU_ORDINAL.high for g in gpus):
+        raise FieldError(f"GPUs: a device ordinal must be at most {GPU_ORDINAL.high:g}; got {text.strip()!r}")
     if len(set(gpus)) != len(gpus):
         raise FieldError(f"GPUs: a GPU is listed twice in {text.strip()!r}")
     return gpus
@@ -77,13 +64,13 @@ def options_from_fields(values: dict[str, str | bool]) -> RunOptions:
     return RunOptions(
         provider=None if provider in ("", AUTO) else provider,
         model=text("model").strip() or None,
-        strategies=_whole(text("strategies"), "strategies", 1),
-        max_iter=_whole(text("max_iter"), "max-iter", 1),
-        max_depth=_whole(text("max_depth"), "depth", 1),
-        path_budget=_whole(text("path_budget"), "path budget", 0),
-        timeout_s=_positive(text("timeout"), "timeout"),
+        strategies=_number(text("strategies"), "strategies", "--strategies"),  # type: ignore[arg-type]
+        max_iter=_number(text("max_iter"), "max-iter", "--max-iter"),  # type: ignore[arg-type]
+        max_depth=_number(text("max_depth"), "depth", "--max-depth"),  # type: ignore[arg-type]
+        path_budget=_number(text("path_budget"), "path budget", "--path-budget"),  # type: ignore[arg-type]
+        timeout_s=_number(text("timeout"), "timeout", "--timeout"),
         gpus=_gpus(text("gpus")),
-        budget_usd=_positive(text("budget"), "budget"),
+        budget_usd=_number(text("budget"), "budget", "--budget-usd"),
         dry_run=bool(values.get("dry_run")),
         single_shot=bool(values.get("single_shot")),
         resume=bool(values.get("resume")),

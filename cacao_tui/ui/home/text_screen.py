@@ -20,8 +20,13 @@ MAX_CHARS = 200_000
 
 class TextScreen(ModalScreen[None]):
     BINDINGS = keymap.bindings(keymap.CLOSE)
+    # The whole screen, not a dialog's 64 columns: a check page's lines are wide (at 80x24 it
+    # used 64 columns and clipped them).
     DEFAULT_CSS = """
-    TextScreen > #text-page { width: 100; height: 90%; }
+    TextScreen > #text-page {
+        width: 100%; height: 100%; padding: 0 1; border: thick $primary; background: $surface;
+    }
+    TextScreen #text-title { text-style: bold; }
     TextScreen #text-scroll { overflow-x: auto; }
     TextScreen #text-body { width: auto; text-wrap: nowrap; }
     """
@@ -31,8 +36,10 @@ class TextScreen(ModalScreen[None]):
         self._title, self._body, self._style = title, body, style
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="text-page", classes="dialog"):
-            yield Static(Text(safe_text(self._title)), classes="dialog-title", id="text-title")
+        with Vertical(id="text-page"):
+            title = Text(safe_text(self._title))
+            title.append("   esc closes · ← → scroll a wide line", style="dim")
+            yield Static(title, id="text-title")
             with ScrollPane(id="text-scroll"):
                 yield Static(self._render_body(self._body), id="text-body")
 

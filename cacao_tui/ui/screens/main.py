@@ -19,6 +19,7 @@ from cacao_tui.llm.progress import CallProgress
 from cacao_tui.llm.types import CallKey
 from cacao_tui.runs.gpu_status import GpuSample
 from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.state import TERMINAL_BRANCH
 from cacao_tui.ui import keymap
 from cacao_tui.ui.disk import load_selection, read_all_branches, read_run_started, seed_from_disk
 from cacao_tui.ui.home.editor_hook import new_problem_screen
@@ -236,8 +237,17 @@ class MainScreen(Screen[None]):
             self.notify(f"{what}: {exc}", severity="error")
             return FAILED
 
+    def _branch_over(self, name: str, what: str) -> bool:
+        """A branch that has ended (done, stopped, failed, killed) has no step to pause or kill: say so."""
+        b = self.view.branches.get(name)
+        if b is None or b.status not in TERMINAL_BRANCH:
+            return False
+        again = "" if b.status == "killed" else " (r gives it one more try)"
+        self.notify(f"{name} has ended ({b.status}): nothing to {what}{again}", severity="warning")
+        return True
+
     def action_toggle_pause(self) -> None:
-        if (name := self._branch()) is None:
+        if (name := self._branch()) is None or self._branch_over(name, "pause"):
             return
         paused = self._control("pause", lambda: self.engine.toggle_pause(name))
         if paused is not FAILED:
@@ -252,15 +262,20 @@ class MainScreen(Screen[None]):
             self.notify("All branches paused (P again resumes)")
 
     def action_kill(self) -> None:
-        if (name := self._branch()) is None:
+        if (name := self._branch()) is None or self._branch_over(name, "kill"):
             return
+        b = self.view.branches.get(name)
+        status = b.status if b is not None else "running"
+        detail = {"running": "Its running step is cancelled; its files stay.",
+                  INTERRUPTED: "It is not running now; a --resume will not run it again. Its files stay."}.get(
+                      status, "It starts no further step; its files stay.")  # fmt: skip
 
         def answered(yes: bool | None) -> None:
             if yes and self._control("kill", lambda: self.engine.kill_branch(name)) is not FAILED:
                 self.notify(f"{name}: kill requested", severity="warning")
 
         self.app.push_screen(
-            ConfirmScreen(f"Kill branch {name}?", "Its running step is cancelled; its files stay.", yes="Kill"),
+            ConfirmScreen(f"Kill branch {name}?", detail, yes="Kill"),
             answered,
         )
 

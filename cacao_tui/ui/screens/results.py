@@ -16,6 +16,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual.widgets.data_table import ColumnKey
 
+from cacao_tui.llm.usage import ILLUSTRATIVE
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.results import (
     DRY_RUN_BEST,
@@ -109,6 +110,8 @@ def results_header(loaded: LoadedResults, layout: RunLayout) -> Text:
         ref += f", {calls.samples_text()}"
     tokens = " ".join(f"{k} {fmt_count(v)}" for k, v in r.tokens.items()) or NONE
     text.append(f"\n{ref} · tokens {tokens} · cost {fmt_cost(r.cost_usd)}", style="dim")
+    if r.illustrative_usage and (r.cost_usd or any(r.tokens.values())):
+        text.append(f" {ILLUSTRATIVE} (a replay's recorded figures; nothing was spent)", style="italic")
     spread = reference_spread_warning(r)
     if spread is not None:
         text.append(f"\nwarning: {spread}", style="yellow")
@@ -121,6 +124,15 @@ RESULTS_EXTRA: tuple[keymap.Key, ...] = (
     keymap.Key("e", "export", "export", "Export the results to output/results.md and output/results.csv"),
 )
 LIVE_RELOAD_S = 2.0  # while the run has not finished, the view reloads this often
+
+
+class BranchTable(KeyTable):
+    """The per-branch table: a reason wider than the screen scrolls into view, ten columns a press."""
+
+    BINDINGS = keymap.bindings(keymap.SIDEWAYS)
+
+    def action_scroll_columns(self, columns: int) -> None:
+        self.scroll_relative(x=columns, animate=False)
 
 
 class ResultsScreen(Screen[None]):
@@ -137,7 +149,8 @@ class ResultsScreen(Screen[None]):
         # (Tab: the branch table, the pictures, the kernel).
         with VerticalScroll(id="results"):
             yield Static("Loading results…", id="results-header")
-            yield KeyTable(COLUMNS, id="results-branches")
+            yield BranchTable(COLUMNS, id="results-branches")
+            yield Static("", id="results-why")  # the highlighted branch's reason, whole (the table cuts it)
             yield ResultsPictures(id="results-pictures")
             yield Static("", id="results-kernel-header", classes="pane-header")
             with ScrollPane(id="results-kernel-scroll"):
@@ -209,6 +222,9 @@ class ResultsScreen(Screen[None]):
 
     def show_kernel_of(self, name: str) -> None:
         b = self._branches.get(name)
+        why = self.query_one("#results-why", Static)
+        why.update(Text.assemble((f"{name} stopped because: ", "bold"), b.stop_reason) if b and b.stop_reason else "")
+        why.display = bool(b and b.stop_reason)
         header = self.query_one("#results-kernel-header", Static)
         body = self.query_one("#results-kernel", Static)
         if b is None or b.best_iteration is None:
@@ -251,3 +267,12 @@ class ResultsScreen(Screen[None]):
             self.app.exit(None)
         else:
             self.dismiss(None)
+
+
+class StandaloneResultsScreen(ResultsScreen):
+    """``cacao --dir X --best``: the results view as the whole app (Esc and q quit; the footer says quit)."""
+
+    BINDINGS = keymap.bindings(keymap.RESULTS_STANDALONE)
+
+    def __init__(self, layout: RunLayout) -> None:
+        super().__init__(layout, standalone=True)

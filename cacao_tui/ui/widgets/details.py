@@ -30,7 +30,10 @@ def selection_header(view: RunView, selection: Selection) -> Text:
     if selection.branch is None or selection.branch not in view.branches:
         text.append(view.info.problem if view.info else "run", style="bold")
         text.append(f" · {view.phase}" + (f": {view.phase_message}" if view.phase_message else ""))
-        text.append(f" · {len(view.branches)} branch(es), {sum(b.active for b in view.branches.values())} active")
+        active, n = sum(b.active for b in view.branches.values()), len(view.branches)
+        # The phase's own note may count the branches already ("dispatched: 3 branches"): then only how many run.
+        counts = f"{active} active" if view.phase_message else f"{n} branch{'es' if n != 1 else ''}, {active} active"
+        text.append(f" · {counts}")
         if view.best_ms is not None:
             best = fmt_result(view.best_speedup, view.best_score)
             text.append(f" · best {fmt_ms(view.best_ms)} {best} ({view.best_branch})")

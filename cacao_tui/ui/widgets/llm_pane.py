@@ -17,6 +17,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from cacao_tui.llm.progress import CallProgress
+from cacao_tui.llm.usage import cost_words
 from cacao_tui.ui.disk import LLMCallView
 from cacao_tui.ui.formatting import fmt_cost, fmt_count
 from cacao_tui.ui.widgets.scroll_pane import ScrollPane
@@ -77,7 +78,7 @@ def call_detail(call: LLMCallView) -> RenderableType:
     head.append(f" / {call.output_tokens:,} out")
     if call.reasoning_tokens:
         head.append(f" ({call.reasoning_tokens:,} reasoning)")
-    head.append(f" · {call.latency_s:.1f} s · {fmt_cost(call.cost_usd)}")
+    head.append(f" · {call.latency_s:.1f} s · {cost_words(fmt_cost(call.cost_usd), call.provider)}")
     if call.reasoning_effort:
         head.append(f" · reasoning {call.reasoning_effort}")
     if call.retries:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from rich.text import Text
 
+from cacao_tui.llm.usage import ILLUSTRATIVE, is_illustrative
 from cacao_tui.runs.gpu_status import GpuSample
 from cacao_tui.ui.formatting import fmt_cost, fmt_count, fmt_elapsed, fmt_gpus, fmt_ms, fmt_result
 from cacao_tui.ui.run_view import RunView
@@ -42,6 +43,9 @@ class StatusBar(TextLine):
         end = v.finished.ts if v.finished is not None else v.ended_at or self._clock()
         out.append((8, Text(fmt_elapsed(end - start))))
         tokens = Text(f"{fmt_count(v.input_tokens)}↑ {fmt_count(v.output_tokens)}↓ {fmt_cost(v.cost_usd)}")
+        spent = v.input_tokens or v.output_tokens or v.cost_usd
+        if spent and v.info is not None and is_illustrative(v.info.provider):  # a replay's recorded figures
+            tokens.append(f" {ILLUSTRATIVE}", style="italic")
         if v.llm_errors:
             tokens.append(f" ({v.llm_errors} err)", style="red")
         out.append((7, tokens))
