@@ -43,6 +43,7 @@ from cacao_tui.store.atomic import (
 from cacao_tui.store.layout import RunLayout, UnsafeLayout, check_contained
 from cacao_tui.store.original_run import is_original_output, refusal
 from cacao_tui.store.run_lock import RunLocked, acquire_run_lock, held_here
+from cacao_tui.store.run_state import check_run_state
 from cacao_tui.store.state import Context, GpuInfo, RunSettings
 from cacao_tui.tuners import UnknownTuner, tuner_factory
 from ktt.problem import Problem, ProblemError
@@ -174,6 +175,11 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     _claim_directory(layout, walk_output=request.resume or request.no_clean)
     if request.resume and not layout.context.exists() and not layout.master.exists():
         raise LaunchError(f"{layout.output}: nothing to resume (no earlier run here); start without --resume")
+    if request.resume:
+        try:  # every state file it will read, read and checked once before the first write
+            check_run_state(layout)
+        except StateFileError as exc:
+            raise LaunchError(str(exc)) from None
     if request.no_clean and not request.resume and (layout.master.exists() or layout.branch_names()):
         raise LaunchError(
             f"{layout.output}: holds an earlier run's state; a fresh run cannot share it. "
@@ -382,6 +388,9 @@ def main(request: RunRequest) -> int:
             code = asyncio.run(run_with_ui(engine, bus, request))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except StateFileError as exc:  # a state file changed under the run (checked when it began): one line
+        print(f"cacao: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except DiskFull:
         code = EXIT_NO_RESULT  # reported below
     except OSError as exc:
