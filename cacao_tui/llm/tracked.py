@@ -390,6 +390,8 @@ class TrackedLLM:
             cache_key=None if "cache" in self.dropped else self._cache_key(ctx),
             info=self.info,
             on_delta=meter,
+            reply_text_cap=self.reply_text_cap,
+            reply_cap=self.reply_cap,
         )
         request.messages, notes = await self._fit(request)
         record = CallRecord(
@@ -560,6 +562,9 @@ class TrackedLLM:
         started: float,
         secrets: tuple[str, ...],
     ) -> tuple[ChatResponse, CallRecord]:
+        if response.cut is not None:  # cut while it streamed (the adapter's ReplyGatherer)
+            record.notes.append(response.cut)
+            log.warning("LLM %s call %s: %s", self.provider, record.key, response.cut)
         response, cut = cap_reply(response, text_cap=self.reply_text_cap, cap=self.reply_cap)
         if cut is not None:
             record.notes.append(cut)

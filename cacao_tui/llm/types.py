@@ -103,6 +103,7 @@ class ChatResponse(BaseModel):
     latency_s: float = 0.0
     provider_data: dict[str, Any] | None = None
     reasoning: str = ""
+    cut: str | None = None  # what cacao cut while the reply streamed (llm/streamed_reply.py), for the record
 
     def to_message(self) -> Message:
         """The assistant turn to append to the conversation before sending tool results."""
