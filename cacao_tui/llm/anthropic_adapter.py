@@ -242,28 +242,27 @@ async def read_stream(stream: Any, request: ChatRequest) -> Any:
     stop_reason = None
     usage: dict[str, Any] = {}
     try:
-        async for event in stream:
-            kind = getattr(event, "type", None)
-            if kind == "message_start":
-                message = event.message
-                u = event.message.usage
-                usage.update({k: getattr(u, k, None) for k in ("input_tokens", "output_tokens",
-                              "cache_read_input_tokens", "cache_creation_input_tokens")})  # fmt: skip
-            elif kind == "content_block_start":
-                blocks[event.index] = _started_block(event.content_block, gather)
-            elif kind == "content_block_delta":
-                _add_delta(blocks.setdefault(event.index, {"type": "text", "text": ""}), event, gather, raw_json,
-                           request)  # fmt: skip
-            elif kind == "message_delta":
-                stop_reason = getattr(event.delta, "stop_reason", None) or stop_reason
-                u = getattr(event, "usage", None)
-                if u is not None and getattr(u, "output_tokens", None) is not None:
-                    usage["output_tokens"] = u.output_tokens
-                details = getattr(u, "output_tokens_details", None) if u is not None else None
-                if details is not None:
-                    usage["thinking_tokens"] = getattr(details, "thinking_tokens", 0)
-            if gather.full:
-                break
+        with gather.reading():  # past the caps the wire stops: ResponseTooLarge below
+            async for event in stream:
+                kind = getattr(event, "type", None)
+                if kind == "message_start":
+                    message = event.message
+                    u = event.message.usage
+                    usage.update({k: getattr(u, k, None) for k in ("input_tokens", "output_tokens",
+                                  "cache_read_input_tokens", "cache_creation_input_tokens")})  # fmt: skip
+                elif kind == "content_block_start":
+                    blocks[event.index] = _started_block(event.content_block, gather)
+                elif kind == "content_block_delta":
+                    _add_delta(blocks.setdefault(event.index, {"type": "text", "text": ""}), event, gather, raw_json,
+                               request)  # fmt: skip
+                elif kind == "message_delta":
+                    stop_reason = getattr(event.delta, "stop_reason", None) or stop_reason
+                    u = getattr(event, "usage", None)
+                    if u is not None and getattr(u, "output_tokens", None) is not None:
+                        usage["output_tokens"] = u.output_tokens
+                    details = getattr(u, "output_tokens_details", None) if u is not None else None
+                    if details is not None:
+                        usage["thinking_tokens"] = getattr(details, "thinking_tokens", 0)
     except ResponseTooLarge as exc:
         if message is None or not blocks:
             raise ProviderError(str(exc), kind="response") from None

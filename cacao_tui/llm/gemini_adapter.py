@@ -169,18 +169,17 @@ async def read_stream(stream: Any, request: ChatRequest, types: Any) -> tuple[An
     last: Any = None
     candidate_fields: dict[str, Any] = {}
     try:
-        async for chunk in stream:
-            last = chunk
-            for candidate in (getattr(chunk, "candidates", None) or [])[:1]:
-                if getattr(candidate, "finish_reason", None) is not None:
-                    candidate_fields["finish_reason"] = candidate.finish_reason
-                if getattr(candidate, "finish_message", None):
-                    candidate_fields["finish_message"] = str(candidate.finish_message)[:2000]
-                content = getattr(candidate, "content", None)
-                for part in getattr(content, "parts", None) or []:
-                    _merge_part(parts, part, request, gather)
-            if gather.full:
-                break
+        with gather.reading():  # past the caps the wire stops: ResponseTooLarge below
+            async for chunk in stream:
+                last = chunk
+                for candidate in (getattr(chunk, "candidates", None) or [])[:1]:
+                    if getattr(candidate, "finish_reason", None) is not None:
+                        candidate_fields["finish_reason"] = candidate.finish_reason
+                    if getattr(candidate, "finish_message", None):
+                        candidate_fields["finish_message"] = str(candidate.finish_message)[:2000]
+                    content = getattr(candidate, "content", None)
+                    for part in getattr(content, "parts", None) or []:
+                        _merge_part(parts, part, request, gather)
     except ResponseTooLarge as exc:
         if not parts:
             raise ProviderError(str(exc), kind="response") from None

@@ -232,30 +232,29 @@ async def read_stream(stream: Any, model: str, request: ChatRequest) -> ChatResp
     usage: Any = None
     served_model: str | None = None
     try:
-        async for chunk in stream:
-            served_model = getattr(chunk, "model", None) or served_model
-            if getattr(chunk, "usage", None) is not None:
-                usage = chunk.usage
-            for choice in getattr(chunk, "choices", None) or []:
-                if getattr(choice, "index", 0) not in (0, None):
-                    continue
-                delta = choice.delta
-                if choice.finish_reason:
-                    finish = choice.finish_reason
-                think = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
-                if isinstance(think, str) and think:
-                    reasoning.append(gather.reasoning(think))
-                    request.delta(reasoning=think)
-                piece = _text_of(getattr(delta, "content", None))
-                if piece:
-                    text.append(gather.text(piece))
-                    request.delta(text=piece)
-                if getattr(delta, "refusal", None):
-                    refusal.append(gather.text(str(delta.refusal)))
-                for tc in getattr(delta, "tool_calls", None) or []:
-                    _add_call_piece(calls, tc, gather, request)
-            if gather.full:
-                break
+        with gather.reading():  # past the caps the wire stops: ResponseTooLarge below
+            async for chunk in stream:
+                served_model = getattr(chunk, "model", None) or served_model
+                if getattr(chunk, "usage", None) is not None:
+                    usage = chunk.usage
+                for choice in getattr(chunk, "choices", None) or []:
+                    if getattr(choice, "index", 0) not in (0, None):
+                        continue
+                    delta = choice.delta
+                    if choice.finish_reason:
+                        finish = choice.finish_reason
+                    think = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
+                    if isinstance(think, str) and think:
+                        reasoning.append(gather.reasoning(think))
+                        request.delta(reasoning=think)
+                    piece = _text_of(getattr(delta, "content", None))
+                    if piece:
+                        text.append(gather.text(piece))
+                        request.delta(text=piece)
+                    if getattr(delta, "refusal", None):
+                        refusal.append(gather.text(str(delta.refusal)))
+                    for tc in getattr(delta, "tool_calls", None) or []:
+                        _add_call_piece(calls, tc, gather, request)
     except ResponseTooLarge as exc:
         if not (text or calls or reasoning or refusal):
             raise ProviderError(str(exc), kind="response") from None

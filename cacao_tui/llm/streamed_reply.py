@@ -14,9 +14,11 @@ blocks, Gemini thought signatures) is never cut, only counted: past the bound, r
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from cacao_tui.llm.types import ChatResponse, ToolCall
+from cacao_tui.llm.wire_bounds import reply_in_progress
 from cacao_tui.settings import DEFAULTS
 
 MARKER_ROOM = 400  # characters kept free at the end of a cut text for the note that says so
@@ -98,8 +100,19 @@ class ReplyGatherer:
         )
 
     def stop(self, why: str) -> None:
-        """Reading stopped before the stream's end (``why``: the wire bound, say)."""
-        self.stopped = why
+        """Reading stopped before the stream's end (``why``: the wire bound, say); a stop of our
+        own (``full``: the wire was told to stop) keeps its first reason."""
+        if not self.full:
+            self.stopped = why
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[ReplyGatherer]:
+        """While the stream is read: once ``full``, the wire stops (llm/wire_bounds.py)."""
+        token = reply_in_progress.set(self)
+        try:
+            yield self
+        finally:
+            reply_in_progress.reset(token)
 
     def note(self) -> str | None:
         """What was cut, for the call's record; None when the reply was kept whole."""
@@ -130,7 +143,7 @@ class ReplyGatherer:
         if self.text_received > self._text_kept or self.full:
             marker = f"\n[cacao: reply cut here: {note}]"[:MARKER_ROOM]
             update["text"] = response.text[: max(0, self.text_cap - len(marker))] + marker
-            if self.full and response.stop_reason in ("end", "tool_use"):
+            if self.full:
                 update["stop_reason"] = "max_tokens"  # cut short: what it ends with may be partial
                 update["raw_stop_reason"] = "cacao_cut"
         if self.reasoning_received > self._reasoning_kept:

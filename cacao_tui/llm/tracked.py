@@ -574,7 +574,9 @@ class TrackedLLM:
         if not response.model:
             response.model = self.model
         if response.tool_calls and response.stop_reason == "max_tokens":
-            response.tool_calls[-1].error = TRUNCATED_TOOL_CALL
+            last = response.tool_calls[-1]
+            if not (response.cut and last.error):  # cut while it streamed: the gatherer's reason stands
+                last.error = TRUNCATED_TOOL_CALL
         if not response.tool_calls and not strip_reasoning(response.text)[0].strip() and response.reasoning.strip():
             response.text = response.reasoning
             record.notes.append("the reply's content was empty: its reasoning text is used as the content")

@@ -22,6 +22,7 @@ of one-token events is about 12 MB.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import importlib
 import zlib
@@ -36,6 +37,14 @@ _DECODED = ("gzip", "x-gzip", "deflate")
 
 class ResponseTooLarge(Exception):
     """The endpoint sent more than a bound allows; ``str()`` is one line."""
+
+
+# The reply being read in this task (a ReplyGatherer): once it is ``full``, the next chunk from
+# the wire raises instead of arriving, so every layer of the SDK ends its stream the way it ends
+# on an error (closing an SDK's generator from outside instead left Gemini's inner ones to fail
+# when collected).
+reply_in_progress: contextvars.ContextVar[Any] = contextvars.ContextVar("cacao_reply_in_progress", default=None)
+STOPPED = "the reply is past its caps"
 
 
 class _Meter:
@@ -80,6 +89,9 @@ def _bounded_stream_class(module_name: str) -> type:
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
             async for chunk in self._inner:
+                watched = reply_in_progress.get()
+                if watched is not None and watched.full:
+                    raise ResponseTooLarge(STOPPED)
                 if self._decoder is None:
                     self._meter.feed(chunk)
                     yield chunk
