@@ -45,7 +45,7 @@ from cacao_tui.llm.structured import (
     strip_reasoning,
 )
 from cacao_tui.llm.types import CallContext, CallKey, ChatResponse, Message, ToolCall, ToolSpec
-from cacao_tui.llm.usage import UsageTotals
+from cacao_tui.llm.usage import UsageTotals, call_usage
 from cacao_tui.llm.user_config import LLMSettings
 from cacao_tui.settings import DEFAULTS
 from cacao_tui.store.atomic import DiskFull
@@ -580,6 +580,10 @@ class TrackedLLM:
         if not response.tool_calls and not strip_reasoning(response.text)[0].strip() and response.reasoning.strip():
             response.text = response.reasoning
             record.notes.append("the reply's content was empty: its reasoning text is used as the content")
+        response.usage, fixed = call_usage(response.usage)
+        if fixed is not None:
+            record.notes.append(fixed)
+            log.warning("LLM %s call %s: %s", self.provider, record.key, fixed)
         response.usage.cost_usd = cost_usd(response.usage, self.price)
         if response.usage.input_tokens:
             chars = request_chars(request.system, request.messages, request.tools)

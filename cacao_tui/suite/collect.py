@@ -17,7 +17,7 @@ from pathlib import Path
 from cacao_tui.store.atomic import write_text_atomic
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.results import load_results
-from cacao_tui.store.results_export import csv_cell
+from cacao_tui.store.results_export import csv_cell, md_text
 from cacao_tui.ui.formatting import safe_text
 from ktt.capped_read import finite_number, iter_lines_capped, parse_json
 from ktt.terminal_text import safe_line
@@ -149,7 +149,7 @@ def to_csv(rows: list[Row]) -> str:
 
 def to_markdown(rows: list[Row]) -> str:
     def cell(text: str) -> str:
-        return csv_cell(safe_text(text)).replace("|", "\\|")
+        return md_text(csv_cell(text))
 
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(cell(c) for c in r.cells()) + " |" for r in rows]
