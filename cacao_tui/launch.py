@@ -29,6 +29,7 @@ from cacao_tui.llm.recording import CallRecord
 from cacao_tui.llm.selection import ProviderChoice
 from cacao_tui.llm.tracked import RetryNotice, TrackedLLM
 from cacao_tui.nodes.context import NoDevices, RunDeps
+from cacao_tui.resume_provider import check_resume_provider
 from cacao_tui.run_request import RunRequest
 from cacao_tui.settings import DEFAULTS
 from cacao_tui.store.archive import ArchiveError, prepare_output
@@ -149,6 +150,7 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     llm_env = llm_environment(problem.directory)  # keys and choices of .env files; os.environ untouched
     for note in llm_env.notes:
         print(f"cacao: warning: {safe_text(note)}", file=sys.stderr)
+    check_resume_provider(request, llm_env.values)  # a context.json never switches you to a paid provider
     choice = select_provider(*_provider_asked(request), env=llm_env.values)
     for warning in choice.warnings:
         print(f"cacao: warning: {safe_text(warning)}", file=sys.stderr)

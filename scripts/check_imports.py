@@ -39,7 +39,8 @@ KTT_FORBIDDEN = ("cacao_tui", "textual", "rich", "anthropic", "openai", "google.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "front ends and entry points",
-        ("ui", "headless", "runs", "__main__", "cli", "steer_flags", "launch", "run_options", "run_request", "suite"),
+        ("ui", "headless", "runs", "__main__", "cli", "steer_flags", "launch", "run_options", "run_request", "suite",
+         "resume_provider"),
     ),
     ("engine", ("engine",)),
     ("nodes", ("nodes",)),
