@@ -72,14 +72,15 @@ def csv_cell(text: str) -> str:
     return text
 
 
-_MD_ACTIVE = re.compile(r"([\\`*_{}\[\]()#+!|~>])")
+_MD_ACTIVE = re.compile(r"([\\`\[\]|])")
 
 
 def md_text(text: str) -> str:
-    """``text`` (a ``csv_cell``) inert in Markdown: HTML's ``& < >`` as entities and Markdown's
-    punctuation backslash-escaped, so a model's ``<img src=...>``, ``![](https://...)`` or
-    ``[x](javascript:...)`` is shown as text: no tag, no image fetched when the report is opened,
-    no link to click."""
+    """``text`` (a ``csv_cell``) inert in Markdown: HTML's ``& < >`` as entities (no tag, no
+    ``<https://...>`` autolink) and what opens a link, an image or a code span (``[ ] ` \\``) or
+    ends a table cell (``|``) backslash-escaped. So a model's ``<img src=...>``,
+    ``![](https://...)`` or ``[x](javascript:...)`` is shown as text: no image is fetched when the
+    report is opened, no link can be clicked. Emphasis characters are left: they only style."""
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MD_ACTIVE.sub(r"\\\1", text)
 
