@@ -54,10 +54,11 @@ def check_strategy_name(name: str) -> str:
 
 
 def check_run_path(path: str) -> str:
-    """A path a run's file records relative to output/ (a kernel, a summary): inside it, never '..'."""
+    """A path a run's file records (a kernel, a summary; relative to output/, or absolute as older
+    runs wrote them): never '..', no NUL. Where one is used to read, ``RunLayout.within_output``."""
     parts = PurePosixPath(path).parts
-    if path and (path.startswith("/") or ".." in parts or "\x00" in path or len(path) > 4096):
-        raise UnsafeName(f"{safe_line(path, 80)!r} is not a path inside output/")
+    if ".." in parts or "\x00" in path or len(path) > 4096:
+        raise UnsafeName(f"{safe_line(path, 80)!r} is not a path of a run's file (no '..')")
     return path
 
 
@@ -113,6 +114,12 @@ class RunLayout:
     @property
     def branches(self) -> Path:
         return self.output / "branches"
+
+    def within_output(self, recorded: str) -> Path | None:
+        """A path a run's file records (relative to output/ or absolute), when it lies inside output/;
+        None otherwise (a tampered branch.json pointing at ``/home/u/.ssh`` is not read)."""
+        path = Path(os.path.normpath(self.output / recorded))
+        return path if path.is_relative_to(Path(os.path.normpath(self.output))) else None
 
     def branch(self, name: str) -> BranchLayout:
         """The branch's directory; UnsafeName for a name that is not a branch name."""
