@@ -3,7 +3,7 @@
 ``python -m tests.security.stream_client PROVIDER BASE_URL TIMEOUT_S`` builds the provider the
 way a run does (``build_provider`` + ``TrackedLLM``: the SDK, its HTTP client, the reply caps),
 makes one call with a tool on offer, and prints one JSON line: the peak resident memory of this
-process (``ru_maxrss``) and what it was before the call, how long the call took, and what came
+process (``VmHWM``) and what it was before the call, how long the call took, and what came
 back (the reply's size, its record's notes) or the one-line error. Run against
 ``tests/security/endless_servers.py``, it shows whether the client stays bounded.
 """
@@ -30,6 +30,15 @@ WRITE = ToolSpec(name="write_file", description="write a file",
 
 
 def _peak_mb() -> float:
+    """This process's peak resident memory: VmHWM, its own since exec (``ru_maxrss`` keeps the
+    peak of the process it was forked from: a pytest that grew to 400 MB would count)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
