@@ -25,6 +25,7 @@ from cacao_tui.store.state import BranchConfig, BranchManifest, Context, IterSta
 from cacao_tui.ui.formatting import safe_block, safe_event, safe_value
 from cacao_tui.ui.run_view import RunView, Selection
 from ktt.capped_read import iter_lines_capped, parse_json, read_bytes_capped, read_head
+from ktt.checked_numbers import MAX_MS, within
 from ktt.protocol import ConfigResult, ProfileReport, TuneSummary
 
 M = TypeVar("M", bound=BaseModel)
@@ -276,7 +277,7 @@ def read_tuning(it: IterLayout) -> TuningView:
             continue  # a line being written
         view.evaluated += 1
         view.by_status[result.status] = view.by_status.get(result.status, 0) + 1
-        if result.status == "ok" and result.time_ms is not None:
+        if result.status == "ok" and within(result.time_ms, 0.0, MAX_MS) is not None:  # -5 or 1e400 ms: no time
             ok.append(result)
         elif result.status != "ok":
             view.failures.append(result)

@@ -44,6 +44,7 @@ from cacao_tui.store.results_export import render_markdown
 from cacao_tui.store.state import BranchSummary, FinalResults, IterationPoint, IterState
 from cacao_tui.suite.collect import collect_row, to_csv, to_markdown
 from cacao_tui.suite.runner import unique_names
+from cacao_tui.ui.disk import read_tuning
 from ktt import gpu_lock
 from ktt.problem import ProblemError
 from tests.pathenv import child_pythonpath
@@ -198,6 +199,13 @@ def test_impossible_numbers_in_run_files_are_no_results(tmp_path: Path, capsys: 
     _raw_replace(layout.final_results, r'"time_ms": [0-9.e+-]+', '"time_ms": -5')
     _raw_replace(tiled.iteration(1).tune_summary, r'"wall_s": [0-9.e+-]+', '"wall_s": 1e12')
     _raw_replace(tiled.iteration(2).tune_summary, r'"wall_s": [0-9.e+-]+', '"wall_s": -5')
+    results = tiled.iteration(1).tune_results
+    row = json.loads(results.read_text().splitlines()[0])
+    hostile_rows = [json.dumps({**row, "index": 90, "time_ms": -5.0}), json.dumps({**row, "index": 91, "time_ms": 1.0})]
+    hostile_rows[1] = hostile_rows[1].replace('"time_ms": 1.0', f'"time_ms": 1{"0" * 400}')
+    results.write_text(results.read_text() + "\n".join(hostile_rows) + "\n")
+    shown = read_tuning(tiled.iteration(1)).top  # the Tuning tab's fastest configurations
+    assert shown and all(r.time_ms is not None and 0 < r.time_ms < 1e8 for r in shown), shown
     first, second = read_model(tiled.iteration(1).state, IterState), read_model(tiled.iteration(2).state, IterState)
     assert first.run is not None and first.run.best_ms is None and first.run.speedup is None
     assert second.run is not None and second.run.best_ms is None
