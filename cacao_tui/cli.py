@@ -25,6 +25,7 @@ from cacao_tui.run_options import UsageError, build_parser, flag_warnings, parse
 from cacao_tui.run_request import RunRequest
 from cacao_tui.steer_flags import steer
 from cacao_tui.store.archive import ArchiveError, archived_runs
+from cacao_tui.store.atomic import StateFileError
 from cacao_tui.store.clone import CloneError, clone_problem
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.prune import prune_archives
@@ -236,6 +237,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(exc.line(), exc.hint)
         return EXIT_USAGE
     except CloneError as exc:
+        _error(f"cacao: {exc}")
+        return EXIT_USAGE
+    except StateFileError as exc:  # a run's file that is not what the run wrote: one line naming it
         _error(f"cacao: {exc}")
         return EXIT_USAGE
     except ArchiveError as exc:

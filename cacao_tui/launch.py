@@ -40,6 +40,7 @@ from cacao_tui.llm.recording import CallRecord
 from cacao_tui.llm.selection import ProviderChoice
 from cacao_tui.llm.tracked import RetryNotice, TrackedLLM
 from cacao_tui.nodes.context import NoDevices, RunDeps
+from cacao_tui.resume_provider import check_resume_provider
 from cacao_tui.run_request import RunRequest
 from cacao_tui.settings import DEFAULTS
 from cacao_tui.store.archive import ArchiveError, prepare_output
@@ -55,6 +56,7 @@ from cacao_tui.store.finished_run import nothing_to_resume
 from cacao_tui.store.layout import RunLayout, UnsafeLayout, check_contained
 from cacao_tui.store.original_run import is_original_output, refusal
 from cacao_tui.store.run_lock import RunLocked, acquire_run_lock, held_here
+from cacao_tui.store.run_state import check_run_state
 from cacao_tui.store.state import Context, GpuInfo, RunSettings
 from cacao_tui.tuners import UnknownTuner, tuner_factory
 from cacao_tui.ui.formatting import safe_event
@@ -192,6 +194,8 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
         print(f"cacao: warning: {safe_text(note)}", file=sys.stderr)
     # The GPU phase (--phase gpu) makes no LLM call: no provider is chosen, no key is needed.
     gpu_phase = request.phase == "gpu"
+    if not gpu_phase:
+        check_resume_provider(request, llm_env.values)  # a context.json never switches you to a paid provider
     choice = gpu_phase_choice(request) if gpu_phase else select_provider(*_provider_asked(request), env=llm_env.values)
     for warning in choice.warnings:
         print(f"cacao: warning: {safe_text(warning)}", file=sys.stderr)
@@ -220,8 +224,13 @@ def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     _claim_directory(layout, walk_output=request.resume or request.no_clean, delegate=request.lock_token)
     if request.resume and not layout.context.exists() and not layout.master.exists():
         raise LaunchError(f"{layout.output}: nothing to resume (no earlier run here); start without --resume")
-    if request.resume and (finished := nothing_to_resume(layout)) is not None:
-        raise NothingToResume(finished)
+    if request.resume:
+        try:  # every state file it will read, read and checked once before the first write
+            check_run_state(layout)
+        except StateFileError as exc:
+            raise LaunchError(str(exc)) from None
+        if (finished := nothing_to_resume(layout)) is not None:
+            raise NothingToResume(finished)
     try:  # an unusable reference_time.json stops the run here, not each tuning later
         read_reference_times(layout.reference_time, problem.primary.name)
     except ReferenceTimeError as exc:
@@ -433,6 +442,9 @@ def main(request: RunRequest) -> int:
             code = asyncio.run(run_with_ui(engine, bus, request))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except StateFileError as exc:  # a state file changed under the run (checked when it began): one line
+        print(f"cacao: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except DiskFull:
         code = EXIT_NO_RESULT  # reported below
     except OSError as exc:

@@ -21,7 +21,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -61,19 +61,79 @@ def _describe(mode: int) -> str:
     return "not a regular file"
 
 
+def run_root(path: Path | str) -> Path | None:
+    """The run directory ``path`` lies in: the outermost ancestor named ``output`` beside a
+    ``problem.yaml``, or ``archive/output_N`` of such a problem directory; None outside one.
+
+    Everything below it was written by a run, or by whoever else can write there: a reader that
+    follows no link follows none between this directory and the file either. The outermost one
+    counts, so a ``problem.yaml`` planted inside output/ cannot move it down past a link.
+    """
+    found = None
+    for folder in Path(os.path.abspath(path)).parents:
+        problem = None
+        if folder.name == "output":
+            problem = folder.parent
+        elif folder.name.startswith("output_") and folder.parent.name == "archive":
+            problem = folder.parent.parent
+        if problem is not None and os.path.isfile(problem / "problem.yaml"):
+            found = folder
+    return found
+
+
+def _open_beneath(root: Path, path: Path | str, flags: int) -> int:
+    """``path`` opened from ``root`` one directory at a time, each opened without following a
+    link (``root``'s own last part included); ReadRefused names the link on the way."""
+    parts = Path(os.path.relpath(os.path.abspath(path), root)).parts
+    if not parts or parts[0] == os.pardir:
+        raise ReadRefused(path, "not inside its run directory")
+    dir_flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    walked = root
+    try:
+        fd = os.open(root, dir_flags)
+    except OSError as exc:
+        _refuse_link(path, root, exc)
+    try:
+        for part in parts[:-1]:
+            walked = walked / part
+            try:
+                inner = os.open(part, dir_flags, dir_fd=fd)
+            except OSError as exc:
+                _refuse_link(path, walked, exc)
+            os.close(fd)
+            fd = inner
+        try:
+            return os.open(parts[-1], flags | os.O_NOFOLLOW, dir_fd=fd)
+        except OSError as exc:
+            _refuse_link(path, walked / parts[-1], exc)
+    finally:
+        os.close(fd)
+
+
+def _refuse_link(path: Path | str, part: Path, exc: OSError) -> NoReturn:
+    """ReadRefused when ``part`` is a link; else ``exc`` again, naming the whole path."""
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK) and os.path.islink(part):
+        last = Path(part) == Path(os.path.abspath(path))
+        what = "a symbolic link" if last else f"under a symbolic link ({part.name})"
+        raise ReadRefused(path, f"{what}, not a regular file of its run") from None
+    raise type(exc)(exc.errno, exc.strerror, str(path)) from None
+
+
 def open_regular(path: Path | str, *, follow_links: bool = True) -> tuple[int, os.stat_result]:
     """A read-only descriptor of a regular file and its ``fstat``; ReadRefused (an OSError) otherwise.
 
     Opened without blocking (a FIFO with no writer would block the open itself, ignoring
     signals), checked on the open descriptor (a swap after the check changes nothing). With
-    ``follow_links=False`` a symbolic link (the last part of the path) is refused too. The
-    caller closes the descriptor.
+    ``follow_links=False`` a symbolic link (the last part of the path) is refused too, and so is
+    one at any directory between the file and the run directory it lies in (``run_root``:
+    ``output/branches/b1 -> elsewhere`` is never read through). The caller closes the descriptor.
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    root = None if follow_links else run_root(path)
     if not follow_links:
         flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, flags)
+        fd = _open_beneath(root, path, flags) if root is not None else os.open(path, flags)
     except OSError as exc:
         if exc.errno == errno.ELOOP and not follow_links:
             raise ReadRefused(path, "a symbolic link, not a regular file") from None
@@ -168,12 +228,113 @@ def finite_number(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def parse_json(data: str | bytes) -> Any:
-    """``json.loads`` for untrusted text: nesting too deep for the parser is a ValueError, not a RecursionError."""
+# JSON from a file or a model: the bounds every number and every nesting level must keep.
+MAX_JSON_DEPTH = 100  # arrays and objects inside each other (the YAML reader's bound too)
+MAX_NUMBER_CHARS = 40  # a number literal: 64-bit integers and every float fit, 10^400 does not
+
+
+class JSONBoundsError(ValueError):
+    """JSON that parses but breaks a bound (a number no float holds, nesting too deep); one line."""
+
+
+def _bounded_int(strict: bool) -> Any:
+    def parse(text: str) -> int | None:
+        if len(text) > MAX_NUMBER_CHARS:
+            if strict:
+                raise JSONBoundsError(f"a number of {len(text):,} digits (at most {MAX_NUMBER_CHARS})")
+            return None
+        return int(text)
+
+    return parse
+
+
+def _bounded_float(strict: bool) -> Any:
+    def parse(text: str) -> float | None:
+        number = float(text) if len(text) <= MAX_NUMBER_CHARS else math.inf
+        if not math.isfinite(number):
+            if strict:
+                raise JSONBoundsError(f"a number no float holds ({text[:20]}{'...' if len(text) > 20 else ''})")
+            return None
+        return number
+
+    return parse
+
+
+def _no_constant(strict: bool) -> Any:
+    def parse(name: str) -> None:
+        if strict:
+            raise JSONBoundsError(f"{name} is not a JSON number")
+        return None
+
+    return parse
+
+
+def json_decoder(*, strict: bool = False) -> json.JSONDecoder:
+    """A decoder whose numbers stay within bounds: NaN, Infinity, 1e400 and integers of more than
+    ``MAX_NUMBER_CHARS`` characters are null (``strict``: a JSONBoundsError)."""
+    return json.JSONDecoder(
+        parse_int=_bounded_int(strict), parse_float=_bounded_float(strict), parse_constant=_no_constant(strict)
+    )
+
+
+def json_depth_error(value: Any, limit: int = MAX_JSON_DEPTH) -> str | None:
+    """Why ``value`` is nested too deeply (counted without recursion), or None."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return f"nested more than {limit} levels deep"
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return None
+
+
+def check_json_value(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``value`` (already parsed, e.g. by an SDK) within the bounds ``parse_json`` keeps, else
+    JSONBoundsError: no deeper than ``max_depth``, every number finite and of at most
+    ``MAX_NUMBER_CHARS`` characters."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, bool) or item is None or isinstance(item, str):
+            continue
+        if isinstance(item, int):
+            if item.bit_length() > 128:
+                raise JSONBoundsError(f"a number of about {int(item.bit_length() * 0.30103):,} digits "
+                                      f"(at most {MAX_NUMBER_CHARS})")  # fmt: skip
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                raise JSONBoundsError(f"a number no float holds ({item})")
+            continue
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list | tuple) else ()
+        if depth > max_depth:
+            raise JSONBoundsError(f"nested more than {max_depth} levels deep")
+        stack.extend((child, depth + 1) for child in children)
+    return value
+
+
+def parse_json(data: str | bytes, *, strict: bool = False, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``json.loads`` for untrusted text (a file, a lock note, a model's reply), within bounds.
+
+    Nesting deeper than ``max_depth`` is a JSONBoundsError (a ValueError), never a RecursionError;
+    a number no float holds (NaN, Infinity, 1e400, a 400-digit integer) reads as null, so a field
+    that needs a number has none (``strict``: a JSONBoundsError saying which number).
+    """
     try:
-        return json.loads(data)
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        value = json_decoder(strict=strict).decode(text)
     except RecursionError:
-        raise ValueError("JSON nested too deeply") from None
+        raise JSONBoundsError(f"nested more than {max_depth} levels deep") from None
+    why = json_depth_error(value, max_depth)
+    if why is not None:
+        raise JSONBoundsError(why)
+    return value
 
 
 def read_text_capped(path: Path | str, limit: int, *, errors: str = "strict", follow_links: bool = True) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ktt import strategies
+from ktt.capped_read import parse_json
 from ktt.protocol import (
     EXIT_BAD_INPUT,
     EXIT_ENVIRONMENT,
@@ -348,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
             from ktt.profile import ProfileOptions, profile
 
             try:
-                config = json.loads(args.config) if args.config else None
+                config = parse_json(args.config, strict=True) if args.config else None
             except ValueError as exc:
                 emit(ProfileReport(ok=False, error=f"--config: not JSON ({exc})", error_kind="failed"))
                 return EXIT_BAD_INPUT
@@ -399,11 +400,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run-config":
             from ktt.profile import run_config
 
+            try:
+                run_values = parse_json(args.config, strict=True)
+            except ValueError as exc:
+                emit(ErrorLine(message=f"--config: not JSON within bounds ({exc})", exit_code=EXIT_BAD_INPUT))
+                return EXIT_BAD_INPUT
             return run_config(
                 args.problem,
                 args.kernel,
                 args.spec,
-                json.loads(args.config),
+                run_values,
                 args.shape,
                 args.warmup,
                 args.runs,

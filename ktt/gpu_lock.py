@@ -29,10 +29,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ktt.capped_read import parse_json
 from ktt.terminal_text import safe_line
 
 POLL_S = 0.25
 _MAX_NOTE = 4096
+MAX_PID = 2**22  # Linux's pid_max cannot exceed it
 
 
 def lock_dir() -> Path:
@@ -53,7 +55,7 @@ class GpuHolder:
 
     def describe(self) -> str:
         when = self.since
-        with contextlib.suppress(ValueError):
+        with contextlib.suppress(ValueError, OverflowError):  # "9999-12-31T23:59:59-12:00" leaves any zone
             when = dt.datetime.fromisoformat(self.since).astimezone().strftime("%H:%M:%S")
         text = f"pid {self.pid}, {self.what} since {when}"
         return safe_line(text, 200)
@@ -67,12 +69,26 @@ def read_holder(path: Path) -> GpuHolder | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        data = json.loads(os.read(fd, _MAX_NOTE).decode("utf-8", errors="replace") or "null")
-        return GpuHolder(int(data["pid"]), str(data["host"]), str(data["what"]), str(data["since"]))
-    except (OSError, ValueError, TypeError, KeyError):
+        data = parse_json(os.read(fd, _MAX_NOTE).decode("utf-8", errors="replace") or "null")
+    except (OSError, ValueError):
         return None
     finally:
         os.close(fd)
+    return holder_of(data)
+
+
+def holder_of(note: object) -> GpuHolder | None:
+    """A lock note (anyone can write one: the file is world-writable by design) as a holder: a pid
+    outside 1..2^22 ("pid": Infinity, 1e400, -1, a string) is no process (0), each text at most
+    200 characters; anything but an object is no note."""
+    if not isinstance(note, dict):
+        return None
+    pid = note.get("pid")
+    if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid <= MAX_PID:
+        pid = 0
+    host, what, since = (str(note.get(k, ""))[:200] if isinstance(note.get(k), str) else "" for k in
+                         ("host", "what", "since"))  # fmt: skip
+    return GpuHolder(pid, host, what or "another process", since)
 
 
 def holder_now(ordinal: int, uuid: str | None = None) -> GpuHolder | None:

@@ -212,7 +212,7 @@ def short_json(value: Any) -> str:
 
 def parse_reference_times(path: Path, text: str, primary: str) -> ReferenceTimes:
     try:
-        raw = parse_json(text)
+        raw = parse_json(text, strict=True)  # a number no float holds is one line, not "no seed"
     except ValueError as exc:
         raise ReferenceTimeError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(raw, dict):

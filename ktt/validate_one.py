@@ -13,7 +13,6 @@ expected, got).
 from __future__ import annotations
 
 import contextlib
-import json
 import random
 import time
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import Any
 
 from ktt import gpu_lock
 from ktt.candidates import CompileContext
+from ktt.capped_read import parse_json
 from ktt.case_search import CaseSearch, TuneError, death_status
 from ktt.protocol import (
     EXIT_ENVIRONMENT,
@@ -170,7 +170,7 @@ def parse_config(text: str | None) -> Config | None:
     """``--config`` as JSON (an object of parameter values); ValueError with a readable message."""
     if text is None:
         return None
-    value = json.loads(text)
+    value = parse_json(text, strict=True)  # deep or huge JSON: a ValueError (JSONBoundsError), not a traceback
     if not isinstance(value, dict) or not all(isinstance(v, int | float | str) for v in value.values()):
         raise ValueError("--config must be a JSON object of parameter values, like '{\"BX\": 16}'")
     return value

@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "front ends and entry points",
         (
             "ui", "headless", "runs", "__main__", "cli", "steer_flags", "launch", "launch_phases", "run_options",
-            "run_request", "suite", "kernelbench",
+            "run_request", "suite", "kernelbench", "resume_provider",
         ),
     ),
     ("engine", ("engine",)),

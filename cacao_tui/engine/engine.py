@@ -40,7 +40,7 @@ from cacao_tui.nodes.fingerprint import Tuned, TunedKernels, source_fingerprint
 from cacao_tui.nodes.merge import write_final_results
 from cacao_tui.nodes.workspace import read_model_file
 from cacao_tui.store.atomic import StateFileError, read_model_or_none, write_model
-from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.layout import RunLayout, is_branch_name
 from cacao_tui.store.phases import PhaseState, WaitsForPhase, clear_phase_state, waiting_line, write_phase_state
 from cacao_tui.store.state import (
     TERMINAL_BRANCH,
@@ -458,6 +458,9 @@ class Engine:
         max_iter, total, used = budget
         names = []
         for k, s in enumerate(subs, start=1):
+            if not is_branch_name(child_name(parent.name, k, s)):  # a tree deeper than names can grow
+                self.bus.log(f"cannot open sub-branch {k} of {parent.name}: its name is too long", level="warning")
+                continue
             if not self.deps.llm.covers(child_name(parent.name, k, s), 1):  # a replay: its recording has none
                 self.bus.log(f"not creating {child_name(parent.name, k, s)}: the recording holds none of its calls")
                 continue

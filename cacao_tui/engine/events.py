@@ -19,6 +19,7 @@ from cacao_tui.llm.progress import CallProgress
 from cacao_tui.llm.recording import CallRecord
 from cacao_tui.llm.types import Usage
 from cacao_tui.store.state import Decision, ProfileOutcome, TuneOutcome
+from ktt.checked_numbers import Count, Millis, OptMillis, OptRatio, OptUsd, Usd
 from ktt.protocol import Progress
 
 
@@ -44,11 +45,11 @@ class RunStarted(_Event):
     n_strategies: int
     path_budget: int | None = None  # --path-budget: iterations per root-to-leaf path (max_iter is then unused)
     # What an earlier part of a resumed run spent (read back from its call records).
-    llm_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    budget_usd: float | None = None
+    llm_calls: Count = 0
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    cost_usd: Usd = 0.0
+    budget_usd: OptUsd = None
     phase: str | None = None  # --phase llm | gpu: a split run's part (store/phases.py)
 
 
@@ -67,9 +68,9 @@ class BranchAdded(_Event):
     depth: int = 0
     max_iter: int
     status: str = "pending"
-    iterations_done: int = 0
-    best_ms: float | None = None
-    speedup: float | None = None
+    iterations_done: Count = 0
+    best_ms: OptMillis = None
+    speedup: OptRatio = None
 
 
 class BranchStatusChanged(_Event):
@@ -216,9 +217,9 @@ class NewBest(_Event):
     type: Literal["new_best"] = "new_best"
     branch: str
     iteration: int
-    time_ms: float
-    speedup: float | None = None  # the primary case's
-    score: float | None = None  # with cases: the geometric mean of the case speedups (what ranks it)
+    time_ms: Millis
+    speedup: OptRatio = None  # the primary case's
+    score: OptRatio = None  # with cases: the geometric mean of the case speedups (what ranks it)
     run_best: bool = False  # also the best of the whole run
 
 
@@ -230,9 +231,9 @@ class RunFinished(_Event):
     status: Literal["ok", "no_result", "failed", "interrupted", "budget", "waiting"]
     message: str | None = None
     final_results: str | None = None
-    best_ms: float | None = None
-    speedup: float | None = None  # the primary case's
-    score: float | None = None  # with cases: the best's geometric-mean score
+    best_ms: OptMillis = None
+    speedup: OptRatio = None  # the primary case's
+    score: OptRatio = None  # with cases: the best's geometric-mean score
     best_branch: str | None = None
     waiting: dict[str, str] = Field(default_factory=dict)  # status waiting: branch -> the phase it waits for
 

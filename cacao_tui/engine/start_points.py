@@ -90,7 +90,8 @@ class StartPoints(WorkerCore):
             start = self.start_files(m, idx) if base is None else self._start_from(base, m, idx)
         best_files = None
         if m.best is not None and (start is None or m.best.iteration != start.iteration or m.best.branch != self.name):
-            kernel, spec = self._files(self.host.deps.layout.output / Path(m.best.kernel_path).parent)
+            best_kernel = self.host.deps.layout.within_output(m.best.kernel_path)  # None: not the run's file
+            kernel, spec = self._files(best_kernel.parent) if best_kernel is not None else (None, None)
             if kernel is not None and (start is None or kernel != start.kernel or spec != start.spec):
                 best_files = SourceFiles(kernel=kernel, spec=spec, label=f"iteration {m.best.iteration}")
         can_branch, why = self.host.can_branch(m)

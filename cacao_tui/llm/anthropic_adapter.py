@@ -30,9 +30,11 @@ from cacao_tui.llm.models import THINKING_BUDGET
 from cacao_tui.llm.provider import AdapterSetup, ChatRequest
 from cacao_tui.llm.redaction import redact
 from cacao_tui.llm.retry import is_retryable_status, parse_retry_after
+from cacao_tui.llm.streamed_reply import close_stream
 from cacao_tui.llm.tool_arguments import parse_tool_arguments
 from cacao_tui.llm.transport import transport_error, transport_error_types
 from cacao_tui.llm.types import ChatResponse, Message, StopReason, ToolCall, ToolSpec, Usage
+from cacao_tui.llm.wire_bounds import ResponseTooLarge, http_client_for
 
 if TYPE_CHECKING:
     from cacao_tui.llm.selection import ProviderChoice
@@ -82,7 +84,10 @@ class AnthropicProvider:
         self.model = model
         self._key_var = key_var
         timeout = anthropic.Timeout(timeout_s, connect=min(connect_timeout_s, timeout_s))
-        self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
+        http_client = http_client_for(anthropic.DefaultAsyncHttpxClient, timeout=timeout)  # llm/wire_bounds.py
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout, http_client=http_client
+        )
 
     def _kwargs(self, request: ChatRequest) -> dict[str, Any]:
         system, messages = to_anthropic_messages(request.messages, request.system)
@@ -131,11 +136,15 @@ class AnthropicProvider:
             raise ProviderError("request timed out", kind="timeout", retryable=True) from None
         except transport_error_types() as exc:  # while the stream is read
             raise transport_error(exc) from None
+        except ResponseTooLarge as exc:  # an error body past the bound
+            raise ProviderError(str(exc), kind="response") from None
+        except RecursionError:  # the SDK parsing an event nested past Python's limit
+            raise ProviderError("the server sent JSON nested too deeply to read", kind="response") from None
         except sdk.APIConnectionError as exc:
             raise ProviderError(f"connection failed: {redact(str(exc))}", kind="connection", retryable=True) from None
         except sdk.APIStatusError as exc:
             raise _status_error(exc, self._key_var, kwargs) from None
-        response = from_anthropic_message(message, self.model)
+        response = message.gather.finish(from_anthropic_message(message, self.model))
         if "tool_choice" in kwargs:
             response = answer_from_tool(response, _tool_name(request.schema_name))
         return response
@@ -221,55 +230,57 @@ def answer_from_tool(response: ChatResponse, name: str) -> ChatResponse:
 
 
 async def read_stream(stream: Any, request: ChatRequest) -> Any:
-    """The raw event stream read into a message (a namespace shaped like the SDK's Message)."""
+    """The raw event stream read into a message (a namespace shaped like the SDK's Message), kept
+    within the reply caps as it arrives (llm/streamed_reply.py: past them reading stops); the
+    gatherer is the message's ``gather``, for ``ReplyGatherer.finish``."""
     from types import SimpleNamespace as NS
 
+    gather = request.gatherer()
     blocks: dict[int, dict[str, Any]] = {}
     raw_json: dict[int, list[str]] = {}
     message: Any = None
     stop_reason = None
     usage: dict[str, Any] = {}
-    async for event in stream:
-        kind = getattr(event, "type", None)
-        if kind == "message_start":
-            message = event.message
-            u = event.message.usage
-            usage.update({k: getattr(u, k, None) for k in ("input_tokens", "output_tokens", "cache_read_input_tokens",
-                                                            "cache_creation_input_tokens")})  # fmt: skip
-        elif kind == "content_block_start":
-            blocks[event.index] = (
-                event.content_block.to_dict() if hasattr(event.content_block, "to_dict") else dict(event.content_block)
-            )
-        elif kind == "content_block_delta":
-            block = blocks.setdefault(event.index, {"type": "text", "text": ""})
-            delta = event.delta
-            dkind = getattr(delta, "type", None)
-            if dkind == "text_delta":
-                block["text"] = block.get("text", "") + delta.text
-                request.delta(text=delta.text)
-            elif dkind == "thinking_delta":
-                block["thinking"] = block.get("thinking", "") + delta.thinking
-                request.delta(reasoning=delta.thinking)
-            elif dkind == "signature_delta":
-                block["signature"] = block.get("signature", "") + delta.signature
-            elif dkind == "input_json_delta":
-                raw_json.setdefault(event.index, []).append(delta.partial_json)
-                request.delta(tool_chars=len(delta.partial_json))
-        elif kind == "message_delta":
-            stop_reason = getattr(event.delta, "stop_reason", None) or stop_reason
-            u = getattr(event, "usage", None)
-            if u is not None and getattr(u, "output_tokens", None) is not None:
-                usage["output_tokens"] = u.output_tokens
-            details = getattr(u, "output_tokens_details", None) if u is not None else None
-            if details is not None:
-                usage["thinking_tokens"] = getattr(details, "thinking_tokens", 0)
+    try:
+        with gather.reading():  # past the caps the wire stops: ResponseTooLarge below
+            async for event in stream:
+                kind = getattr(event, "type", None)
+                if kind == "message_start":
+                    message = event.message
+                    u = event.message.usage
+                    usage.update({k: getattr(u, k, None) for k in ("input_tokens", "output_tokens",
+                                  "cache_read_input_tokens", "cache_creation_input_tokens")})  # fmt: skip
+                elif kind == "content_block_start":
+                    blocks[event.index] = _started_block(event.content_block, gather)
+                elif kind == "content_block_delta":
+                    _add_delta(blocks.setdefault(event.index, {"type": "text", "text": ""}), event, gather, raw_json,
+                               request)  # fmt: skip
+                elif kind == "message_delta":
+                    stop_reason = getattr(event.delta, "stop_reason", None) or stop_reason
+                    u = getattr(event, "usage", None)
+                    if u is not None and getattr(u, "output_tokens", None) is not None:
+                        usage["output_tokens"] = u.output_tokens
+                    details = getattr(u, "output_tokens_details", None) if u is not None else None
+                    if details is not None:
+                        usage["thinking_tokens"] = getattr(details, "thinking_tokens", 0)
+    except ResponseTooLarge as exc:
+        if message is None or not blocks:
+            raise ProviderError(str(exc), kind="response") from None
+        gather.stop(str(exc))
+    finally:
+        if gather.full:
+            await close_stream(stream)
     if message is None:
         raise ProviderError("the stream ended without a message", kind="response", retryable=True)
     content = []
     for index in sorted(blocks):
         block = blocks[index]
-        if block.get("type") == "tool_use" and index in raw_json:
-            block["input"] = "".join(raw_json[index])  # parsed strictly by from_anthropic_message
+        if block.get("type") == "tool_use":
+            dropped = gather.dropped(index)
+            if dropped is not None:
+                block["input"], block["cacao_error"] = {}, dropped
+            elif index in raw_json:
+                block["input"] = "".join(raw_json[index])  # parsed strictly by from_anthropic_message
         content.append(_as_block(block))
     return NS(
         content=content,
@@ -282,7 +293,41 @@ async def read_stream(stream: Any, request: ChatRequest) -> Any:
             output_tokens_details=NS(thinking_tokens=usage.get("thinking_tokens") or 0),
         ),
         model=getattr(message, "model", None),
+        gather=gather,
     )
+
+
+def _started_block(content_block: Any, gather: Any) -> dict[str, Any]:
+    """A content block as it starts: text it already holds counts against the caps."""
+    block = content_block.to_dict() if hasattr(content_block, "to_dict") else dict(content_block)
+    if isinstance(block.get("text"), str):
+        block["text"] = gather.text(block["text"])
+    for key in ("thinking", "signature", "data"):
+        if isinstance(block.get(key), str):
+            gather.signed(len(block[key]))
+    return block
+
+
+def _add_delta(block: dict[str, Any], event: Any, gather: Any, raw_json: dict[int, list[str]],
+               request: ChatRequest) -> None:  # fmt: skip
+    delta = event.delta
+    dkind = getattr(delta, "type", None)
+    if dkind == "text_delta":
+        block["text"] = block.get("text", "") + gather.text(delta.text)
+        request.delta(text=delta.text)
+    elif dkind == "thinking_delta":  # signed: kept whole, counted (past the bound, reading stops)
+        gather.signed(len(delta.thinking))
+        block["thinking"] = block.get("thinking", "") + delta.thinking
+        request.delta(reasoning=delta.thinking)
+    elif dkind == "signature_delta":
+        gather.signed(len(delta.signature))
+        block["signature"] = block.get("signature", "") + delta.signature
+    elif dkind == "input_json_delta":
+        if gather.arguments(event.index, delta.partial_json):
+            raw_json.setdefault(event.index, []).append(delta.partial_json)
+        else:
+            raw_json.pop(event.index, None)
+        request.delta(tool_chars=len(delta.partial_json))
 
 
 def _as_block(block: dict[str, Any]) -> Any:
@@ -386,7 +431,8 @@ def from_anthropic_message(message: Any, model: str) -> ChatResponse:
     for block in message.content or []:
         kind = getattr(block, "type", None)
         if kind == "tool_use":
-            arguments, error = parse_tool_arguments(block.input)
+            dropped = getattr(block, "cacao_error", None)  # over the reply cap while it streamed
+            arguments, error = ({}, dropped) if dropped else parse_tool_arguments(block.input)
             calls.append(ToolCall(id=block.id, name=block.name, arguments=arguments, error=error))
             block = _with_input(block, arguments)
         param = _block_param(block)

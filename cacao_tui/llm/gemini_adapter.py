@@ -18,6 +18,7 @@ nothing: the stable prefix comes first in every request.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -27,9 +28,12 @@ from cacao_tui.llm.models import THINKING_BUDGET
 from cacao_tui.llm.provider import AdapterSetup, ChatRequest
 from cacao_tui.llm.redaction import redact
 from cacao_tui.llm.retry import is_retryable_status, parse_retry_after
+from cacao_tui.llm.streamed_reply import ReplyGatherer, close_stream
 from cacao_tui.llm.tool_arguments import parse_tool_arguments
 from cacao_tui.llm.transport import transport_error, transport_error_types
 from cacao_tui.llm.types import ChatResponse, Message, StopReason, ToolCall, ToolSpec, Usage
+from cacao_tui.llm.wire_bounds import ResponseTooLarge, http_client_for
+from ktt.capped_read import check_json_value
 
 if TYPE_CHECKING:
     from cacao_tui.llm.selection import ProviderChoice
@@ -66,6 +70,7 @@ class GeminiProvider:
         )
         if base_url:
             http_options.base_url = base_url
+        http_options.httpx_async_client = http_client_for(follow_redirects=True)  # llm/wire_bounds.py
         self._client = genai.Client(api_key=api_key, vertexai=False, http_options=http_options)
         self._transport_errors = transport_error_types()
 
@@ -116,12 +121,16 @@ class GeminiProvider:
             stream = await self._client.aio.models.generate_content_stream(
                 model=self.model, contents=contents, config=types.GenerateContentConfig(**config)
             )
-            response = await read_stream(stream, request, types)
+            response, gather = await read_stream(stream, request, types)
         except self._errors.APIError as exc:
             raise _status_error(exc, config) from None
         except self._transport_errors as exc:
             raise transport_error(exc) from None
-        return from_gemini_response(response, self.model)
+        except ResponseTooLarge as exc:  # an error body past the bound
+            raise ProviderError(str(exc), kind="response") from None
+        except RecursionError:  # the SDK parsing an event nested past Python's limit
+            raise ProviderError("the server sent JSON nested too deeply to read", kind="response") from None
+        return gather.finish(from_gemini_response(response, self.model, gather))
 
     async def count_tokens(self, request: ChatRequest) -> int | None:
         """The provider's count of the prompt (contents; the system prompt and the tools are
@@ -151,43 +160,64 @@ def _retry_delay_from_body(details: Any) -> float | None:
     return None
 
 
-async def read_stream(stream: Any, request: ChatRequest, types: Any) -> Any:
+async def read_stream(stream: Any, request: ChatRequest, types: Any) -> tuple[Any, ReplyGatherer]:
     """The streamed chunks put back together as one response: parts in order, consecutive
-    text parts of the same kind joined (a thought signature stays with its part)."""
+    text parts of the same kind joined (a thought signature stays with its part); kept within
+    the reply caps as they arrive (llm/streamed_reply.py: past them reading stops)."""
+    gather = request.gatherer()
     parts: list[Any] = []
     last: Any = None
     candidate_fields: dict[str, Any] = {}
-    async for chunk in stream:
-        last = chunk
-        for candidate in (getattr(chunk, "candidates", None) or [])[:1]:
-            if getattr(candidate, "finish_reason", None) is not None:
-                candidate_fields["finish_reason"] = candidate.finish_reason
-            if getattr(candidate, "finish_message", None):
-                candidate_fields["finish_message"] = candidate.finish_message
-            content = getattr(candidate, "content", None)
-            for part in getattr(content, "parts", None) or []:
-                _merge_part(parts, part, request)
+    try:
+        with gather.reading():  # past the caps the wire stops: ResponseTooLarge below
+            async for chunk in stream:
+                last = chunk
+                for candidate in (getattr(chunk, "candidates", None) or [])[:1]:
+                    if getattr(candidate, "finish_reason", None) is not None:
+                        candidate_fields["finish_reason"] = candidate.finish_reason
+                    if getattr(candidate, "finish_message", None):
+                        candidate_fields["finish_message"] = str(candidate.finish_message)[:2000]
+                    content = getattr(candidate, "content", None)
+                    for part in getattr(content, "parts", None) or []:
+                        _merge_part(parts, part, request, gather)
+    except ResponseTooLarge as exc:
+        if not parts:
+            raise ProviderError(str(exc), kind="response") from None
+        gather.stop(str(exc))
+    finally:
+        if gather.full:
+            await close_stream(stream)
     if last is None:
         raise ProviderError("the stream ended without a reply", kind="response", retryable=True)
     if not parts and not candidate_fields:
-        return last  # no candidates at all: a blocked prompt, answered in one chunk
+        return last, gather  # no candidates at all: a blocked prompt, answered in one chunk
     candidate = types.Candidate(content=types.Content(role="model", parts=parts), index=0, **candidate_fields)
-    return types.GenerateContentResponse(
+    merged = types.GenerateContentResponse(
         candidates=[candidate],
         usage_metadata=getattr(last, "usage_metadata", None),
         model_version=getattr(last, "model_version", None),
         prompt_feedback=getattr(last, "prompt_feedback", None),
     )
+    return merged, gather
 
 
-def _merge_part(parts: list[Any], part: Any, request: ChatRequest) -> None:
+def _merge_part(parts: list[Any], part: Any, request: ChatRequest, gather: ReplyGatherer) -> None:
     text = getattr(part, "text", None)
     thought = bool(getattr(part, "thought", False))
+    signature = getattr(part, "thought_signature", None)
+    if signature:
+        gather.signed(len(signature))
     if text is not None and getattr(part, "function_call", None) is None:
         if thought:
             request.delta(reasoning=text)
         else:
             request.delta(text=text)
+        kept = gather.reasoning(text) if thought else gather.text(text)
+        if not kept and not signature:
+            return  # past the cap: nothing of it is kept
+        if kept != text:
+            part = part.model_copy(update={"text": kept})
+            text = kept
         prev = parts[-1] if parts else None
         if (
             prev is not None
@@ -197,12 +227,20 @@ def _merge_part(parts: list[Any], part: Any, request: ChatRequest) -> None:
             and not getattr(prev, "thought_signature", None)
         ):
             merged = prev.model_copy(update={"text": prev.text + text})
-            if getattr(part, "thought_signature", None):
-                merged.thought_signature = part.thought_signature
+            if signature:
+                merged.thought_signature = signature
             parts[-1] = merged
             return
     elif getattr(part, "function_call", None) is not None:
-        request.delta(tool_chars=len(str(part.function_call.args or {})))
+        call = ("call", sum(1 for p in parts if getattr(p, "function_call", None) is not None))
+        args = part.function_call.args or {}
+        try:
+            chars = len(json.dumps(check_json_value(args), ensure_ascii=False))
+        except (ValueError, TypeError):
+            chars = 0  # out of bounds: parse_tool_arguments says so to the model
+        if not gather.argument_chars(call, chars):  # over the cap: kept without its arguments, never run
+            part = part.model_copy(update={"function_call": part.function_call.model_copy(update={"args": {}})})
+        request.delta(tool_chars=chars)
     parts.append(part)
 
 
@@ -292,7 +330,7 @@ def _model_parts(m: Message, types: Any) -> list[Any]:
     return parts or [types.Part(text=EMPTY_TURN)]
 
 
-def from_gemini_response(response: Any, model: str) -> ChatResponse:
+def from_gemini_response(response: Any, model: str, gather: ReplyGatherer | None = None) -> ChatResponse:
     candidates = getattr(response, "candidates", None) or []
     meta = getattr(response, "usage_metadata", None)
     usage = Usage(
@@ -318,7 +356,8 @@ def from_gemini_response(response: Any, model: str) -> ChatResponse:
         fc = getattr(p, "function_call", None)
         if fc is None:
             continue
-        arguments, error = parse_tool_arguments(fc.args)
+        dropped = gather.dropped(("call", len(calls))) if gather is not None else None
+        arguments, error = ({}, dropped) if dropped else parse_tool_arguments(fc.args)
         call_id = fc.id or f"{SYNTHETIC_ID_PREFIX}{len(calls)}"
         calls.append(ToolCall(id=call_id, name=fc.name or "", arguments=arguments, error=error))
     raw_reason = _enum_name(getattr(candidate, "finish_reason", None))

@@ -28,9 +28,11 @@ from cacao_tui.llm.errors import LLMError, ProviderError
 from cacao_tui.llm.provider import AdapterSetup, ChatRequest
 from cacao_tui.llm.redaction import redact
 from cacao_tui.llm.retry import is_retryable_status, parse_retry_after
+from cacao_tui.llm.streamed_reply import MAX_NAME_CHARS, MAX_TOOL_CALLS, close_stream, dropped_call
 from cacao_tui.llm.tool_arguments import parse_tool_arguments
 from cacao_tui.llm.transport import transport_error, transport_error_types
 from cacao_tui.llm.types import ChatResponse, Message, StopReason, ToolCall, ToolSpec, Usage
+from cacao_tui.llm.wire_bounds import ResponseTooLarge, http_client_for
 
 if TYPE_CHECKING:
     from cacao_tui.llm.selection import ProviderChoice
@@ -91,11 +93,13 @@ class OpenAIProvider:
         self._official = is_official_endpoint(base_url)
         self._token_param = "max_completion_tokens" if self._official else "max_tokens"
         self._usage_in_stream = True
+        timeout = openai.Timeout(timeout_s, connect=min(connect_timeout_s, timeout_s))
         self._client = openai.AsyncOpenAI(
             api_key=api_key or KEYLESS_PLACEHOLDER,
             base_url=base_url,
             max_retries=0,
-            timeout=openai.Timeout(timeout_s, connect=min(connect_timeout_s, timeout_s)),
+            timeout=timeout,
+            http_client=http_client_for(openai.DefaultAsyncHttpxClient, timeout=timeout),  # llm/wire_bounds.py
         )
 
     def _kwargs(self, request: ChatRequest) -> dict[str, Any]:
@@ -133,6 +137,10 @@ class OpenAIProvider:
             raise ProviderError("request timed out", kind="timeout", retryable=True) from None
         except transport_error_types() as exc:  # while the stream is read
             raise transport_error(exc) from None
+        except ResponseTooLarge as exc:  # an error body past the bound
+            raise ProviderError(str(exc), kind="response") from None
+        except RecursionError:  # the SDK parsing an event nested past Python's limit
+            raise ProviderError("the server sent JSON nested too deeply to read", kind="response") from None
         except sdk.APIConnectionError as exc:
             raise ProviderError(f"connection failed: {redact(str(exc))}", kind="connection", retryable=True) from None
         except sdk.APIStatusError as exc:
@@ -213,7 +221,9 @@ def to_openai_messages(messages: list[Message], system: str | None) -> list[dict
 
 async def read_stream(stream: Any, model: str, request: ChatRequest) -> ChatResponse:
     """A streamed completion, read chunk by chunk into one ChatResponse (pieces reported
-    through ``request.delta`` as they arrive)."""
+    through ``request.delta`` as they arrive), kept within the reply caps as it arrives: past
+    them reading stops and the stream is closed (llm/streamed_reply.py)."""
+    gather = request.gatherer()
     text: list[str] = []
     reasoning: list[str] = []
     refusal: list[str] = []
@@ -221,47 +231,50 @@ async def read_stream(stream: Any, model: str, request: ChatRequest) -> ChatResp
     finish: str | None = None
     usage: Any = None
     served_model: str | None = None
-    async for chunk in stream:
-        served_model = getattr(chunk, "model", None) or served_model
-        if getattr(chunk, "usage", None) is not None:
-            usage = chunk.usage
-        for choice in getattr(chunk, "choices", None) or []:
-            if getattr(choice, "index", 0) not in (0, None):
-                continue
-            delta = choice.delta
-            if choice.finish_reason:
-                finish = choice.finish_reason
-            think = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
-            if isinstance(think, str) and think:
-                reasoning.append(think)
-                request.delta(reasoning=think)
-            piece = _text_of(getattr(delta, "content", None))
-            if piece:
-                text.append(piece)
-                request.delta(text=piece)
-            if getattr(delta, "refusal", None):
-                refusal.append(str(delta.refusal))
-            for tc in getattr(delta, "tool_calls", None) or []:
-                slot = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": "", "custom": False})
-                if tc.id:
-                    slot["id"] = tc.id
-                fn = getattr(tc, "function", None)
-                if fn is None:
-                    slot["custom"] = slot["custom"] or getattr(tc, "type", "function") not in (None, "function")
-                    continue
-                if fn.name:
-                    slot["name"] += fn.name
-                if fn.arguments:
-                    slot["arguments"] += fn.arguments
-                    request.delta(tool_chars=len(fn.arguments))
+    try:
+        with gather.reading():  # past the caps the wire stops: ResponseTooLarge below
+            async for chunk in stream:
+                served_model = getattr(chunk, "model", None) or served_model
+                if getattr(chunk, "usage", None) is not None:
+                    usage = chunk.usage
+                for choice in getattr(chunk, "choices", None) or []:
+                    if getattr(choice, "index", 0) not in (0, None):
+                        continue
+                    delta = choice.delta
+                    if choice.finish_reason:
+                        finish = choice.finish_reason
+                    think = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
+                    if isinstance(think, str) and think:
+                        reasoning.append(gather.reasoning(think))
+                        request.delta(reasoning=think)
+                    piece = _text_of(getattr(delta, "content", None))
+                    if piece:
+                        text.append(gather.text(piece))
+                        request.delta(text=piece)
+                    if getattr(delta, "refusal", None):
+                        refusal.append(gather.text(str(delta.refusal)))
+                    for tc in getattr(delta, "tool_calls", None) or []:
+                        _add_call_piece(calls, tc, gather, request)
+    except ResponseTooLarge as exc:
+        if not (text or calls or reasoning or refusal):
+            raise ProviderError(str(exc), kind="response") from None
+        gather.stop(str(exc))
+    finally:
+        if gather.full:
+            await close_stream(stream)
     if finish is None and not text and not calls and not reasoning and not refusal:
         raise ProviderError("the stream ended without a reply", kind="response", retryable=True)
     tool_calls = []
-    for n, (_, slot) in enumerate(sorted(calls.items())):
+    for n, (index, slot) in enumerate(sorted(calls.items())):
         if slot["custom"] and not slot["name"]:
             continue
+        call_id = slot["id"] or f"call_{n}"
+        dropped = gather.dropped(index)
+        if dropped is not None:
+            tool_calls.append(dropped_call(call_id, slot["name"], dropped))
+            continue
         arguments, error = parse_tool_arguments(slot["arguments"] or "{}")
-        tool_calls.append(ToolCall(id=slot["id"] or f"call_{n}", name=slot["name"], arguments=arguments, error=error))
+        tool_calls.append(ToolCall(id=call_id, name=slot["name"], arguments=arguments, error=error))
     raw_reason = finish or ""
     stop = _FINISH_REASONS.get(raw_reason, "other")
     if tool_calls and stop == "end":
@@ -269,7 +282,7 @@ async def read_stream(stream: Any, model: str, request: ChatRequest) -> ChatResp
     body = "".join(text)
     if refusal and not body and not tool_calls:
         body, stop, raw_reason = "".join(refusal), "other", "refusal"
-    return ChatResponse(
+    response = ChatResponse(
         text=body,
         tool_calls=tool_calls,
         stop_reason=stop,
@@ -278,6 +291,27 @@ async def read_stream(stream: Any, model: str, request: ChatRequest) -> ChatResp
         model=served_model or model,
         reasoning="".join(reasoning),
     )
+    return gather.finish(response)
+
+
+def _add_call_piece(calls: dict[int, dict[str, Any]], tc: Any, gather: Any, request: ChatRequest) -> None:
+    """One streamed piece of a tool call (its id, name or arguments), kept while it fits the caps."""
+    index = tc.index if isinstance(tc.index, int) and 0 <= tc.index < MAX_TOOL_CALLS else MAX_TOOL_CALLS
+    slot = calls.setdefault(index, {"id": None, "name": "", "arguments": "", "custom": False})
+    if tc.id:
+        slot["id"] = str(tc.id)[:MAX_NAME_CHARS]
+    fn = getattr(tc, "function", None)
+    if fn is None:
+        slot["custom"] = slot["custom"] or getattr(tc, "type", "function") not in (None, "function")
+        return
+    if fn.name and gather.arguments(index, fn.name):
+        slot["name"] = (slot["name"] + fn.name)[:MAX_NAME_CHARS]
+    if fn.arguments:
+        if gather.arguments(index, fn.arguments):
+            slot["arguments"] += fn.arguments
+        else:
+            slot["arguments"] = ""
+        request.delta(tool_chars=len(fn.arguments))
 
 
 def _usage(usage: Any) -> Usage:

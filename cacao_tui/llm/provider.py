@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from cacao_tui.llm.errors import LLMError
 from cacao_tui.llm.models import Effort, ModelInfo
+from cacao_tui.llm.streamed_reply import ReplyGatherer
 from cacao_tui.llm.types import CallKey, ChatResponse, Message, ToolSpec
+from cacao_tui.settings import DEFAULTS
 
 if TYPE_CHECKING:
     from cacao_tui.llm.registry import ProviderEntry
@@ -61,6 +63,13 @@ class ChatRequest:
     cache_key: str | None = None
     info: ModelInfo = field(default_factory=ModelInfo)
     on_delta: OnDelta | None = field(default=None, repr=False)
+    # The reply caps (characters), applied while the reply streams (llm/streamed_reply.py).
+    reply_text_cap: int = DEFAULTS.llm_reply_text_chars
+    reply_cap: int = DEFAULTS.llm_reply_max_chars
+
+    def gatherer(self) -> ReplyGatherer:
+        """What keeps this call's streamed reply within its caps."""
+        return ReplyGatherer(text_cap=self.reply_text_cap, cap=self.reply_cap)
 
     def delta(self, text: str = "", reasoning: str = "", tool_chars: int = 0) -> None:
         """Report a streamed piece (adapters call this; a failing callback never ends the call)."""

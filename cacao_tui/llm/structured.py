@@ -12,7 +12,6 @@ the call's record says so. An unusable reply gets one repair turn quoting the er
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
 import json
@@ -23,6 +22,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from cacao_tui.llm.errors import error_location
+from ktt.capped_read import JSONBoundsError, json_decoder, json_depth_error, parse_json
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -89,11 +89,11 @@ def _candidates(text: str) -> list[tuple[str, list[str]]]:
     return out
 
 
-def _values(candidates: list[tuple[str, list[str]]]) -> list[tuple[Any, list[str]]]:
+def _values(candidates: list[tuple[str, list[str]]]) -> tuple[list[tuple[Any, list[str]]], str | None]:
     """Every JSON value the candidates hold: first each candidate whole (as it is, then with
     trailing commas removed), then each complete value inside one, in order of where it
-    starts."""
-    decoder = json.JSONDecoder()
+    starts; and the first bound a candidate broke (a 5,000-digit number, nesting too deep)."""
+    decoder = json_decoder(strict=True)  # numbers within bounds: 10^5000 or NaN is no value of a reply
     variants: list[tuple[str, list[str]]] = []
     for text, repairs in candidates:
         variants.append((text, repairs))
@@ -101,20 +101,32 @@ def _values(candidates: list[tuple[str, list[str]]]) -> list[tuple[Any, list[str
         if fixed != text:
             variants.append((fixed, [*repairs, "trailing commas removed"]))
     found: list[tuple[Any, list[str]]] = []
+    broken: str | None = None
     for text, fixes in variants:
-        with contextlib.suppress(json.JSONDecodeError):
-            found.append((json.loads(text), fixes))
+        try:
+            found.append((parse_json(text, strict=True), fixes))
+        except JSONBoundsError as exc:
+            broken = broken or str(exc)
+        except ValueError:
+            continue
     for text, fixes in variants:
         starts = [m.start() for m in re.finditer(r"[{\[]", text)][:MAX_START_POSITIONS]
         for pos in starts:
             try:
                 value, end = decoder.raw_decode(text, pos)
-            except json.JSONDecodeError:
+            except JSONBoundsError as exc:
+                broken = broken or str(exc)
+                continue
+            except (ValueError, RecursionError):
+                continue
+            deep = json_depth_error(value)
+            if deep is not None:
+                broken = broken or deep
                 continue
             if pos == 0 and not text[end:].strip():
                 continue  # the whole text: already tried
             found.append((value, [*fixes, "text around the JSON ignored"]))
-    return found
+    return found, broken
 
 
 def extract_json(text: str) -> Any:
@@ -122,9 +134,12 @@ def extract_json(text: str) -> Any:
     or StructuredOutputError."""
     if not text.strip():
         raise StructuredOutputError("the reply was empty; it must be a JSON object")
-    for value, _ in _values(_candidates(text)):
+    found, broken = _values(_candidates(text))
+    for value, _ in found:
         if isinstance(value, dict):
             return value
+    if broken is not None:
+        raise StructuredOutputError(f"the reply's JSON is out of bounds: {broken}")
     raise StructuredOutputError("the reply holds no JSON object")
 
 
@@ -156,7 +171,8 @@ def parse_reply(text: str, model: type[T]) -> Parsed[T]:
         raise StructuredOutputError("the reply was empty; it must be a JSON object")
     first_error: str | None = None
     saw_value = False
-    for value, fixes in _values(_candidates(text)):
+    found, broken = _values(_candidates(text))
+    for value, fixes in found:
         saw_value = True
         if not isinstance(value, dict):
             first_error = first_error or f"the reply must be a JSON object, not a {type(value).__name__}"
@@ -174,6 +190,8 @@ def parse_reply(text: str, model: type[T]) -> Parsed[T]:
     if first_error is not None:
         raise StructuredOutputError(first_error)
     if not saw_value:
+        if broken is not None:
+            raise StructuredOutputError(f"the reply's JSON is out of bounds: {broken}")
         body = strip_reasoning(text)[0].strip()
         if not body:
             raise StructuredOutputError("the reply held only reasoning, no JSON object after it")

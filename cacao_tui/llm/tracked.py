@@ -49,7 +49,7 @@ from cacao_tui.llm.structured import (
     strip_reasoning,
 )
 from cacao_tui.llm.types import CallContext, CallKey, ChatResponse, Message, ToolCall, ToolSpec
-from cacao_tui.llm.usage import UsageTotals
+from cacao_tui.llm.usage import UsageTotals, call_usage
 from cacao_tui.llm.user_config import LLMSettings
 from cacao_tui.settings import DEFAULTS
 from cacao_tui.store.atomic import DiskFull
@@ -427,6 +427,8 @@ class TrackedLLM:
             cache_key=None if "cache" in self.dropped else self._cache_key(ctx),
             info=self.info,
             on_delta=meter,
+            reply_text_cap=self.reply_text_cap,
+            reply_cap=self.reply_cap,
         )
         request.messages, notes = await self._fit(request)
         record = CallRecord(
@@ -605,6 +607,9 @@ class TrackedLLM:
         started: float,
         secrets: tuple[str, ...],
     ) -> tuple[ChatResponse, CallRecord]:
+        if response.cut is not None:  # cut while it streamed (the adapter's ReplyGatherer)
+            record.notes.append(response.cut)
+            log.warning("LLM %s call %s: %s", self.provider, record.key, response.cut)
         response, cut = cap_reply(response, text_cap=self.reply_text_cap, cap=self.reply_cap)
         if cut is not None:
             record.notes.append(cut)
@@ -614,10 +619,16 @@ class TrackedLLM:
         if not response.model:
             response.model = self.model
         if response.tool_calls and response.stop_reason == "max_tokens":
-            response.tool_calls[-1].error = TRUNCATED_TOOL_CALL
+            last = response.tool_calls[-1]
+            if not (response.cut and last.error):  # cut while it streamed: the gatherer's reason stands
+                last.error = TRUNCATED_TOOL_CALL
         if not response.tool_calls and not strip_reasoning(response.text)[0].strip() and response.reasoning.strip():
             response.text = response.reasoning
             record.notes.append("the reply's content was empty: its reasoning text is used as the content")
+        response.usage, fixed = call_usage(response.usage)
+        if fixed is not None:
+            record.notes.append(fixed)
+            log.warning("LLM %s call %s: %s", self.provider, record.key, fixed)
         response.usage.cost_usd = cost_usd(response.usage, self.price)
         if response.usage.input_tokens:
             chars = request_chars(request.system, request.messages, request.tools)

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ktt.checked_numbers import Count, Usd
+
 Role = Literal["system", "user", "assistant", "tool"]
 StopReason = Literal["end", "tool_use", "max_tokens", "other"]
 
@@ -74,12 +76,15 @@ class Usage(BaseModel):
     output)."""
 
     model_config = ConfigDict(extra="ignore")
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
-    cost_usd: float = 0.0
+    # Never negative, never past 10^12 (ktt/checked_numbers.py): a count from an endpoint or a
+    # record on disk can only make a budget run out sooner. One call's counts are bounded
+    # tighter where the tracked wrapper takes them (usage.call_usage).
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    cached_tokens: Count = 0
+    cache_write_tokens: Count = 0
+    reasoning_tokens: Count = 0
+    cost_usd: Usd = 0.0
 
 
 class ChatResponse(BaseModel):
@@ -103,6 +108,7 @@ class ChatResponse(BaseModel):
     latency_s: float = 0.0
     provider_data: dict[str, Any] | None = None
     reasoning: str = ""
+    cut: str | None = None  # what cacao cut while the reply streamed (llm/streamed_reply.py), for the record
 
     def to_message(self) -> Message:
         """The assistant turn to append to the conversation before sending tool results."""

@@ -22,6 +22,27 @@ def cost_words(cost: str, provider: str | None) -> str:
     return f"{cost} ({ILLUSTRATIVE})" if is_illustrative(provider) else cost
 
 
+# One call's tokens as an endpoint reports them: more than any context window holds is not a count.
+MAX_CALL_TOKENS = 100_000_000
+
+
+def call_usage(usage: Usage) -> tuple[Usage, str | None]:
+    """One call's usage within what one call can use: each count in [0, MAX_CALL_TOKENS], the
+    cached part within the input and the reasoning within the output; a note when the endpoint's
+    figures had to change (a negative count would have given --budget-tokens back)."""
+    counts = usage.model_dump(exclude={"cost_usd"})
+    fixed = {k: min(max(int(v), 0), MAX_CALL_TOKENS) for k, v in counts.items()}
+    fixed["cached_tokens"] = min(fixed["cached_tokens"], fixed["input_tokens"])
+    fixed["cache_write_tokens"] = min(fixed["cache_write_tokens"], fixed["input_tokens"])
+    fixed["reasoning_tokens"] = min(fixed["reasoning_tokens"], fixed["output_tokens"])
+    if fixed == counts:
+        return usage, None
+    said = ", ".join(f"{k} {counts[k]:,}" for k in counts if counts[k] != fixed[k])
+    return usage.model_copy(update=fixed), f"the endpoint reported impossible token counts ({said}); counted as " + (
+        ", ".join(f"{k} {fixed[k]:,}" for k in counts if counts[k] != fixed[k])
+    )
+
+
 @dataclass
 class UsageSum:
     calls: int = 0

@@ -38,10 +38,13 @@ from cacao_tui.llm.errors import LLMError, error_location
 from cacao_tui.llm.models import Effort, ModelInfo, ReasoningControl, StructuredPath
 from cacao_tui.llm.pricing import Price, price_keys
 from cacao_tui.settings import user_config_dir
+from ktt.capped_read import ReadRefused, describe_read_error, read_bytes_capped
 
 CONFIG_NAME = "llm.toml"
 STEPS = ("analyze", "strategize", "plan", "author", "propose", "decide", "implement", "configure")
 MAX_CONFIG_BYTES = 1024 * 1024
+MAX_PRICE = 1_000_000.0  # USD per million tokens
+MAX_TOKENS = 100_000_000  # a context window, an output limit
 
 
 class _Strict(BaseModel):
@@ -54,22 +57,24 @@ class StepConfig(_Strict):
 
 
 class ModelConfig(_Strict):
-    context_window: int | None = Field(default=None, ge=1024)
-    max_output: int | None = Field(default=None, gt=0)
+    context_window: int | None = Field(default=None, ge=1024, le=MAX_TOKENS)
+    max_output: int | None = Field(default=None, gt=0, le=MAX_TOKENS)
     structured: StructuredPath | None = None
     reasoning_control: ReasoningControl | None = None
     reasons: bool | None = None
-    input_price: float | None = Field(default=None, ge=0)
-    output_price: float | None = Field(default=None, ge=0)
-    cached_input_price: float | None = Field(default=None, ge=0)
-    cache_write_price: float | None = Field(default=None, ge=0)
+    # USD per million tokens: finite (an infinite price made every call's cost Infinity, which no
+    # record could be read back with) and at most MAX_PRICE.
+    input_price: float | None = Field(default=None, ge=0, le=MAX_PRICE, allow_inf_nan=False)
+    output_price: float | None = Field(default=None, ge=0, le=MAX_PRICE, allow_inf_nan=False)
+    cached_input_price: float | None = Field(default=None, ge=0, le=MAX_PRICE, allow_inf_nan=False)
+    cache_write_price: float | None = Field(default=None, ge=0, le=MAX_PRICE, allow_inf_nan=False)
 
 
 class LLMConfigFile(_Strict):
     reasoning: Effort | None = None
     max_tokens: int | None = Field(default=None, gt=0, le=1_000_000)
     concurrency: int | None = Field(default=None, ge=1, le=256)
-    budget_tokens: int | None = Field(default=None, gt=0)
+    budget_tokens: int | None = Field(default=None, gt=0, le=10**15)
     steps: dict[Literal[STEPS], StepConfig] = Field(default_factory=dict)  # type: ignore[valid-type]
     models: dict[str, ModelConfig] = Field(default_factory=dict)
 
@@ -139,20 +144,24 @@ def load_llm_settings(path: Path | None = None) -> LLMSettings:
     """The settings file, or empty settings when there is none; LLMError (one line naming
     the file and the key) for a file that cannot be used."""
     path = path or config_path()
-    try:
-        if not path.is_file():
-            return LLMSettings()
-        raw = path.read_bytes()[: MAX_CONFIG_BYTES + 1]
+    try:  # a regular file within the cap, read no further (a 4 GiB file was read whole first)
+        raw = read_bytes_capped(path, MAX_CONFIG_BYTES)
+    except FileNotFoundError:
+        return LLMSettings()
     except OSError as exc:
-        raise LLMError(f"{path}: cannot read it ({exc.strerror})") from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise LLMError(f"{path}: larger than {MAX_CONFIG_BYTES // 1024} KiB; this is not a settings file")
+        if isinstance(exc, ReadRefused) and "larger than" in exc.reason:
+            raise LLMError(f"{path}: larger than {MAX_CONFIG_BYTES // 1024} KiB; this is not a settings file") from None
+        raise LLMError(f"{path}: cannot read it ({describe_read_error(exc)})") from None
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise LLMError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise LLMError(f"{path}: not valid TOML: nested too deeply") from None
     try:
         parsed = LLMConfigFile.model_validate(data)
+    except RecursionError:
+        raise LLMError(f"{path}: nested too deeply for a settings file") from None
     except ValidationError as exc:
         err = exc.errors()[0]
         where = error_location(err["loc"], "(top level)")

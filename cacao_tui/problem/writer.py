@@ -35,6 +35,7 @@ from pydantic import BaseModel
 
 from cacao_tui.problem.boundary_check import boundary_warnings
 from cacao_tui.problem.names import directory_name_error
+from cacao_tui.problem.tree import problem_entries
 from ktt.capped_read import MAX_SOURCE_BYTES, read_text_capped
 from ktt.expressions import Expression, ExpressionError
 from ktt.half_types import DTYPE_ALIASES, HALF_DTYPES, HOST_CTYPE
@@ -375,6 +376,11 @@ def _staged(staging: Path, name: str, file: Path, field: str, under: str = "") -
     return staging.joinpath(*parts)
 
 
+def _kept_out(name: str) -> bool:
+    """A top-level entry that is the run's, not the problem's: never copied into a save."""
+    return name in RUN_ENTRIES or name in SKIPPED or name.startswith(".cacao-")
+
+
 def _write_new(path: Path, data: bytes) -> None:
     """Write ``path`` inside the staging directory: a link or file already there (copied from the
     problem) is replaced, never written through."""
@@ -402,16 +408,14 @@ def _stage(source: ProblemSource, target: Path, staging: Path, existing: bool) -
         for name, src in source.data_files.items()
     ]
     if existing and target.is_dir():
-        for entry in target.iterdir():
-            if entry.name in RUN_ENTRIES or entry.name in SKIPPED or entry.name.startswith(".cacao-"):
-                continue
-            dst = staging / entry.name
-            if entry.is_symlink():
-                os.symlink(os.readlink(entry), dst)
-            elif entry.is_dir():
-                shutil.copytree(entry, dst, symlinks=True, copy_function=_link_or_copy)
-            elif entry.is_file():
-                _link_or_copy(str(entry), str(dst))
+        for rel, kind in problem_entries(target, skip=_kept_out):  # all of them checked before the first is copied
+            src, dst = target / rel, staging / rel
+            if kind == "link":
+                os.symlink(os.readlink(src), dst)
+            elif kind == "dir":
+                os.mkdir(dst)
+            else:
+                _link_or_copy(str(src), str(dst))
         # The copies may hold links the checks above could not see yet: check again, still before writing.
         planned = [(_staged(staging, str(path.relative_to(staging)), target / "problem.yaml", "reference.file"), data)
                    for path, data in planned]  # fmt: skip

@@ -21,6 +21,7 @@ from cacao_tui.store.archive import archived_runs
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.state import FinalResults
 from ktt.capped_read import finite_number, parse_json, read_bytes_capped
+from ktt.checked_numbers import MAX_SECONDS, within
 from ktt.terminal_text import safe_line
 
 JUST_STARTED_S = 30.0  # a launch log with nothing after its first line, younger than this: still starting
@@ -200,8 +201,8 @@ def gpu_seconds(output: Path, stamp: float) -> float | None:
     for summary in sorted(branches.glob("*/iter*/tune/summary.json")) if branches.is_dir() else []:
         with contextlib.suppress(OSError, ValueError):
             data = parse_json(read_bytes_capped(summary, MAX_SUMMARY_BYTES, follow_links=False))
-            wall = finite_number(data.get("wall_s")) if isinstance(data, dict) else None
-            if wall is not None and wall > 0:
+            wall = within(data.get("wall_s"), 0.0, MAX_SECONDS, low_open=True) if isinstance(data, dict) else None
+            if wall is not None:  # 1e12 s (277,777,777 h) or -5 is no tuning's wall time
                 total, found = total + wall, True
     if len(_gpu_cache) > 2000:
         _gpu_cache.clear()

@@ -13,8 +13,10 @@ mistake is the same one line, before anything is archived or started.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import os
 import shlex
+import stat
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -24,7 +26,7 @@ from cacao_tui.store.archive import ArchiveError, prepare_output
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.run_lock import RunLocked, acquire_run_lock, held_here
 from ktt.capped_read import read_tail
-from ktt.terminal_text import safe_text
+from ktt.terminal_text import safe_line, safe_text
 
 LAUNCH_LOG = "launch.log"
 LAUNCH_HEADER = "== "  # the line the app writes into the launch log before the run's own output
@@ -156,12 +158,22 @@ def _prepare(problem_dir: Path, resume: bool) -> None:
 
 
 def _open_log(layout: RunLayout) -> int:
+    """output/launch.log for appending: a regular file, never through a link, opened without blocking
+    (a FIFO there blocked the open, and with it the app, for good: round 3's r11)."""
     layout.output.mkdir(parents=True, exist_ok=True)
     path = layout.output / LAUNCH_LOG
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
     try:
-        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        fd = os.open(path, flags, 0o644)
     except OSError as exc:
-        raise LaunchRefused(f"{path}: cannot open the run's log ({exc.strerror})") from None
+        why = "a FIFO" if exc.errno == errno.ENXIO else exc.strerror  # a FIFO nobody reads
+        raise LaunchRefused(safe_line(f"{path}: cannot open the run's log ({why}); remove it")) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise LaunchRefused(safe_line(f"{path}: is not a regular file (a FIFO, a device or a socket); remove it"))
+    os.set_blocking(fd, True)
+    return fd
 
 
 def start_detached(problem_dir: Path, options: RunOptions, *, python: str = sys.executable) -> Started:

@@ -28,6 +28,7 @@ from pydantic_core import to_json
 
 from ktt.capped_read import MIB, describe_read_error, read_bytes_capped
 from ktt.procs import pid_alive
+from ktt.terminal_text import safe_line
 
 M = TypeVar("M", bound=BaseModel)
 _FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
@@ -153,7 +154,7 @@ class StateFileError(Exception):
 
     def __init__(self, path: Path, message: str) -> None:
         self.path = path
-        super().__init__(f"{path}: {message}")
+        super().__init__(safe_line(f"{path}: {message}", 600))  # a name or key from the file, escaped
 
 
 def read_state_text(path: Path, limit: int = MAX_STATE_BYTES) -> str:

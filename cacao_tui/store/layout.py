@@ -1,4 +1,11 @@
-"""Where everything of a run lives under a problem's output/ directory (FORMATS.md)."""
+"""Where everything of a run lives under a problem's output/ directory (FORMATS.md).
+
+A branch's directory is named by its branch name, whoever gave it: the model (a strategy's
+name, slugged), the engine (``b1-``, ``.2-``), or a file read back (master.json's strategies,
+a decision's sub-strategies, a branch.json). Every one is checked by the same rule before it
+becomes a path (``is_branch_name``; ``RunLayout.branch`` refuses any other), so a name read
+back from a tampered file (``x/../../../pwn``) is an error, never a directory outside output/.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +13,58 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 from ktt.terminal_text import safe_line
 
 BRANCH_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+MAX_BRANCH_NAME = 255  # characters (a file name's limit); a child adds ".N-<strategy>" to its parent's
+# A strategy's name as a branch name's last part: what ``nodes.strategize.slug`` makes of the
+# model's names (letters, digits, '-', '_'), within 64 characters.
+STRATEGY_NAME = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")
 ITER_DIR = re.compile(r"^iter(\d+)\Z")
+
+
+class UnsafeName(ValueError):
+    """A name that cannot be a branch's directory; ``str()`` is one line."""
+
+
+def is_branch_name(name: object) -> bool:
+    return isinstance(name, str) and 0 < len(name) <= MAX_BRANCH_NAME and BRANCH_NAME.match(name) is not None
+
+
+def check_branch_name(name: str) -> str:
+    if not is_branch_name(name):
+        raise UnsafeName(
+            f"{safe_line(str(name), 80)!r} is not a branch name (letters, digits, '.', '-', '_', "
+            f"at most {MAX_BRANCH_NAME} characters, starting with a letter or digit)"
+        )
+    return name
+
+
+def check_strategy_name(name: str) -> str:
+    if not STRATEGY_NAME.match(name):
+        raise UnsafeName(
+            f"{safe_line(name, 80)!r} is not a strategy name (letters, digits, '-', '_', at most 64 characters)"
+        )
+    return name
+
+
+def check_run_path(path: str) -> str:
+    """A path a run's file records (a kernel, a summary; relative to output/, or absolute as older
+    runs wrote them): never '..', no NUL. Where one is used to read, ``RunLayout.within_output``."""
+    parts = PurePosixPath(path).parts
+    if ".." in parts or "\x00" in path or len(path) > 4096:
+        raise UnsafeName(f"{safe_line(path, 80)!r} is not a path of a run's file (no '..')")
+    return path
+
+
+BranchName = Annotated[str, AfterValidator(check_branch_name)]
+StrategyName = Annotated[str, AfterValidator(check_strategy_name)]
+RunPath = Annotated[str, AfterValidator(check_run_path)]
 
 
 @dataclass(frozen=True)
@@ -62,13 +115,25 @@ class RunLayout:
     def branches(self) -> Path:
         return self.output / "branches"
 
+    def within_output(self, recorded: str) -> Path | None:
+        """A path a run's file records (relative to output/ or absolute), when it lies inside output/;
+        None otherwise (a tampered branch.json pointing at ``/home/u/.ssh`` is not read)."""
+        path = Path(os.path.normpath(self.output / recorded))
+        return path if path.is_relative_to(Path(os.path.normpath(self.output))) else None
+
     def branch(self, name: str) -> BranchLayout:
-        return BranchLayout(self.branches / name)
+        """The branch's directory; UnsafeName for a name that is not a branch name."""
+        return BranchLayout(self.branches / check_branch_name(name))
 
     def branch_names(self) -> list[str]:
+        """The branches on disk: directories of branch names (never a link) holding a branch.json."""
         if not self.branches.is_dir():
             return []
-        return sorted(p.name for p in self.branches.iterdir() if (p / "branch.json").exists())
+        return sorted(
+            p.name
+            for p in self.branches.iterdir()
+            if is_branch_name(p.name) and not p.is_symlink() and (p / "branch.json").exists()
+        )
 
 
 @dataclass(frozen=True)
@@ -96,7 +161,7 @@ class BranchLayout:
         found = []
         for p in self.root.iterdir():
             m = ITER_DIR.match(p.name)
-            if m and (p / "state.json").exists():
+            if m and len(p.name) <= 12 and not p.is_symlink() and (p / "state.json").exists():
                 found.append(int(m.group(1)))
         return sorted(found)
 
@@ -184,5 +249,9 @@ def check_contained(layout: RunLayout, *, walk_output: bool = False) -> None:
                     f"{safe_line(full)}: is not a regular file or a directory (a FIFO, a device or a socket); "
                     "a run never makes one inside output/: remove it"
                 )
-        if seen > MAX_WALK:
-            return
+        if seen > MAX_WALK:  # not looked at is not checked: past the bound the answer is no
+            raise UnsafeLayout(
+                f"{safe_line(str(layout.output))}: holds more than {MAX_WALK:,} entries; a run checks every one "
+                "for links before it writes there, so it does not continue this one: move output/ away "
+                "(or remove what does not belong to the run)"
+            )

@@ -46,7 +46,7 @@ from cacao_tui.store.state import (
     OriginalBranchEntry,
     ParamValue,
 )
-from ktt.capped_read import parse_json, read_bytes_capped
+from ktt.capped_read import finite_number, parse_json, read_bytes_capped
 
 MAX_FILE_BYTES = 32 * 1024 * 1024  # an iteration's state.json carries its kernel and the tuner's output
 MAX_BRANCHES = 2000
@@ -125,9 +125,8 @@ def is_original_output(output: Path) -> bool:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if value == value and value not in (float("inf"), float("-inf")) else None
+    """A duration, time or speedup of the original's files: a finite number (a 400-digit one is none)."""
+    return finite_number(value)
 
 
 def _config(value: Any) -> dict[str, ParamValue]:

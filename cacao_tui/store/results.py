@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from cacao_tui.llm.usage import ILLUSTRATIVE
 from cacao_tui.store.atomic import StateFileError, read_model_or_none, write_model
-from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.layout import RunLayout, is_branch_name
 from cacao_tui.store.original_run import FROM_ORIGINAL, collect_original_results, is_original_output
 from cacao_tui.store.phases import WHAT, PhaseState, read_phase_state, waiting_line
 from cacao_tui.store.run_lock import run_is_live
@@ -237,7 +237,7 @@ def with_original_keys(results: FinalResults, layout: RunLayout) -> FinalResults
             "all_branches": [
                 OriginalBranchEntry(
                     name=s.name,
-                    path=str(layout.branch(s.name).root),
+                    path=str(layout.branch(s.name).root) if is_branch_name(s.name) else "",
                     status=_original_status(s),
                     best_time_us=s.best_ms * 1e3 if s.best_ms is not None else None,
                     speedup=headline(s.speedup, s.score),

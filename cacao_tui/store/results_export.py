@@ -61,19 +61,34 @@ _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
 
 
 def csv_cell(text: str) -> str:
-    """``text`` safe in a CSV or Markdown cell that a spreadsheet may open: one that starts like a
-    formula gets a leading ``'`` (OWASP's advice), so ``=HYPERLINK(...)`` in a model's reason or a
-    directory name stays text. A plain number (``-1.5``, ``+3e-5``) is left as it is."""
+    """``text`` safe in a CSV or Markdown cell that a spreadsheet may open: one line with its control
+    characters escaped (a directory name's ESC, BEL or newline is ``\\x1b``, ``\\x07``, ``\\x0a``), at
+    most ``MAX_CELL`` characters, and one that starts like a formula gets a leading ``'`` (OWASP's
+    advice), so ``=HYPERLINK(...)`` in a model's reason or a directory name stays text. A plain
+    number (``-1.5``, ``+3e-5``) is left as it is. Every cell of every table cacao writes goes here."""
+    text = safe_line(text, MAX_CELL)
     if text.startswith(_FORMULA_START) and not _NUMBER.match(text):
         return "'" + text
     return text
 
 
+_MD_ACTIVE = re.compile(r"([\\`\[\]|])")
+
+
+def md_text(text: str) -> str:
+    """``text`` (a ``csv_cell``) inert in Markdown: HTML's ``& < >`` as entities (no tag, no
+    ``<https://...>`` autolink) and what opens a link, an image or a code span (``[ ] ` \\``) or
+    ends a table cell (``|``) backslash-escaped. So a model's ``<img src=...>``,
+    ``![](https://...)`` or ``[x](javascript:...)`` is shown as text: no image is fetched when the
+    report is opened, no link can be clicked. Emphasis characters are left: they only style."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_ACTIVE.sub(r"\\\1", text)
+
+
 def _cell(value: object) -> str:
     if value is None:
         return ""
-    text = safe_line(" ".join(str(value).split()), MAX_CELL)
-    return csv_cell(text)
+    return csv_cell(" ".join(str(value).split()))
 
 
 def _config(config: dict[str, object] | None) -> str:
@@ -152,7 +167,7 @@ def render_csv(loaded: LoadedResults) -> str:
 
 def _md_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
     def esc(cell: str) -> str:
-        return cell.replace("|", "\\|") or "-"
+        return md_text(cell) or "-"
 
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
@@ -161,7 +176,7 @@ def _md_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]
 
 def render_markdown(loaded: LoadedResults, layout: RunLayout) -> str:
     r = loaded.results
-    name = _cell(r.problem_name if r else layout.problem_dir.name)
+    name = md_text(_cell(r.problem_name if r else layout.problem_dir.name))
     lines = [f"# Results: {name}", ""]
     if r is None:
         return "\n".join([*lines, "No results: output/ holds no run.", ""])
@@ -171,12 +186,13 @@ def render_markdown(loaded: LoadedResults, layout: RunLayout) -> str:
         b = r.best
         speed = f" ({b.speedup:.3g}× over the reference)" if b.speedup else ""
         score = f", score {b.score:.3g} (geometric mean over the cases)" if b.score is not None else ""
-        lines.append(f"**Best:** {b.time_ms:.4g} ms{speed}{score}, branch `{_cell(b.branch)}` iteration {b.iteration}")
-        lines.append(f"configuration: `{_cell(_config(b.config)) or '-'}`")
+        lines.append(f"**Best:** {b.time_ms:.4g} ms{speed}{score}, branch {md_text(_cell(b.branch))} "
+                     f"iteration {b.iteration}")  # fmt: skip
+        lines.append(f"configuration: {md_text(_cell(_config(b.config))) or '-'}")
     else:
         lines.append("No valid kernel was timed.")
     if r.reference_ms:
-        lines.append(f"reference: {r.reference_ms:.4g} ms ({_cell(r.reference_source) or 'measured'})")
+        lines.append(f"reference: {r.reference_ms:.4g} ms ({md_text(_cell(r.reference_source)) or 'measured'})")
     elif r.reference_source == NO_BASELINE:
         lines.append("reference: no baseline (null in reference_time.json): no speedup, no score")
     lines.append("")

@@ -23,11 +23,17 @@ from __future__ import annotations
 import time
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
 
+from cacao_tui.store.layout import BranchName, RunPath, check_strategy_name
 from cacao_tui.store.original_keys import branch_keys, iteration_summary
+from ktt.checked_numbers import Count, Millis, OptMicros, OptMillis, OptRatio, OptSeconds, OptUsd, Usd
 
 SCHEMA_VERSION = 1
+# Bounds on what a run's files may say (a tampered file says anything): iterations of one branch,
+# strategies of a run. Names and paths are checked in store/layout.py, numbers in ktt/checked_numbers.py.
+MAX_ITERATIONS = 1_000_000
+MAX_STORED_STRATEGIES = 100
 
 IterStatus = Literal[
     "planning", "implementing", "configuring", "running", "profiling", "proposing", "deciding", "decided", "failed"
@@ -157,33 +163,51 @@ class MasterState(_State):
     fallbacks: list[str] = Field(default_factory=list)
     updated_at: float = Field(default_factory=now)
 
+    @field_validator("strategies")
+    @classmethod
+    def _names_are_strategy_names(cls, strategies: list[Strategy]) -> list[Strategy]:
+        """Read back on --resume, each name becomes a branch directory: the rule the model's names
+        are slugged to, checked again (a tampered ``x/../../pwn`` is an error, not a path)."""
+        return _checked_strategies(strategies, MAX_STORED_STRATEGIES)
+
+
+def _checked_strategies(strategies: list[Strategy], most: int) -> list[Strategy]:
+    if len(strategies) > most:
+        raise ValueError(f"{len(strategies):,} strategies, at most {most}")
+    for i, strategy in enumerate(strategies):
+        try:
+            check_strategy_name(strategy.name)
+        except ValueError as exc:
+            raise ValueError(f"[{i}].name: {exc}") from None
+    return strategies
+
 
 class CaseOutcome(BaseModel):
     """One case of a problem with ``cases:``: its own search's best, over its own reference."""
 
     name: str
     status: str  # ok | no_valid | build_failed | not_run
-    time_ms: float | None = None
-    reference_ms: float | None = None
+    time_ms: OptMillis = None
+    reference_ms: OptMillis = None
     reference_source: str | None = None  # measured | seeded
-    speedup: float | None = None
+    speedup: OptRatio = None
     config: dict[str, ParamValue] | None = None
-    budget_s: float | None = None
-    evaluated: int = 0
-    valid: int = 0
+    budget_s: OptSeconds = None
+    evaluated: Count = 0
+    valid: Count = 0
     error: str | None = None
-    results_file: str | None = None  # relative to output/
+    results_file: RunPath | None = None  # relative to output/
 
 
 class BestResult(BaseModel):
-    branch: str
+    branch: str  # a branch name; a run of the original CACAO names a nested path here
     iteration: int
-    time_ms: float
-    speedup: float | None = None
-    score: float | None = None
+    time_ms: Millis
+    speedup: OptRatio = None
+    score: OptRatio = None
     config: dict[str, ParamValue] = Field(default_factory=dict)
-    kernel_path: str
-    spec_path: str | None = None
+    kernel_path: RunPath
+    spec_path: RunPath | None = None
     cases: list[CaseOutcome] = Field(default_factory=list)  # per shape, with ``cases:``; score is their geomean
     # Set where results are read (store/results.py): the iteration was left behind by a revert.
     # It stays eligible: a revert changes where the branch goes on from, not what was measured.
@@ -202,18 +226,18 @@ def rank_key(time_ms: float, score: float | None) -> tuple[bool, float, float]:
 class BranchManifest(_State):
     """Identity, status and results of one branch. Written only by that branch's worker."""
 
-    name: str
+    name: BranchName
     title: str
     strategy: Strategy
-    parent: str | None = None
+    parent: BranchName | None = None
     parent_iteration: int | None = None
     depth: int = 0
     path_before: int = 0  # iterations spent on the path from the root before this branch began
     status: BranchStatus = "pending"
-    iterations_done: int = 0
+    iterations_done: Count = 0
     current_iteration: int | None = None
     best: BestResult | None = None
-    children: list[str] = Field(default_factory=list)
+    children: list[BranchName] = Field(default_factory=list)
     stop_reason: str | None = None
     error: str | None = None
     seen_retry_nonce: int = 0
@@ -265,7 +289,7 @@ class BranchManifest(_State):
 class BranchConfig(_State):
     """Settings the user owns. Written by the UI or CLI; the worker only reads it."""
 
-    max_iter: int
+    max_iter: int = Field(ge=1, le=MAX_ITERATIONS)
     paused: bool = False
     killed: bool = False
     retry_nonce: int = 0  # bumped by the user to ask for one more try after a failure
@@ -285,17 +309,17 @@ class OutputStats(BaseModel):
 
 class TuneOutcome(BaseModel):
     ran: bool  # False in --dry-run (compile check only) or when the step failed before tuning
-    compiled: int | None = None  # --dry-run: how many of the sampled configurations compiled
-    summary_path: str | None = None
-    best_ms: float | None = None
-    speedup: float | None = None
-    score: float | None = None
-    reference_ms: float | None = None
+    compiled: Count | None = None  # --dry-run: how many of the sampled configurations compiled
+    summary_path: RunPath | None = None
+    best_ms: OptMillis = None
+    speedup: OptRatio = None
+    score: OptRatio = None
+    reference_ms: OptMillis = None
     best_config: dict[str, ParamValue] | None = None
-    evaluated: int = 0
-    valid: int = 0
-    by_status: dict[str, int] = Field(default_factory=dict)
-    space_size: int = 0
+    evaluated: Count = 0
+    valid: Count = 0
+    by_status: dict[str, Count] = Field(default_factory=dict)
+    space_size: Count = 0
     confirmed: bool = False
     suspect: bool = False
     cases: list[CaseOutcome] = Field(default_factory=list)
@@ -307,7 +331,7 @@ class TuneOutcome(BaseModel):
 
 class ProfileOutcome(BaseModel):
     ran: bool
-    path: str | None = None
+    path: RunPath | None = None
     roofline: str | None = None
     headline: dict[str, str] = Field(default_factory=dict)  # a few metrics as display strings
     message: str | None = None
@@ -348,6 +372,12 @@ class Decision(BaseModel):
     fallback: str | None = None  # why the rule-based decision stands in for the model's (no usable reply)
     overridden_from: Action | None = None  # the model's action, when the user changed it
     override_id: str | None = None  # the control command that changed it
+
+    @field_validator("sub_strategies")
+    @classmethod
+    def _sub_strategy_names(cls, strategies: list[Strategy]) -> list[Strategy]:
+        """A decision read back (--resume) opens its sub-branches from these names: checked as MasterState's."""
+        return _checked_strategies(strategies, MAX_SUB_STRATEGIES)
 
 
 class UserMessage(BaseModel):
@@ -402,26 +432,26 @@ class SampleOutcome(BaseModel):
     index: int  # 1..K
     ok: bool = False
     message: str | None = None  # the end_step summary, or why the attempt failed
-    tool_calls: int = 0
-    llm_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
+    tool_calls: Count = 0
+    llm_calls: Count = 0
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    cost_usd: Usd = 0.0
     valid: bool | None = None  # validated on the GPU (None: not validated, e.g. a dry run)
-    probe_ms: float | None = None  # the short probe's best time (None: not probed or nothing valid)
+    probe_ms: OptMillis = None  # the short probe's best time (None: not probed or nothing valid)
     chosen: bool = False
     fingerprint: str | None = None
 
 
 class AuthorOutcome(BaseModel):
-    tool_calls: int = 0
-    compile_checks: int = 0
-    compile_failures: int = 0
-    validations: int = 0  # validate tool runs
-    llm_calls: int = 0  # this step's model calls, their tokens and cost
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
+    tool_calls: Count = 0
+    compile_checks: Count = 0
+    compile_failures: Count = 0
+    validations: Count = 0  # validate tool runs
+    llm_calls: Count = 0  # this step's model calls, their tokens and cost
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    cost_usd: Usd = 0.0
     ok: bool = False
     message: str | None = None
     last_check: str | None = None  # the last failed check's text (what decide sees after a failed step)
@@ -440,15 +470,15 @@ class AuthorOutcome(BaseModel):
 class IterState(_State):
     """One iteration of one branch. Written only by that branch's worker."""
 
-    branch: str
-    index: int
+    branch: BranchName
+    index: int = Field(ge=1, le=MAX_ITERATIONS)
     status: IterStatus = "planning"
     started_at: float = Field(default_factory=now)
     updated_at: float = Field(default_factory=now)
     plan: str | None = None
     author: AuthorOutcome | None = None
-    kernel_path: str | None = None
-    spec_path: str | None = None
+    kernel_path: RunPath | None = None
+    spec_path: RunPath | None = None
     run: TuneOutcome | None = None
     profile: ProfileOutcome | None = None
     proposal: str | None = None
@@ -479,20 +509,20 @@ class IterState(_State):
 class PoolBranch(BaseModel):
     """One branch's part of the iteration pool."""
 
-    share: int  # its max_iter when it was created: iterations the user grants above it are outside the pool
+    share: Count  # its max_iter when it was created: iterations the user grants above it are outside the pool
     drawn: list[int] = Field(default_factory=list)  # iteration numbers begun (each counted once)
     reserved: bool = False  # its next iteration is already drawn (promised when its last was decided)
     reserved_after: int | None = None  # the iteration whose end made the reservation (engine/pool.py: reconcile)
-    grants: int = 0  # iterations the pool granted above its share
+    grants: Count = 0  # iterations the pool granted above its share
     finished: bool = False  # stopped or done: its unused share went back to the pool
 
 
 class PoolState(_State):
     """The run's iteration pool (``--budget-iters``): written only by the engine."""
 
-    total: int
-    branches: dict[str, PoolBranch] = Field(default_factory=dict)
-    polish: str | None = None  # the polish branch, once created
+    total: Count
+    branches: dict[BranchName, PoolBranch] = Field(default_factory=dict)
+    polish: BranchName | None = None  # the polish branch, once created
     events: list[str] = Field(default_factory=list)  # the allocation's story, newest last (bounded)
 
 
@@ -501,9 +531,9 @@ class IterationPoint(BaseModel):
 
     iteration: int
     status: str
-    time_ms: float | None = None  # the tuned best (the primary case's); None: no result
-    speedup: float | None = None
-    score: float | None = None
+    time_ms: OptMillis = None  # the tuned best (the primary case's); None: no result
+    speedup: OptRatio = None
+    score: OptRatio = None
     action: str | None = None  # the decision taken after it
     new_best: bool = False  # the branch's best so far improved here
     superseded: bool = False  # left behind by a revert (kept on disk; still counts for the best)
@@ -515,17 +545,17 @@ class BranchSummary(BaseModel):
     parent: str | None = None
     depth: int = 0
     status: str
-    iterations: int
-    best_ms: float | None = None
-    speedup: float | None = None
-    score: float | None = None
+    iterations: Count
+    best_ms: OptMillis = None
+    speedup: OptRatio = None
+    score: OptRatio = None
     best_iteration: int | None = None
     stop_reason: str | None = None
     timeline: list[IterationPoint] = Field(default_factory=list)
     superseded: list[int] = Field(default_factory=list)  # iterations a revert left behind
     # The best kernel, relative to output/, where it is not branches/<name>/iterN/kernels.cu
     # (a run the original CACAO wrote: nested branches, kernel.cu); None: that usual place.
-    kernel_path: str | None = None
+    kernel_path: RunPath | None = None
 
 
 class OriginalBranchEntry(BaseModel):
@@ -534,9 +564,9 @@ class OriginalBranchEntry(BaseModel):
     name: str
     path: str
     status: str  # success (a timed best) | failed (finished without one) | running
-    best_time_us: float | None = None
-    speedup: float | None = None
-    iterations: int = 0
+    best_time_us: OptMicros = None
+    speedup: OptRatio = None
+    iterations: Count = 0
 
 
 class FinalResults(_State):
@@ -550,25 +580,25 @@ class FinalResults(_State):
     run_status: str | None = None
     run_message: str | None = None
     dry_run: bool = False
-    reference_ms: float | None = None
+    reference_ms: OptMillis = None
     reference_source: str | None = None
     # A reference timed by wall clock (output/reference_time.json's provenance): reference_ms is the
     # median of this many calls, which took min to max ms. None: one value (a seed, CUDA events).
     reference_samples: int | None = None
-    reference_min_ms: float | None = None
-    reference_max_ms: float | None = None
+    reference_min_ms: OptMillis = None
+    reference_max_ms: OptMillis = None
     cases: list[str] = Field(default_factory=list)  # the problem's extra shapes; scores matter only with them
     best: BestResult | None = None
     branches: list[BranchSummary] = Field(default_factory=list)
-    tokens: dict[str, int] = Field(default_factory=dict)
-    cost_usd: float | None = None
+    tokens: dict[str, Count] = Field(default_factory=dict)
+    cost_usd: OptUsd = None
     illustrative_usage: bool = False  # a replay's: the recording's tokens and cost, nothing was spent
     # The original CACAO's keys, beside ours, so scripts written for it keep working. Its
     # ``speedup`` is the geometric mean over the cases when the problem has cases.
     best_branch: str | None = None
     best_config: dict[str, ParamValue] | None = None
-    best_time_us: float | None = None
-    speedup: float | None = None
-    reference_time_us: float | None = None
-    total_branches: int = 0
+    best_time_us: OptMicros = None
+    speedup: OptRatio = None
+    reference_time_us: OptMicros = None
+    total_branches: Count = 0
     all_branches: list[OriginalBranchEntry] = Field(default_factory=list)

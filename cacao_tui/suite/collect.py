@@ -18,7 +18,7 @@ from cacao_tui.llm.usage import ILLUSTRATIVE, is_illustrative
 from cacao_tui.store.atomic import write_text_atomic
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.results import load_results
-from cacao_tui.store.results_export import csv_cell
+from cacao_tui.store.results_export import csv_cell, md_text
 from cacao_tui.store.run_lock import run_is_live
 from cacao_tui.store.state import INTERRUPTED
 from cacao_tui.suite.collect_runs import FACT_COLUMNS, RunFacts, run_facts
@@ -172,7 +172,7 @@ def to_csv(rows: list[Row]) -> str:
 
 def to_markdown(rows: list[Row]) -> str:
     def cell(text: str) -> str:
-        return csv_cell(safe_text(text)).replace("|", "\\|")
+        return md_text(csv_cell(text))
 
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(cell(c) for c in r.cells()) + " |" for r in rows]

@@ -37,12 +37,18 @@ class SuiteRun:
 
 
 def unique_names(problems: list[Path]) -> list[str]:
-    seen: dict[str, int] = {}
+    """One name per problem, none given twice (each names its log file): a directory's own name,
+    else ``NAME-2``, ``NAME-3``, ... whichever is not taken yet, by another problem's suffixed name
+    or by a problem really called ``NAME-2`` (before, ``x``, ``x`` and ``x-2`` shared one log)."""
+    taken: set[str] = set()
+    own = {q.name for q in problems}
     names = []
     for p in problems:
-        n = seen.get(p.name, 0)
-        seen[p.name] = n + 1
-        names.append(p.name if n == 0 else f"{p.name}-{n + 1}")
+        name, k = p.name, 2
+        while name in taken or (name != p.name and name in own):
+            name, k = f"{p.name}-{k}", k + 1
+        taken.add(name)
+        names.append(name)
     return names
 
 

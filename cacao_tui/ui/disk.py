@@ -20,11 +20,12 @@ from pydantic import BaseModel
 
 from cacao_tui.engine import events as ev
 from cacao_tui.store.atomic import MAX_STATE_BYTES, StateFileError, read_model
-from cacao_tui.store.layout import BRANCH_NAME, BranchLayout, IterLayout, RunLayout
+from cacao_tui.store.layout import BranchLayout, IterLayout, RunLayout, is_branch_name
 from cacao_tui.store.state import BranchConfig, BranchManifest, Context, IterState
 from cacao_tui.ui.formatting import safe_block, safe_event, safe_value
 from cacao_tui.ui.run_view import RunView, Selection
 from ktt.capped_read import iter_lines_capped, parse_json, read_bytes_capped, read_head
+from ktt.checked_numbers import MAX_MS, within
 from ktt.protocol import ConfigResult, ProfileReport, TuneSummary
 
 M = TypeVar("M", bound=BaseModel)
@@ -43,7 +44,7 @@ def read_quietly(path: Path, model: type[M]) -> M | None:
 def best_floor_ms(layout: RunLayout, best: object) -> float | None:
     """The physical floor's time (tune/summary.json's floor) of the run's best iteration, or None."""
     branch, iteration = getattr(best, "branch", None), getattr(best, "iteration", None)
-    if not isinstance(branch, str) or not isinstance(iteration, int) or not BRANCH_NAME.match(branch):
+    if not is_branch_name(branch) or not isinstance(iteration, int):
         return None
     summary = read_quietly(layout.branch(branch).iteration(iteration).tune_summary, TuneSummary)
     return summary.floor.floor_ms if summary is not None and summary.floor is not None else None
@@ -278,7 +279,7 @@ def read_tuning(it: IterLayout) -> TuningView:
             continue  # a line being written
         view.evaluated += 1
         view.by_status[result.status] = view.by_status.get(result.status, 0) + 1
-        if result.status == "ok" and result.time_ms is not None:
+        if result.status == "ok" and within(result.time_ms, 0.0, MAX_MS) is not None:  # -5 or 1e400 ms: no time
             ok.append(result)
         elif result.status != "ok":
             view.failures.append(result)
@@ -376,6 +377,8 @@ def load_selection(layout: RunLayout, selection: Selection) -> SelectionDetails:
 
 def _load_selection(layout: RunLayout, selection: Selection) -> SelectionDetails:
     details = SelectionDetails(selection)
+    if selection.branch is not None and not is_branch_name(selection.branch):
+        return details  # a name from a run's log that no branch directory can have: nothing to read
     if selection.branch is None:
         details.llm_calls = read_llm_calls(layout.master_llm)
         master = read_json_quietly(layout.master)

@@ -49,7 +49,9 @@ def test_resume_cleans_the_output_it_continues_in(tmp_path: Path) -> None:
     problem = copy_problem(tmp_path)
     layout = RunLayout(problem)
     write_log(problem, [started()])
-    (layout.output / "context.json").write_text("{}")  # "an earlier run here": --resume may start
+    # "An earlier run here": --resume may start (a valid master.json; since issue 27 a resume reads
+    # every state file first, and an unusable context.json is refused in one line instead).
+    layout.master.write_text("{}")
     leftover = layout.output / f".master.json.{_dead_pid()}.1.tmp"
     leftover.write_text("half a state file")
     env = {**os.environ, "PYTHONPATH": child_pythonpath(), "XDG_CONFIG_HOME": str(tmp_path / "config")}

@@ -23,7 +23,7 @@ from pathlib import Path
 from cacao_tui.runs.last_run import last_run
 from cacao_tui.store.layout import RunLayout
 from cacao_tui.store.results import FROM_FILE, LoadedResults
-from cacao_tui.store.results_export import render_csv, render_markdown
+from cacao_tui.store.results_export import csv_cell, render_csv, render_markdown
 from cacao_tui.store.state import BranchSummary, FinalResults, IterationPoint
 from cacao_tui.suite.collect import Row, to_csv, to_markdown
 from cacao_tui.suite.runner import SuiteRun, _run_one
@@ -117,10 +117,10 @@ def test_export_cells_are_never_formulas(tmp_path: Path) -> None:
         )
         for i, f in enumerate(FORMULAS)
     ]
-    results = FinalResults(problem_name=FORMULAS[0], branches=branches, complete=True, reference_ms=-1.5)
+    results = FinalResults(problem_name=FORMULAS[0], branches=branches, complete=True, reference_ms=1.5)
     loaded = LoadedResults(results, FROM_FILE, [])
     cells = [c for line in csv.reader(io.StringIO(render_csv(loaded))) for c in line]
-    assert "-1.5" in cells  # a number stays a number
+    assert "1.5" in cells and csv_cell("-1.5") == "-1.5"  # a number stays a number (a time of -1.5 ms is none)
     assert not [c for c in cells if c[:1] in ("=", "+", "@") or (c[:1] == "-" and not _number(c))]
     md = render_markdown(loaded, RunLayout(tmp_path))
     for f in FORMULAS:

@@ -77,14 +77,14 @@ def make_hostile(layout: RunLayout) -> None:
         record["request"]["messages"][1]["content"] = "prompt " + HOSTILE
         write_json_atomic(it.llm / "plan_0.json", record)
     write_json_atomic(layout.master, {"phase": "dispatched", "analysis": "analysis " + HOSTILE})
-    evil = layout.branch(HOSTILE_DIR)
+    # A directory no run names (issue 27: RunLayout.branch refuses the name, the models refuse it in
+    # a manifest): put there by hand, it must be neither shown raw nor read as a branch.
+    evil = layout.branches / HOSTILE_DIR
+    evil.mkdir()
     strategy = Strategy(name="evil", title=HOSTILE, description=HOSTILE)
-    write_model(
-        evil.manifest,
-        BranchManifest(
-            name=HOSTILE_DIR, title=HOSTILE, strategy=strategy, status="failed", created_at=T0, updated_at=T0
-        ),
-    )
+    manifest = {"name": HOSTILE_DIR, "title": HOSTILE, "strategy": strategy.model_dump(), "status": "failed",
+                "created_at": T0, "updated_at": T0}  # fmt: skip
+    (evil / "branch.json").write_text(json.dumps(manifest))
     results = FinalResults.model_validate_json(layout.final_results.read_text())
     branches = [b.model_copy(update={"stop_reason": HOSTILE, "title": HOSTILE}) for b in results.branches]
     branches[1] = branches[1].model_copy(update={"name": HOSTILE_DIR})
@@ -130,7 +130,8 @@ async def test_app_seeded_from_hostile_files_draws_no_raw_control(tmp_path: Path
     make_hostile(run.layout)  # ... made hostile; no event is played: the app reads them back
     async with run.app().run_test(size=(160, 50)) as pilot:
         app = await start(pilot, run, play=False)
-        assert any("\\u202e" in name for name in app.view.branches)  # the hostile branch, escaped
+        # A directory whose name no branch can have is not read as a branch (issue 27), not even escaped.
+        assert not any("u202e" in name or "\u202e" in name for name in app.view.branches)
         seen = []
         for selection in ((None, None), ("tiled", 2), ("tiled", 1)):
             await select(pilot, *selection)

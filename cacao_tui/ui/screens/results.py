@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Footer, Static
 from textual.widgets.data_table import ColumnKey
 
 from cacao_tui.llm.usage import ILLUSTRATIVE
-from cacao_tui.store.layout import RunLayout
+from cacao_tui.store.layout import RunLayout, is_branch_name
 from cacao_tui.store.results import (
     DRY_RUN_BEST,
     FROM_FILE,
@@ -232,12 +232,14 @@ class ResultsScreen(Screen[None]):
             body.update("")
             return
         path = (
-            self._layout.output / b.kernel_path
-            if b.kernel_path  # a run the original CACAO wrote (nested branches)
+            self._layout.within_output(b.kernel_path)  # a run the original CACAO wrote (nested branches)
+            if b.kernel_path
             else self._layout.branch(name).iteration(b.best_iteration).kernel
+            if is_branch_name(name)
+            else None
         )
-        source = read_text_quietly(path)
-        header.update(Text(f"best kernel of {name}: {safe_text(str(path))}"))
+        source = read_text_quietly(path) if path is not None else None
+        header.update(Text(f"best kernel of {name}: {safe_text(str(path or b.kernel_path))}"))
         body.update(
             Syntax(source, "cuda", theme="ansi_dark", line_numbers=True)
             if source is not None
