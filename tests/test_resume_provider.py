@@ -63,6 +63,9 @@ def test_a_dry_run_resumes_as_a_dry_run_without_a_gpu(tmp_path: Path) -> None:
     first = subprocess.run([*base, "--provider", "replay", "--dry-run", "--strategies", "1"], capture_output=True,
                            text=True, env=env, timeout=240)  # fmt: skip
     assert first.returncode == 0, first.stderr[-2000:]
+    # As if it had been stopped while its branches ran (a finished run has nothing to resume).
+    master = RunLayout(problem).master
+    master.write_text(master.read_text().replace('"phase": "finished"', '"phase": "dispatched"'))
     again = subprocess.run([*base, "--resume"], capture_output=True, text=True, env=env, timeout=240)
     assert again.returncode == 0, again.stderr[-2000:]
     assert again.stdout.startswith("cacao: resuming mmul · replay/replay · dry run (no GPU)"), again.stdout[:300]

@@ -76,7 +76,8 @@ class RunOptions:
                 out.append(flag)
         if self.phase is not None:
             out += ["--phase", self.phase]
-        if self.resume and not self.dry_run:  # unticked on a resume: on the GPU, even a dry run's rest
+        # Unticked on a resume: on the GPU, even a dry run's rest (a split run's phase is never dry).
+        if self.resume and not self.dry_run and self.phase is None:
             out.append("--no-dry-run")
         return out
 

@@ -227,7 +227,8 @@ def test_a_dry_run_suite_of_every_shipped_problem_on_the_cluster_collects_a_tabl
     for r in rows:
         assert r["status"] == "ok (dry run)", r
         assert r["best speedup"] == "" and r["best ms"] == ""  # a dry run times nothing
-        assert 0 < float(r["run time s"]) < 600 and int(r["tokens"]) == 0 and float(r["cost usd"]) == 0
+        # A replay spends nothing: its tokens and cost are the recording's illustrative figures, marked so.
+        assert 0 < float(r["run time s"]) < 600 and int(r["tokens"]) > 0 and r["cost usd"].endswith("(illustrative)")
         assert int(r["branches"]) == branches.get(r["problem"], int(r["branches"])) >= 1
     table = (out / "summary.md").read_text().splitlines()
     assert table[0] == "| " + " | ".join(COLUMNS) + " |" and len(table) == 2 + len(SHIPPED)

@@ -41,7 +41,8 @@ def make_engine(
 ) -> Engine:
     problem = load_problem(problem_dir)
     layout = RunLayout(problem.directory)
-    llm = TrackedLLM(provider, record_root=layout.output)
+    # A replay's recorded usage is costed at its own price, as the command's factory does.
+    llm = TrackedLLM(provider, record_root=layout.output, price=getattr(provider, "price", None))
     base = {"max_iter": 3, "max_depth": 1, "n_strategies": 2, "provider": provider.name, "model": provider.model}
     base.update(settings)
     run_settings = RunSettings(**base)  # type: ignore[arg-type]

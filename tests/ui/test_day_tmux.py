@@ -90,15 +90,15 @@ class Shell:
         return self._tmux("capture-pane", "-p", "-t", "t")
 
     def text_boxes(self) -> list[tuple[str, str]]:
-        """Each text area on the screen, top to bottom: (the label line above it, the colour of its
-        top border as the terminal draws it). The focused one's border has a colour of its own."""
+        """Each text area on the screen, top to bottom: (the label line above it, its top border's
+        glyphs and colour as the terminal draws them). The focused one's border differs."""
         plain = self.screen().splitlines()
         coloured = self._tmux("capture-pane", "-e", "-p", "-t", "t").splitlines()
         boxes = []
         for i, line in enumerate(plain):
-            if line.startswith(BOX_TOP) and i > 0 and i < len(coloured):
+            if line.startswith((BOX_TOP, FOCUSED_TOP)) and i > 0 and i < len(coloured):
                 colour = re.match(r"(?:\x1b\[[0-9;]*m)*", coloured[i])
-                boxes.append((plain[i - 1].strip(), colour.group(0) if colour else ""))
+                boxes.append((plain[i - 1].strip(), line[:2] + (colour.group(0) if colour else "")))
         return boxes
 
     def tab_to_field(self, label: str, presses: int = 4) -> None:
@@ -157,6 +157,7 @@ def _holder_pid(problem: Path) -> int | None:
 
 
 BOX_TOP = "▊▔"  # the top border of a text area (Textual's tall border)
+FOCUSED_TOP = "█▀"  # a focused text area's thick frame (its mark in any colour mode)
 CASES = "[{name: square}, {name: small, scalars: {DIM_M: 512, DIM_N: 512, DIM_K: 512}}]"  # typed in the editor
 
 
