@@ -109,6 +109,7 @@ def _checked_by_author(branch: BranchView) -> TuneOutcome | None:
         return None
     return TuneOutcome(
         ran=False,
+        compiled=author.compiled_configs,
         space_size=author.checked_space,
         message=f"dry run: not run on a GPU; {author.compiled_configs}/{author.checked_configs} configurations "
         "compiled in the authoring step's check",
