@@ -120,9 +120,9 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
     names = {t.name for t in tools}
     notes = []
     if has_history:
-        notes.append("this branch's earlier iterations (history: landscape, grep, iterations, iteration, errors)")
+        notes.append("this branch's earlier iterations")
     if has_other_results(deps, branch):
-        notes.append("the other branches (history: branches, branch_log, branch_errors)")
+        notes.append("the other branches")
     # The stable prefix: the same in every authoring step of the run (the analysis is the master's, once;
     # the notes the problem itself calls for), the step's own rules last (constant for the run: the tool
     # cap, whether validate is offered).
@@ -148,7 +148,8 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
             "author",
             plan=plan_section(deps, branch) if plan else "",
             notes=notes_block(own, "Notes for this branch's strategy"),
-            parent=parent_section(deps, branch) if branch.mode in ("first", "polish") else "",
+            # The parent's proposal as for a continuing iteration: only where no feedback distilled it.
+            parent=parent_section(deps, branch, proposal=False) if branch.mode in ("first", "polish") else "",
             task=author_task(branch),
             last_decision=last_decision_section(deps, branch),
             previous_result=previous_result_section(deps, branch),
@@ -163,7 +164,7 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
                 else ""
             ),
             files=files_line(ws),
-            query_tools=("\nYou can also ask about " + "; and ".join(notes) + ".") if notes else "",
+            query_tools=("\nhistory() answers about " + " and ".join(notes) + ".") if notes else "",
         )
 
     messages: list[Message] = [

@@ -41,8 +41,9 @@ AUTHOR_TOOLS = [
     _spec("read_notes", "Optimisation notes: no topic lists the topics; a topic returns them.", {"topic": STR}, []),
     _spec(
         "check_compilation",
-        "Compile (NVRTC, no GPU) the space's extremes, a random sample and the configs named: errors with "
-        "their lines, or resources, occupancy and instruction mix per configuration.",
+        "Compile (NVRTC, no GPU) the space's extremes, a random sample and the configs named: every distinct "
+        "error once with its line, or each configuration's registers, spills, shared memory, occupancy (and "
+        "what limits it) and instruction mix.",
         {
             "configs": {
                 "type": "array",
@@ -89,11 +90,10 @@ QUERIES = {
 }
 HISTORY_TOOL = _spec(
     "history",
-    "What earlier iterations and other branches did. what: landscape (iteration; mode top, sweep or failures; "
-    "n, param, case): an earlier iteration's tuning results; grep (iteration, text): its tuner output lines "
-    "containing text; iterations: this branch's, one line each; iteration (iteration): one in full; errors: "
-    "this branch's failures and their analyses; branches: the other branches; branch_log (name) and "
-    "branch_errors (name): another branch's iterations or failures.",
+    "Earlier iterations and other branches. what: iterations (this branch's, a line each); iteration "
+    "(iteration): one in full; errors: its failures; landscape (iteration; mode top|sweep|failures, n, param, "
+    "case): a tuning's results; grep (iteration, text): tuner output lines; branches: the others; branch_log, "
+    "branch_errors (name): another branch's.",
     {
         "what": {"type": "string", "enum": list(QUERIES)},
         "iteration": INT,

@@ -6,6 +6,7 @@ import re
 
 from cacao_tui.nodes.branch_queries import DiskBranches, branch_index_lines, summary_line
 from cacao_tui.nodes.context import BranchView, RunDeps, SourceFiles
+from cacao_tui.nodes.problem_brief import reference_source
 from cacao_tui.nodes.workspace import read_model_file
 from cacao_tui.store.atomic import StateFileError, read_model_or_none
 from cacao_tui.store.state import IterState, TuneOutcome
@@ -148,7 +149,10 @@ def start_section(deps: RunDeps, branch: BranchView, *, workspace: bool = True) 
                 "There are no files yet: this iteration writes the branch's first kernels.cu and tuning.yaml "
                 "(write_file); the reference is in the problem above.\n"
             )
-        return "There is no earlier kernel in this branch: the first one is written from the reference.\n"
+        return (
+            "There is no earlier kernel in this branch: the first one is written from the reference, "
+            f"whose source is:\n{reference_source(deps)}\n"
+        )
     where = " (in your workspace: edit_file or write_file them)" if workspace else ""
     return f"Current files, from {start.label}{where}:\n" + source_block(start, deps.defaults.source_chars) + "\n"
 
@@ -156,7 +160,7 @@ def start_section(deps: RunDeps, branch: BranchView, *, workspace: bool = True) 
 def best_section(deps: RunDeps, branch: BranchView) -> str:
     best = branch.best
     if best is None:
-        return "Best of this branch so far: none yet.\n"
+        return "" if deps.settings.dry_run else "Best of this branch so far: none yet.\n"  # a dry run times nothing
     text = f"Best of this branch so far: {best.time_ms:.4g} ms"
     if best.speedup:
         text += f" ({best.speedup:.2f}x over the reference)"
@@ -173,6 +177,13 @@ def best_section(deps: RunDeps, branch: BranchView) -> str:
     elif branch.start is not None and best.branch == branch.name and best.iteration == branch.start.iteration:
         text += " (the current files)"
     return text + "\n"
+
+
+def compiled_dry(deps: RunDeps, st: IterState) -> bool:
+    """A dry run's iteration whose kernel compiled and was kept: its result says nothing the prompt
+    does not (nothing ran; the compile check passed)."""
+    run = st.run
+    return deps.settings.dry_run and st.error is None and run is not None and not run.ran and (run.compiled or 0) > 0
 
 
 def _decision_lines(st: IterState, limit: int) -> list[str]:
@@ -229,7 +240,9 @@ def history_section(deps: RunDeps, branch: BranchView, proposals: bool = True) -
         lines.append(f"- iteration {st.index}{mode}: {st.status}")
         if st.plan and st.plan != branch.plan:
             lines.append(f"  Plan (written then): {clip(st.plan, limit, 'plan')}")
-        lines.append(f"  Result: {outcome_text(st.run) if st.error is None else 'failed: ' + clip(st.error, limit)}")
+        if not compiled_dry(deps, st):
+            result = outcome_text(st.run) if st.error is None else "failed: " + clip(st.error, limit)
+            lines.append(f"  Result: {result}")
         if st.profile is not None and st.profile.roofline:
             lines.append(f"  Profile: {st.profile.roofline}")
         if st.proposal and (proposals or st.decision is None or not st.decision.feedback.strip()):
@@ -252,6 +265,21 @@ def iteration_log(deps: RunDeps, branch: BranchView) -> str:
         flag = " (superseded by a revert)" if st.index in branch.superseded else ""
         lines.append(f"- iter {st.index}{flag}: {clip(summary_line(st), deps.defaults.history_text_chars)}")
     return "\n".join(lines) + "\n"
+
+
+def asked_line(deps: RunDeps, branch: BranchView) -> str:
+    """What the previous decision asked of this iteration (its feedback; with a retry, the fix)."""
+    prev = branch.previous
+    if prev is None or prev.decision is None:
+        return ""
+    limit = deps.defaults.history_text_chars
+    d = prev.decision
+    text = ""
+    if d.feedback.strip():
+        text = f"This iteration was asked to ({d.action}): {clip(d.feedback, limit, 'feedback')}\n"
+    if d.error_analysis is not None:
+        text += f"The fix asked for: {clip(d.error_analysis.suggested_fix, limit)}\n"
+    return text
 
 
 def last_decision_section(deps: RunDeps, branch: BranchView) -> str:
@@ -301,7 +329,8 @@ def previous_result_section(deps: RunDeps, branch: BranchView) -> str:
         return ""
     limit = deps.defaults.history_text_chars
     result = outcome_text(prev.run) if prev.error is None else "failed: " + clip(prev.error, limit)
-    text = f"Iteration {prev.index} result: {result}\n" + reference_output_line(deps, prev.run)
+    text = "" if compiled_dry(deps, prev) else f"Iteration {prev.index} result: {result}\n"
+    text += reference_output_line(deps, prev.run)
     if prev.profile is not None and prev.profile.diagnosis:
         text += f"Iteration {prev.index} profile diagnosis:\n{prev.profile.diagnosis}\n"
     if prev.proposal and (prev.decision is None or not prev.decision.feedback.strip()):  # else the feedback has it
@@ -343,9 +372,11 @@ def revert_note(branch: BranchView) -> str:
     return f"The user reverted this branch to iteration {branch.reverted_to}{gone}.\n"
 
 
-def parent_section(deps: RunDeps, branch: BranchView) -> str:
+def parent_section(deps: RunDeps, branch: BranchView, *, proposal: bool = True) -> str:
     """What a child branch (or the polish) inherits: the parent iteration it starts from —
-    its proposal, its profile diagnosis, and why the parent's decision opened this branch."""
+    its proposal, its profile diagnosis, and why the parent's decision opened this branch
+    (``proposal=False``: the proposal only where the decision gave no feedback, as for the
+    previous iteration of a continuing branch)."""
     if branch.run is None or branch.parent is None or branch.parent_iteration is None:
         return ""
     path = branch.run.branch(branch.parent).iteration(branch.parent_iteration).state
@@ -362,7 +393,8 @@ def parent_section(deps: RunDeps, branch: BranchView) -> str:
         lines.append("- profile diagnosis:\n" + "\n".join(f"  {x}" for x in st.profile.diagnosis.splitlines()))
     elif st.profile is not None and st.profile.roofline:
         lines.append(f"- profile: {st.profile.roofline}")
-    if st.proposal:
+    feedback = st.decision is not None and st.decision.feedback.strip()
+    if st.proposal and (proposal or not feedback):
         lines.append(f"- proposal: {clip(st.proposal, limit)}")
     if st.decision is not None:
         lines.append(f"- decision: {st.decision.action}: {clip(st.decision.reason, limit)}")

@@ -27,7 +27,7 @@ from ktt.protocol import CheckedConfig, CheckReport, InstructionCounts, KernelMi
 
 MAX_REPORTED = 30  # distinct compiler messages
 MAX_RESOURCE_LINES = 10
-MAX_MIX_CONFIGS = 2  # configurations whose instruction mix is shown (the named ones first, then the largest)
+MAX_MIX_CONFIGS = 2  # named configurations whose instruction mix is shown (none named: the largest alone)
 EXTREMES = ("largest parameter values", "smallest parameter values", "most dynamic shared memory",
             "least dynamic shared memory")  # fmt: skip
 
@@ -63,14 +63,12 @@ def _source_line(source: str, line: int | None) -> str:
     return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
 
-def _occupancy_text(o: LaunchOccupancy) -> str:
-    head = f"{o.threads} threads -> {o.blocks_per_sm} block{'s' if o.blocks_per_sm != 1 else ''}/SM, "
-    head += f"occupancy {o.occupancy:.0%}"
+def _limit_text(o: LaunchOccupancy) -> str:
     if o.limiter == "warps":
-        return head + (" (full)" if o.occupancy >= 0.999 else " (limited by the SM's threads at this block size)")
+        return "full" if o.occupancy >= 0.999 else "the SM's threads at this block size"
     if o.limiter == "blocks":
-        return head + " (limited by blocks per SM: small blocks)"
-    return head + f" (limited by {o.limiter})"
+        return "blocks per SM: small blocks"
+    return o.limiter
 
 
 ROLE_TEXT = {
@@ -102,37 +100,50 @@ def _tags(report: CheckReport) -> dict[int, list[str]]:
     return tags
 
 
-def resource_lines(report: CheckReport, limit: int = MAX_RESOURCE_LINES) -> list[str]:
-    """Per compiled configuration: registers, spills, shared memory and the occupancy they allow."""
+def resource_head(report: CheckReport) -> str:
+    """The line over the resource lines: which kernel (when there is one)."""
+    kernels = {r.kernel for c in report.configs for r in c.resources}
+    of = f" of {next(iter(kernels))}" if len(kernels) == 1 else " per kernel"
+    return f"Resources (ptxas){of} and the occupancy they allow (what limits it), most registers first:"
+
+
+def resource_lines(report: CheckReport, limit: int = MAX_RESOURCE_LINES, *, sampled: bool = True) -> list[str]:
+    """Per compiled configuration: registers, spills (also when none), shared memory and the occupancy
+    they allow with what limits it; ``sampled``: with the random ones (else the extremes and the
+    named, and a count of the others)."""
     out: list[str] = []
     tags = _tags(report)
     order = sorted(range(len(report.configs)), key=lambda i: -_max_registers(report.configs[i]))
     primary = report.configs[0].shape if report.configs else "default"
+    one_kernel = len({r.kernel for c in report.configs for r in c.resources}) == 1
+    left_out = 0
     for i in order:
         cfg = report.configs[i]
         if not cfg.resources:
+            continue
+        if not sampled and set(cfg.roles) <= {"sampled"} and cfg.shape == primary:
+            left_out += 1
             continue
         shape = f" [shape {cfg.shape}]" if cfg.shape != primary else ""
         parts = []
         occ = {o.kernel: o for o in cfg.occupancy}
         for r in cfg.resources:
-            text = f"{r.kernel}: {r.registers} registers, "
-            if r.spill_stores or r.spill_loads:
-                text += f"SPILLS {r.spill_stores} B stored / {r.spill_loads} B loaded"
-            else:
-                text += "0 B spilled"
+            spills = r.spill_stores or r.spill_loads
+            spilled = f"SPILLS {r.spill_stores} B stored / {r.spill_loads} B loaded" if spills else "0 B spilled"
             if r.stack_bytes:
-                text += f", {r.stack_bytes} B stack"
+                spilled += f", {r.stack_bytes} B stack"
             o = occ.get(r.kernel)
             smem = o.smem_bytes if o is not None else (r.smem_static or 0)
-            text += f", {smem:,} B shared"
+            text = ("" if one_kernel else f"{r.kernel}: ") + f"{r.registers} regs, {spilled}, {smem:,} B smem"
             if o is not None:
-                text += ", " + _occupancy_text(o)
+                text += f"; {o.threads} threads -> {o.blocks_per_sm} blocks/SM, {o.occupancy:.0%} ({_limit_text(o)})"
             parts.append(text)
         why = f" [{'; '.join(tags[i])}]" if tags.get(i) else ""
         out.append(f"  {config_text(cfg.config)}{shape}{why}: " + "; ".join(parts))
         if len(out) >= limit:
             break
+    if left_out:
+        out.append(f"  (and {left_out} sampled at random)")
     return out
 
 
@@ -158,23 +169,27 @@ def counts_text(c: InstructionCounts) -> str:
 
 
 def mix_lines(report: CheckReport) -> list[str]:
-    """The instruction mix of the named configurations, then the extremes (a few)."""
+    """The instruction mix of the configurations named (a few), else of the largest extreme alone:
+    the one that unrolls the most; the model names others to see theirs."""
     with_mix = [c for c in report.configs if c.instruction_mix]
     with_mix.sort(key=lambda c: ("requested" not in c.roles, "largest parameter values" not in c.roles))
-    out: list[str] = []
+    named = [c for c in with_mix if "requested" in c.roles]
+    shown = named[:MAX_MIX_CONFIGS] or with_mix[:1]
     notes = {c.mix_note for c in report.configs if c.mix_note and not c.instruction_mix}
-    isa = {m.isa for c in with_mix for m in c.instruction_mix}
-    if with_mix:
-        how = "SASS"
-        if isa != {"SASS"}:
-            how = "PTX from NVRTC, counted before ptxas: no disassembler found"
-        out.append(f"Instruction mix ({how}; static counts: a loop body counts once):")
-    for c in with_mix[:MAX_MIX_CONFIGS]:
+    if not with_mix:
+        return [f"Instruction mix: {sorted(notes)[0]}"] if notes else []
+    isa = {m.isa for c in shown for m in c.instruction_mix}
+    how = "SASS" if isa == {"SASS"} else "PTX from NVRTC, counted before ptxas: no disassembler found"
+    how += "; static counts: a loop body counts once"
+    if not named:
+        c = shown[0]
         roles = f" [{'; '.join(_roles(c))}]" if c.roles else ""
-        out.append(f"  {config_text(c.config)}{roles}:")
+        head = f"Instruction mix of {config_text(c.config)}{roles} ({how}; name configs to see others'):"
+        return [head, *[f"  {_kernel_mix(m)}" for m in c.instruction_mix]]
+    out = [f"Instruction mix ({how}):"]
+    for c in shown:
+        out.append(f"  {config_text(c.config)} [{'; '.join(_roles(c))}]:")
         out += [f"    {_kernel_mix(m)}" for m in c.instruction_mix]
-    if not with_mix and notes:
-        out.append(f"Instruction mix: {sorted(notes)[0]}")
     return out
 
 
@@ -255,7 +270,7 @@ def format_report(report: CheckReport, source: str) -> str:
         out = [_head(report, True), *extra]
         resources = resource_lines(report)
         if resources:
-            out += ["Resources (ptxas) and occupancy, most registers first:", *resources]
+            out += [resource_head(report), *resources]
         out += mix_lines(report)
         return "\n".join(out)
     out = [_head(report, False) if report.configs else "compile check FAILED."]
@@ -269,7 +284,7 @@ def format_report(report: CheckReport, source: str) -> str:
     out += extra
     resources = resource_lines(report)
     if resources:
-        out.append("Resources of the configurations that compiled (ptxas):")
+        out.append(resource_head(report).replace("Resources (ptxas)", "Resources of the configurations that compiled"))
         out += resources
     return "\n".join(out)
 

@@ -85,7 +85,7 @@ class RunDeps:
     step_llms: dict[str, TrackedLLM] = field(default_factory=dict)
     device: DeviceReport | None = None  # the device table (measured once per run; None: not known)
     phase: Phase | None = None  # --phase: this process takes only the model's or only the GPU's steps
-    _brief: str | None = field(default=None, repr=False)
+    _brief: dict[bool, str] | None = field(default=None, repr=False)  # problem_brief's, with and without the source
 
 
 def llm_for(deps: RunDeps, node: str) -> TrackedLLM:

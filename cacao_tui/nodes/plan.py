@@ -46,7 +46,7 @@ async def plan(deps: RunDeps, branch: BranchView) -> str:
             "plan",
             abilities=abilities(deps.problem, arch) + "\n",
             notes=notes_block([*shared, *own]),
-            problem=problem_brief(deps),
+            problem=problem_brief(deps, source=False),
             analysis=analysis_section(deps),
             parent=parent_section(deps, branch),
             branch=branch.name,
@@ -60,12 +60,12 @@ async def plan(deps: RunDeps, branch: BranchView) -> str:
             history=history_section(deps, branch),
             last_decision=(f"Plan so far:\n{branch.plan}\n\n" if again else "") + last_decision_section(deps, branch),
             messages=messages_section(deps, branch),
-            branches=branches_section(deps, branch),
+            branches=branches_section(deps, branch) if branch.parent else "",  # a sub-branch's siblings
             task=task,
         )
         resp = await ask_text(
             llm,
-            opening_turn(text, stable_prefix(deps)),
+            opening_turn(text, stable_prefix(deps, source=False)),
             ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="plan"),
             system=prompts.load("system"),
             task=TASK,

@@ -223,26 +223,42 @@ def defines_text(deps: RunDeps) -> str:
     return defines or "none"
 
 
-def problem_brief(deps: RunDeps) -> str:
-    if deps._brief is not None:
-        return deps._brief
-    p = deps.problem
-    ref = p.reference
+def problem_brief(deps: RunDeps, *, source: bool = True) -> str:
+    """The brief; ``source``: with the reference's source (the author's and the master's steps). The
+    plan (which shows it only where a branch's first kernel is written from it) and propose (which
+    reviews a kernel) read the reference's kind, time and rule without its code."""
+    if deps._brief is None:
+        deps._brief = {}
+    if source not in deps._brief:
+        deps._brief[source] = _render_brief(deps, source)
+    return deps._brief[source]
+
+
+def reference_source(deps: RunDeps) -> str:
+    """The reference's source in a fenced block (cut, saying so, past MAX_REFERENCE_CHARS)."""
     try:
-        source = read_text_capped(ref.file, MAX_SOURCE_BYTES, errors="replace")  # checked at load; read again
+        source = read_text_capped(deps.problem.reference.file, MAX_SOURCE_BYTES, errors="replace")  # read again
     except OSError as exc:
         source = f"(the reference could not be read: {describe_read_error(exc)})"
     if len(source) > MAX_REFERENCE_CHARS:
         cut = source.rfind("\n", 0, MAX_REFERENCE_CHARS)
         source = source[: cut if cut > 0 else MAX_REFERENCE_CHARS]
         source += f"\n... (cut here: {len(source):,} of the file's characters shown; read_file('reference') has it all)"
+    return f"```\n{source.rstrip()}\n```"
+
+
+SOURCE_ELSEWHERE = "(its source: where a step writes a kernel from it)"
+
+
+def _render_brief(deps: RunDeps, with_source: bool) -> str:
+    p = deps.problem
     rules = [f"- {t}" for t in p.rules_text]
     rules += [f"- forbidden: /{r.pattern.pattern}/" + (f" ({r.reason})" if r.reason else "") for r in p.forbid]
     shapes = "; ".join(f"{s.name}: " + ", ".join(f"{k}={v}" for k, v in s.scalars.items()) for s in p.shapes)
     if p.declared_cases:
         shapes += " (score = geometric mean of the per-shape speedups; every shape must pass)"
     budget = deps.settings.timeout_s or p.primary.duration_s
-    deps._brief = prompts.render(
+    return prompts.render(
         "problem_brief",
         name=p.name,
         description=_description(p),
@@ -250,7 +266,7 @@ def problem_brief(deps: RunDeps) -> str:
         defines=defines_text(deps),
         buffers=buffers_text(p),
         reference_head=reference_head(p),
-        reference_source=source.rstrip(),
+        reference_source=reference_source(deps) if with_source else SOURCE_ELSEWHERE,
         reference_time=reference_time_text(deps),
         validation=validation_text(p),
         floor=floor_text(p, target_of(deps)),
@@ -259,7 +275,6 @@ def problem_brief(deps: RunDeps) -> str:
         device=device_section(deps),
         budget_s=f"{budget:g}",
     )
-    return deps._brief
 
 
 def _description(p: Problem) -> str:

@@ -9,16 +9,17 @@ iteration, the branch's best so far, its history and log, and the other branches
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from cacao_tui import prompts
 from cacao_tui.llm import CallContext
 from cacao_tui.nodes.briefing import (
     analysis_section,
+    asked_line,
     best_section,
     branches_section,
     earlier_states,
-    history_section,
     iteration_log,
     messages_section,
     outcome_text,
@@ -85,14 +86,24 @@ ASK_DRY_RUN = (
 
 
 def check_section(state: IterState, mix: bool = True) -> str:
-    """The compile check that accepted this iteration's files, as the author read it (``mix``: with
-    its instruction mix)."""
+    """The compile check that accepted this iteration's files, as the author read it, less the
+    configurations sampled at random and nothing more (the extremes and the named ones bound the
+    space: they stay); ``mix``: with its instruction mix."""
     report = state.author.check_report if state.author is not None else None
     if not report:
         return ""
     if not mix:
         report = report.split("\nInstruction mix")[0]
-    return f"Compile check of these files:\n{report.strip()}\n"
+    lines = report.strip().splitlines()
+    kept = [line for line in lines if not _ONLY_RANDOM.match(line)]
+    if len(kept) < len(lines):
+        resources = [i for i, line in enumerate(kept) if line.startswith("  ") and "]: " in line and "regs" in line]
+        at = max(resources, default=len(kept) - 1)
+        kept.insert(at + 1, f"  (and {len(lines) - len(kept)} sampled at random)")
+    return "Compile check of these files:\n" + "\n".join(kept) + "\n"
+
+
+_ONLY_RANDOM = re.compile(r"^  \S.* \[random\]: .*\bregs\b")
 
 
 async def propose(deps: RunDeps, branch: BranchView, state: IterState) -> str:
@@ -106,7 +117,7 @@ async def propose(deps: RunDeps, branch: BranchView, state: IterState) -> str:
         deps.defaults.source_chars,
     )
     if dry:
-        measured = "Dry run: nothing was timed or profiled.\n"
+        measured = ""  # the question says it: nothing was timed or profiled
     else:
         landscape = landscape_summary(it, _read(it.spec), deps.defaults.landscape_top)
         profile = profile_text(deps, branch, state.profile, last_profiled(branch))
@@ -117,7 +128,7 @@ async def propose(deps: RunDeps, branch: BranchView, state: IterState) -> str:
     async with deps.llm.slot():  # the other branches' statuses as they are when the call is sent
         text = prompts.render(
             "propose",
-            problem=problem_brief(deps),
+            problem=problem_brief(deps, source=False),
             branch=branch.name,
             strategy_title=branch.strategy.title,
             iteration=branch.iteration,
@@ -130,15 +141,15 @@ async def propose(deps: RunDeps, branch: BranchView, state: IterState) -> str:
             best=best_section(deps, branch),
             reference_output=reference_output_line(deps, state.run),
             iteration_log=iteration_log(deps, branch),
-            history=history_section(deps, branch, proposals=False),
+            history=asked_line(deps, branch),  # the iterations before it: one line each, in the log
             messages=messages_section(deps, branch),
-            branches=branches_section(deps, branch),
+            branches=branches_section(deps, branch) if branch.can_branch else "",  # what a sub-branch must not repeat
             branching=branching_text(deps, branch),
             ask=ASK_DRY_RUN if dry else ASK_MEASURED,
         )
         resp = await ask_text(
             deps.llm,
-            opening_turn(text, stable_prefix(deps)),
+            opening_turn(text, stable_prefix(deps, source=False)),
             ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="propose"),
             system=prompts.load("system"),
             task=TASK,
