@@ -133,7 +133,10 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
     own = strategy_topics(f"{branch.strategy.title} {branch.strategy.description} {plan}", arch, shared)
     parts = [problem_brief(deps), analysis_section(deps), prompts.load("tuning_spec")]
     fixed = len(prompts.load("system")) + sum(len(t.model_dump_json()) for t in tools)
-    topped = cache_top_up(deps, fixed + sum(map(len, parts)) + len(rules), [*shared, *own])
+    if deps._top_up is None:
+        deps._top_up = cache_top_up(deps, fixed + sum(map(len, parts)) + len(rules), shared)
+    topped = deps._top_up
+    own = [n for n in own if n not in topped]  # in the run's prefix already
     ws.notes_shown = [*shared, *topped, *own]
     blocks = [
         *parts,
@@ -143,11 +146,15 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
     ]
     stable = "\n\n".join(part.strip() for part in blocks if part) + "\n"
 
+    # The branch's plan and its strategy's notes: the same in each authoring step of the branch (while
+    # the plan stands), so a cached prefix of their own after the run's.
+    planned = plan_section(deps, branch) if plan else ""
+    own_notes = notes_block(own, "Notes for this branch's strategy")
+    branch_part = prompts.tidy("\n".join(p for p in (planned, own_notes) if p))
+
     def opening_task() -> str:
         return prompts.render(
             "author",
-            plan=plan_section(deps, branch) if plan else "",
-            notes=notes_block(own, "Notes for this branch's strategy"),
             # The parent's proposal as for a continuing iteration: only where no feedback distilled it.
             parent=parent_section(deps, branch, proposal=False) if branch.mode in ("first", "polish") else "",
             task=author_task(branch),
@@ -167,10 +174,11 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
             query_tools=("\nhistory() answers about " + " and ".join(notes) + ".") if notes else "",
         )
 
-    messages: list[Message] = [
-        Message(role="user", content=stable, cache_prefix=True),
-        Message(role="user", content=""),  # the task: built when the first call has its slot
-    ]
+    messages: list[Message] = [Message(role="user", content=stable, cache_prefix=True)]
+    if branch_part.strip():
+        messages.append(Message(role="user", content=branch_part, cache_prefix=True))
+    task_at = len(messages)
+    messages.append(Message(role="user", content=""))  # the task: built when the first call has its slot
     ctx = CallContext(branch=branch.name, iteration=branch.iteration, node=author_node(branch))
     outcome = AuthorOutcome()
     last_report = None  # the last passing check's report (validate's default configuration)
@@ -186,7 +194,7 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
     while outcome.tool_calls < deps.defaults.tool_call_cap and not repeats.ended:
         if outcome.llm_calls == 0:
             async with deps.llm.slot():  # the other branches' statuses as they are when it is sent
-                messages[1] = Message(role="user", content=opening_task())
+                messages[task_at] = Message(role="user", content=opening_task())
                 resp = await deps.llm.chat(messages, tools, ctx=ctx, system=prompts.load("system"))
         else:
             resp = await deps.llm.chat(messages, tools, ctx=ctx, system=prompts.load("system"))

@@ -110,8 +110,8 @@ def plan_section(deps: RunDeps, branch: BranchView) -> str:
     if not plan:
         return f"{head}: none.\n"
     written = [st for st in earlier_states(branch) if st.plan and st.index not in branch.superseded]
-    if not written or written[-1].plan != plan:  # written in this iteration
-        return f"{head}:\n{plan}\n"
+    if not written or written[-1].plan != plan:  # written in this iteration (the same words in the next ones)
+        return f"{head}, written for iteration {branch.iteration}:\n{plan}\n"
     first = written[-1].index
     planned = _files_of(branch, first)
     now = structure(branch.start.kernel, branch.start.spec) if branch.start is not None else None
