@@ -39,7 +39,7 @@ from cacao_tui.nodes.briefing import (
 )
 from cacao_tui.nodes.compile_check import CheckOutcome, check_compilation
 from cacao_tui.nodes.context import BranchView, RunDeps
-from cacao_tui.nodes.notes import abilities, notes_block, problem_topics, strategy_topics
+from cacao_tui.nodes.notes import abilities, notes_block, problem_topics, strategy_topics, topic_index
 from cacao_tui.nodes.notes import text as notes_text
 from cacao_tui.nodes.problem_brief import problem_brief
 from cacao_tui.nodes.target import target_of
@@ -116,7 +116,7 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
     has_history = any(i < branch.iteration for i in branch.layout.iteration_indices())
     # Not in the model's phase of a split run (--phase llm): no GPU there (validate_rule says so).
     can_validate = not deps.settings.dry_run and deps.defaults.validate_uses > 0 and deps.phase != "llm"
-    tools = tool_specs(can_validate)
+    tools = tool_specs(can_validate, tuned=not deps.settings.dry_run)
     names = {t.name for t in tools}
     notes = []
     if has_history:
@@ -151,19 +151,23 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
     planned = plan_section(deps, branch) if plan else ""
     own_notes = notes_block(own, "Notes for this branch's strategy")
     branch_part = prompts.tidy("\n".join(p for p in (planned, own_notes) if p))
+    # A sub-branch's first step: what it inherits (its parent's iteration, as for a continuing iteration
+    # without the proposal its feedback distilled, and the parent's files) is the same for every sibling
+    # that starts there, so it comes before the plan, a cached prefix they share.
+    child = branch.mode == "first" and branch.parent is not None and branch.start is not None
+    inherited = parent_section(deps, branch, proposal=False) + start_section(deps, branch) if child else ""
 
     def opening_task() -> str:
         return prompts.render(
             "author",
-            # The parent's proposal as for a continuing iteration: only where no feedback distilled it.
-            parent=parent_section(deps, branch, proposal=False) if branch.mode in ("first", "polish") else "",
+            parent=parent_section(deps, branch, proposal=False) if branch.mode == "polish" else "",
             task=author_task(branch),
             last_decision=last_decision_section(deps, branch),
             previous_result=previous_result_section(deps, branch),
             revert=revert_note(branch),
             iteration_log=iteration_log(deps, branch),
             messages=messages_section(deps, branch),
-            start=start_section(deps, branch),
+            start="" if child else start_section(deps, branch),
             best=best_section(deps, branch),
             file_rule=(
                 "In this iteration kernels.cu is fixed: only tuning.yaml can change.\n"
@@ -175,6 +179,8 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
         )
 
     messages: list[Message] = [Message(role="user", content=stable, cache_prefix=True)]
+    if inherited:
+        messages.append(Message(role="user", content=prompts.tidy(inherited), cache_prefix=True))
     if branch_part.strip():
         messages.append(Message(role="user", content=branch_part, cache_prefix=True))
     task_at = len(messages)
@@ -319,13 +325,17 @@ def record_check(outcome: AuthorOutcome, check: CheckOutcome) -> None:
 
 
 # What may lift a prefix up to a cache minimum, in this order: the general levers, what a kernel may
-# use, the syntax of several passes, reductions (the most common pattern in kernels).
-GENERAL_NOTES = ("memory", "compute", "abilities", "multipass", "reductions")
+# use, the syntax of several passes, reductions (the most common pattern in kernels), the index of
+# the note topics (what read_notes returns).
+GENERAL_NOTES = ("memory", "compute", "abilities", "multipass", "reductions", "topics")
 CACHE_MARGIN = 1.03  # the provider's tokens are not quite ours
 
 
 def _general_text(deps: RunDeps, name: str) -> str:
-    return abilities(deps.problem, target_of(deps).arch) if name == "abilities" else notes_text(name)
+    arch = target_of(deps).arch
+    if name == "topics":
+        return "Note topics (read_notes(topic) returns one):\n" + topic_index(arch, [])
+    return abilities(deps.problem, arch) if name == "abilities" else notes_text(name)
 
 
 def cache_top_up(deps: RunDeps, prefix_chars: int, shown: list[str]) -> list[str]:

@@ -34,7 +34,7 @@ AUTHOR_TOOLS = [
     ),
     _spec(
         "read_file",
-        "Read a file the prompt lists (kernels.cu, tuning.yaml, base/..., best/..., iterN/..., reference, inputs.hpp).",
+        "Read a file the task lists as readable (read_file reads: ...).",
         {"path": STR},
         ["path"],
     ),
@@ -108,13 +108,26 @@ HISTORY_TOOL = _spec(
 )
 
 
-def tool_specs(can_validate: bool = False) -> list[ToolSpec]:
+# A dry run tunes nothing: no landscape and no tuner output to ask about.
+UNTUNED = ("iterations", "iteration", "errors", "branches", "branch_log", "branch_errors")
+HISTORY_TOOL_UNTUNED = _spec(
+    "history",
+    "Earlier iterations and other branches. what: iterations (this branch's, a line each); iteration "
+    "(iteration): one in full; errors: its failures; branches: the others; branch_log, branch_errors (name): "
+    "another branch's.",
+    {"what": {"type": "string", "enum": list(UNTUNED)}, "iteration": INT, "name": STR},
+    ["what"],
+)
+
+
+def tool_specs(can_validate: bool = False, tuned: bool = True) -> list[ToolSpec]:
     """Every tool, in every authoring step: the tool list is part of the prompt prefix a
     provider caches (it comes before the system prompt), so it must not change between the
-    steps of a run. validate is offered when a GPU is used (a run-wide setting). A query with
-    nothing to report yet says so; the task names the tools that can answer now."""
+    steps of a run. validate is offered when a GPU is used, the tuning queries when the run
+    tunes (run-wide settings both). A query with nothing to report yet says so; the task names
+    the tools that can answer now."""
     tools = AUTHOR_TOOLS[:5] + ([VALIDATE_TOOL] if can_validate else []) + AUTHOR_TOOLS[5:]
-    return [*tools, HISTORY_TOOL]
+    return [*tools, HISTORY_TOOL if tuned else HISTORY_TOOL_UNTUNED]
 
 
 @dataclass

@@ -140,8 +140,9 @@ def _files_of(branch: BranchView, index: int) -> tuple[tuple[str, ...], int, boo
         return None
 
 
-def start_section(deps: RunDeps, branch: BranchView, *, workspace: bool = True) -> str:
-    """The files this iteration starts from (for the author: already in its directory)."""
+def start_section(deps: RunDeps, branch: BranchView, *, workspace: bool = True, kernel: bool = True) -> str:
+    """The files this iteration starts from (for the author: already in its directory); ``kernel=False``:
+    kernels.cu named by its kernels and length only (a sub-branch's plan: the author sees it whole)."""
     start = branch.start
     if start is None or start.kernel is None:
         if workspace:
@@ -154,6 +155,12 @@ def start_section(deps: RunDeps, branch: BranchView, *, workspace: bool = True) 
             f"whose source is:\n{reference_source(deps)}\n"
         )
     where = " (in your workspace: edit_file or write_file them)" if workspace else ""
+    if not kernel:
+        names = ", ".join(sorted(global_function_lines(start.kernel))) or "no extern \"C\" __global__ function found"
+        lines = len(start.kernel.splitlines())
+        shown = SourceFiles(kernel=None, spec=start.spec, label=start.label)
+        head = f"kernels.cu: {lines} lines, its kernels: {names} (the author step sees it whole)\n"
+        return f"Current files, from {start.label}:\n{head}" + source_block(shown, deps.defaults.source_chars) + "\n"
     return f"Current files, from {start.label}{where}:\n" + source_block(start, deps.defaults.source_chars) + "\n"
 
 
@@ -388,7 +395,8 @@ def parent_section(deps: RunDeps, branch: BranchView, *, proposal: bool = True) 
         return ""
     limit = deps.defaults.history_text_chars
     lines = [f"The parent branch {branch.parent}, iteration {branch.parent_iteration} (where this branch starts):"]
-    lines.append(f"- result: {outcome_text(st.run) if st.error is None else 'failed: ' + clip(st.error, limit)}")
+    if not compiled_dry(deps, st):
+        lines.append(f"- result: {outcome_text(st.run) if st.error is None else 'failed: ' + clip(st.error, limit)}")
     if st.profile is not None and st.profile.diagnosis:
         lines.append("- profile diagnosis:\n" + "\n".join(f"  {x}" for x in st.profile.diagnosis.splitlines()))
     elif st.profile is not None and st.profile.roofline:

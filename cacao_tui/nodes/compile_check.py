@@ -183,8 +183,8 @@ def mix_lines(report: CheckReport) -> list[str]:
     how += "; static counts: a loop body counts once"
     if not named:
         c = shown[0]
-        roles = f" [{'; '.join(_roles(c))}]" if c.roles else ""
-        head = f"Instruction mix of {config_text(c.config)}{roles} ({how}; name configs to see others'):"
+        which = f"the configuration above marked {_roles(c)[0]}" if c.roles else config_text(c.config)
+        head = f"Instruction mix of {which} ({how}; name configs to see others'):"
         return [head, *[f"  {_kernel_mix(m)}" for m in c.instruction_mix]]
     out = [f"Instruction mix ({how}):"]
     for c in shown:

@@ -54,7 +54,9 @@ async def plan(deps: RunDeps, branch: BranchView) -> str:
             levels=deps.settings.max_depth,
             strategy_title=branch.strategy.title,
             strategy_description=branch.strategy.description,
-            start=start_section(deps, branch, workspace=False),
+            # A sub-branch's first plan works from its parent's decision and tuning space; its author
+            # gets the kernel whole.
+            start=start_section(deps, branch, workspace=False, kernel=again or branch.parent is None),
             revert=revert_note(branch),
             iteration_log=iteration_log(deps, branch),
             history=history_section(deps, branch),

@@ -100,15 +100,10 @@ def target_lines(d: DeviceReport, measured: bool) -> list[str]:
     lines.append(f"L2 {d.l2_bytes / 2**20:.0f} MiB; DRAM " + ("; ".join(bandwidth) or "bandwidth unknown"))
     rates = issue_rates(d.arch)
     if rates is not None:
-        chip = d.sm_count * d.clock_mhz * 1e6
         tensor = f", FP16/BF16 tensor FMA {rates.tensor_fp16:,} dense" if rates.tensor_fp16 else ""
-        line = (f"per SM per clock: FP32 FMA {rates.fp32}, FP64 FMA {rates.fp64}, INT32 {rates.int32}, MUFU "
-                f"(rsqrt, ex2, sin...) {rates.sfu}{tensor}; the whole GPU: FP32 "
-                f"{2 * rates.fp32 * chip / 1e12:.1f} TFLOP/s, FP64 {2 * rates.fp64 * chip / 1e12:.1f}, MUFU "
-                f"{rates.sfu * chip / 1e12:.1f} Tops/s")  # fmt: skip
-        if rates.tensor_fp16:
-            line += f", FP16/BF16 tensor {2 * rates.tensor_fp16 * chip / 1e12:,.0f} TFLOP/s"
-        lines.append(line)
+        # Per SM per clock (the whole GPU's rate is SMs x clock x this; the floor gives the one that binds).
+        lines.append(f"per SM per clock: FP32 FMA {rates.fp32}, FP64 FMA {rates.fp64}, INT32 {rates.int32}, MUFU "
+                     f"(rsqrt, ex2, sin...) {rates.sfu}{tensor}")  # fmt: skip
     return lines
 
 
@@ -257,7 +252,10 @@ def _render_brief(deps: RunDeps, with_source: bool) -> str:
     shapes = "; ".join(f"{s.name}: " + ", ".join(f"{k}={v}" for k, v in s.scalars.items()) for s in p.shapes)
     if p.declared_cases:
         shapes += " (score = geometric mean of the per-shape speedups; every shape must pass)"
+    # One shape: its sizes are the macros above. A dry run tunes nothing: no budget.
+    shapes = f"Scored shapes: {shapes}\n" if len(p.shapes) > 1 or p.declared_cases else ""
     budget = deps.settings.timeout_s or p.primary.duration_s
+    budget_line = "" if deps.settings.dry_run else f"Tuning budget per iteration: {budget:g} s.\n"
     return prompts.render(
         "problem_brief",
         name=p.name,
@@ -273,7 +271,7 @@ def _render_brief(deps: RunDeps, with_source: bool) -> str:
         shapes=shapes,
         rules="\n".join(rules) or "- none beyond the evaluation rules",
         device=device_section(deps),
-        budget_s=f"{budget:g}",
+        budget=budget_line,
     )
 
 

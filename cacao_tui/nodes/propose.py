@@ -77,11 +77,11 @@ ASK_MEASURED = (
     "kernel), say so. Under 250 words."
 )
 ASK_DRY_RUN = (
-    "This is a dry run: nothing was timed or profiled, so review the kernel at compile level. From the "
-    "compile check (registers, spills, occupancy and its limit, the instruction mix: FFMA per load, MUFU, "
-    "shared-memory traffic, barriers) and the code itself (coalescing, bank conflicts, vector widths, "
-    "the work per thread), predict where the time would go on the target against the physical floor, "
-    "and propose the single most valuable next change. Under 250 words."
+    "This is a dry run: nothing was timed or profiled, so review the kernel at compile level: from the "
+    "compile check (resources, occupancy and its limit, the instruction mix: FFMA per load, MUFU, shared "
+    "traffic, barriers) and the code (coalescing, bank conflicts, vector widths, work per thread), predict "
+    "where the time would go against the physical floor, and propose the single most valuable next change. "
+    "Under 250 words."
 )
 
 
