@@ -174,7 +174,7 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
                 if branch.mode == "configure"
                 else ""
             ),
-            files=files_line(ws),
+            files=files_line(ws, shown=branch.start is not None and branch.start.kernel is not None),
             query_tools=("\nhistory() answers about " + " and ".join(notes) + ".") if notes else "",
         )
 
@@ -365,9 +365,15 @@ def general_block(deps: RunDeps, names: list[str]) -> str:
     return "General notes:\n" + "\n\n".join(_general_text(deps, n).strip() for n in names) + "\n"
 
 
-def files_line(ws: Workspace) -> str:
-    """What read_file can read, truthfully: the workspace's files only once they exist."""
-    return f"read_file reads: {', '.join(ws.readable())}."
+def files_line(ws: Workspace, shown: bool) -> str:
+    """What read_file can read, truthfully: the workspace's files only once they exist (``shown``: the
+    task quotes them whole, so they are not named again)."""
+    readable = ws.readable()
+    if shown:
+        others = [n for n in readable if n not in ("kernels.cu", "tuning.yaml")]
+        if len(others) < len(readable):
+            return f"read_file reads the files above and {', '.join(others)}."
+    return f"read_file reads: {', '.join(readable)}."
 
 
 def validate_rule(deps: RunDeps, names: set[str]) -> str:

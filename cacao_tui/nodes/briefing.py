@@ -6,7 +6,6 @@ import re
 
 from cacao_tui.nodes.branch_queries import DiskBranches, branch_index_lines, summary_line
 from cacao_tui.nodes.context import BranchView, RunDeps, SourceFiles
-from cacao_tui.nodes.problem_brief import reference_source
 from cacao_tui.nodes.workspace import read_model_file
 from cacao_tui.store.atomic import StateFileError, read_model_or_none
 from cacao_tui.store.state import IterState, TuneOutcome
@@ -150,11 +149,8 @@ def start_section(deps: RunDeps, branch: BranchView, *, workspace: bool = True, 
                 "There are no files yet: this iteration writes the branch's first kernels.cu and tuning.yaml "
                 "(write_file); the reference is in the problem above.\n"
             )
-        return (
-            "There is no earlier kernel in this branch: the first one is written from the reference, "
-            f"whose source is:\n{reference_source(deps)}\n"
-        )
-    where = " (in your workspace: edit_file or write_file them)" if workspace else ""
+        return "There is no earlier kernel in this branch: the first one is written from the reference.\n"
+    where = " (in your workspace: edit or write them)" if workspace else ""
     if not kernel:
         names = ", ".join(sorted(global_function_lines(start.kernel))) or "no extern \"C\" __global__ function found"
         lines = len(start.kernel.splitlines())

@@ -104,13 +104,13 @@ def resource_head(report: CheckReport) -> str:
     """The line over the resource lines: which kernel (when there is one)."""
     kernels = {r.kernel for c in report.configs for r in c.resources}
     of = f" of {next(iter(kernels))}" if len(kernels) == 1 else " per kernel"
-    return f"Resources (ptxas){of} and the occupancy they allow (what limits it), most registers first:"
+    return f"Resources (ptxas){of}, most registers first, and the occupancy they allow (its limit):"
 
 
 def resource_lines(report: CheckReport, limit: int = MAX_RESOURCE_LINES, *, sampled: bool = True) -> list[str]:
     """Per compiled configuration: registers, spills (also when none), shared memory and the occupancy
-    they allow with what limits it; ``sampled``: with the random ones (else the extremes and the
-    named, and a count of the others)."""
+    they allow with what limits it; ``sampled``: with the random ones that are no extreme of the
+    parameters, the registers or the shared memory (else only a count of them)."""
     out: list[str] = []
     tags = _tags(report)
     order = sorted(range(len(report.configs)), key=lambda i: -_max_registers(report.configs[i]))
@@ -121,7 +121,7 @@ def resource_lines(report: CheckReport, limit: int = MAX_RESOURCE_LINES, *, samp
         cfg = report.configs[i]
         if not cfg.resources:
             continue
-        if not sampled and set(cfg.roles) <= {"sampled"} and cfg.shape == primary:
+        if not sampled and tags.get(i) == [ROLE_TEXT["sampled"]] and cfg.shape == primary:  # no extreme of any kind
             left_out += 1
             continue
         shape = f" [shape {cfg.shape}]" if cfg.shape != primary else ""
@@ -143,7 +143,7 @@ def resource_lines(report: CheckReport, limit: int = MAX_RESOURCE_LINES, *, samp
         if len(out) >= limit:
             break
     if left_out:
-        out.append(f"  (and {left_out} sampled at random)")
+        out.append(f"  (and {left_out} more sampled at random, none an extreme: name configs to see one)")
     return out
 
 
@@ -152,8 +152,8 @@ def _max_registers(c: CheckedConfig) -> int:
 
 
 def counts_text(c: InstructionCounts) -> str:
-    """``FFMA 2,048, LDS 344 (LDS.128 64), MUFU 4 (MUFU.RSQ 4)``: the categories in a fixed order,
-    each with its variants where the disassembly names them."""
+    """``FFMA 2,048, LDS 344 (LDS.128 64), MUFU.RSQ 4``: the categories in a fixed order, each with
+    its variants where the disassembly names them (the variant alone where it is all of them)."""
     variants: dict[str, list[tuple[str, int]]] = {}
     for key, n in sorted(c.detail.items()):
         category, _, variant = key.partition(":")
@@ -162,6 +162,9 @@ def counts_text(c: InstructionCounts) -> str:
     for k in ORDER:
         if c.counts.get(k):
             shown = variants.get(k, [])[:4]
+            if len(shown) == 1 and shown[0][1] == c.counts[k]:
+                parts.append(f"{shown[0][0]} {c.counts[k]:,}")
+                continue
             extra = f" ({', '.join(f'{v} {m:,}' for v, m in shown)})" if shown else ""
             parts.append(f"{k} {c.counts[k]:,}{extra}")
     parts += [f"{v} {m:,}" for v, m in variants.get("other", [])[:4]]
@@ -225,8 +228,8 @@ def _head(report: CheckReport, passed: bool) -> str:
     what = _what_was_compiled(report)
     sm = f" SM_COUNT = {report.sm_count}." if report.sm_count else ""
     if passed:
-        return (f"compile check passed: {n_ok}/{len(report.configs)} configurations compiled for {report.arch} "
-                f"({what}; the space has {size:,}).{sm}")  # fmt: skip
+        return (f"compile check passed: {n_ok}/{len(report.configs)} configurations ({what}; the space has "
+                f"{size:,}) compiled for {report.arch}.{sm}")  # fmt: skip
     return (f"compile check FAILED: {len(report.configs) - n_ok} of {len(report.configs)} configurations did not "
             f"compile for {report.arch}" + (f" ({what})" if what else "") + ".")  # fmt: skip
 
@@ -268,7 +271,7 @@ def format_report(report: CheckReport, source: str) -> str:
     extra = [f"not checked: {e}" for e in report.requested_errors]
     if report.ok:
         out = [_head(report, True), *extra]
-        resources = resource_lines(report)
+        resources = resource_lines(report, sampled=False)  # the extremes bound the random ones
         if resources:
             out += [resource_head(report), *resources]
         out += mix_lines(report)

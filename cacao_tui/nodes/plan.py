@@ -24,7 +24,7 @@ from cacao_tui.nodes.briefing import (
 from cacao_tui.nodes.context import BranchView, RunDeps, llm_for
 from cacao_tui.nodes.notes import abilities, notes_block, problem_topics, strategy_topics
 from cacao_tui.nodes.problem_brief import problem_brief
-from cacao_tui.nodes.replies import ask_text, opening_turn, require_text, stable_prefix
+from cacao_tui.nodes.replies import ask_text, opening_turn, require_text
 from cacao_tui.nodes.target import target_of
 
 TASK = "write the branch plan the first message asks for."
@@ -67,7 +67,8 @@ async def plan(deps: RunDeps, branch: BranchView) -> str:
         )
         resp = await ask_text(
             llm,
-            opening_turn(text, stable_prefix(deps, source=False)),
+            # The brief, the analysis and what a kernel may use: the same in every plan of the run.
+            opening_turn(text, text[: text.index(f"Branch {branch.name} (level ")]),
             ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="plan"),
             system=prompts.load("system"),
             task=TASK,

@@ -137,7 +137,7 @@ def target_summary(deps: RunDeps) -> str:
     return f"Target GPU ({how}): {lines[0]}; {lines[1]}; {lines[2]}."
 
 
-def init_text(problem: Problem, b: Buffer) -> str:
+def init_text(problem: Problem, b: Buffer, seeds: bool = True) -> str:
     """What a buffer holds before each run."""
     if problem.poisoned(b):
         return "poisoned before every run (NaN / a sentinel): write every element"
@@ -152,19 +152,22 @@ def init_text(problem: Problem, b: Buffer) -> str:
     if b.access == "write":
         return f"holds uniform random {kind} in [{low:g}, {high:g}] when a run starts: write every element"
     seed = f"seed {b.seed}" if b.seed is not None else "seeded by name"
-    text = f"uniform random {kind} in [{low:g}, {high:g}] (input set 0: {seed}; set 1 redrawn)"
+    text = f"uniform random {kind} in [{low:g}, {high:g}]" + (f" (input set 0: {seed}; set 1 redrawn)" if seeds else "")
     return text + (", restored before every run" if b.writable else "")
 
 
-def buffers_text(problem: Problem) -> str:
+def buffers_text(problem: Problem, seeds: bool = True) -> str:
     shape = problem.primary
     lines = []
     for b in problem.buffers:
         n = shape.sizes[b.name]
         flags = [b.access] + (["validated"] if b.validate else [])
         lines.append(f"- {b.name}: {b.ctype}[{b.size.text}] ({n:,}, {_mb(shape.bytes_of(b))}), {', '.join(flags)}: "
-                     + init_text(problem, b))  # fmt: skip
+                     + init_text(problem, b, seeds))  # fmt: skip
     return "\n".join(lines)
+
+
+REFERENCE_KIND = {"cuda": "a CUDA kernel", "cpu_c": "a serial C function", "python": "a Python function"}
 
 
 def reference_head(problem: Problem) -> str:
@@ -197,8 +200,9 @@ def reference_time_text(deps: RunDeps) -> str:
         how = "CUDA events around the reference launch, median"
     else:
         how = "on the host, by the best method its language allows"
-    never = "; a dry run never does" if deps.settings.dry_run else ""
-    return f"not measured yet (the first tuning measures it: {how}{never})"
+    if deps.settings.dry_run:
+        return f"not measured (a dry run times nothing; a tuning measures it: {how})"
+    return f"not measured yet (the first tuning measures it: {how})"
 
 
 def validation_text(problem: Problem) -> str:
@@ -219,9 +223,10 @@ def defines_text(deps: RunDeps) -> str:
 
 
 def problem_brief(deps: RunDeps, *, source: bool = True) -> str:
-    """The brief; ``source``: with the reference's source (the author's and the master's steps). The
-    plan (which shows it only where a branch's first kernel is written from it) and propose (which
-    reviews a kernel) read the reference's kind, time and rule without its code."""
+    """The brief; ``source``: whole (the author's and the master's steps). Without it, the brief of
+    the steps that plan or review a kernel (plan, propose): the reference named by its kind only (the
+    analysis describes it; a measured run's propose gets its time with the tuning's result), no kernel
+    signature (the kernel shows it), no input seeds."""
     if deps._brief is None:
         deps._brief = {}
     if source not in deps._brief:
@@ -242,9 +247,6 @@ def reference_source(deps: RunDeps) -> str:
     return f"```\n{source.rstrip()}\n```"
 
 
-SOURCE_ELSEWHERE = "(its source: where a step writes a kernel from it)"
-
-
 def _render_brief(deps: RunDeps, with_source: bool) -> str:
     p = deps.problem
     rules = [f"- {t}" for t in p.rules_text]
@@ -256,16 +258,21 @@ def _render_brief(deps: RunDeps, with_source: bool) -> str:
     shapes = f"Scored shapes: {shapes}\n" if len(p.shapes) > 1 or p.declared_cases else ""
     budget = deps.settings.timeout_s or p.primary.duration_s
     budget_line = "" if deps.settings.dry_run else f"Tuning budget per iteration: {budget:g} s.\n"
+    if with_source:
+        signature = f"Kernel parameters, in order: {p.boundary_signature() or '(no parameters)'}\n"
+        reference = (f"Reference: {reference_head(p)}\n{reference_source(deps)}\n"
+                     f"Reference time: {reference_time_text(deps)}")  # fmt: skip
+    else:
+        signature = ""
+        reference = f"Reference: {REFERENCE_KIND[p.reference.type]} (the analysis below describes it)"
     return prompts.render(
         "problem_brief",
         name=p.name,
         description=_description(p),
-        signature=p.boundary_signature() or "(no parameters)",
+        signature=signature,
         defines=defines_text(deps),
-        buffers=buffers_text(p),
-        reference_head=reference_head(p),
-        reference_source=reference_source(deps) if with_source else SOURCE_ELSEWHERE,
-        reference_time=reference_time_text(deps),
+        buffers=buffers_text(p, seeds=with_source),
+        reference=reference,
         validation=validation_text(p),
         floor=floor_text(p, target_of(deps)),
         shapes=shapes,

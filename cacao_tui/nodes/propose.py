@@ -9,7 +9,6 @@ iteration, the branch's best so far, its history and log, and the other branches
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from cacao_tui import prompts
@@ -31,7 +30,7 @@ from cacao_tui.nodes.context import BranchView, RunDeps, SourceFiles
 from cacao_tui.nodes.landscape import landscape_summary
 from cacao_tui.nodes.problem_brief import problem_brief
 from cacao_tui.nodes.profile import profile_text
-from cacao_tui.nodes.replies import ask_text, opening_turn, require_text, stable_prefix
+from cacao_tui.nodes.replies import ask_text, opening_turn, require_text
 from cacao_tui.nodes.workspace import read_model_file
 from cacao_tui.store.state import MAX_SUB_STRATEGIES, IterState
 
@@ -86,24 +85,14 @@ ASK_DRY_RUN = (
 
 
 def check_section(state: IterState, mix: bool = True) -> str:
-    """The compile check that accepted this iteration's files, as the author read it, less the
-    configurations sampled at random and nothing more (the extremes and the named ones bound the
-    space: they stay); ``mix``: with its instruction mix."""
+    """The compile check that accepted this iteration's files, as the author read it (``mix``: with
+    its instruction mix)."""
     report = state.author.check_report if state.author is not None else None
     if not report:
         return ""
     if not mix:
         report = report.split("\nInstruction mix")[0]
-    lines = report.strip().splitlines()
-    kept = [line for line in lines if not _ONLY_RANDOM.match(line)]
-    if len(kept) < len(lines):
-        resources = [i for i, line in enumerate(kept) if line.startswith("  ") and "]: " in line and "regs" in line]
-        at = max(resources, default=len(kept) - 1)
-        kept.insert(at + 1, f"  (and {len(lines) - len(kept)} sampled at random)")
-    return "Compile check of these files:\n" + "\n".join(kept) + "\n"
-
-
-_ONLY_RANDOM = re.compile(r"^  \S.* \[random\]: .*\bregs\b")
+    return f"Compile check of these files:\n{report.strip()}\n"
 
 
 async def propose(deps: RunDeps, branch: BranchView, state: IterState) -> str:
@@ -145,11 +134,12 @@ async def propose(deps: RunDeps, branch: BranchView, state: IterState) -> str:
             messages=messages_section(deps, branch),
             branches=branches_section(deps, branch) if branch.can_branch else "",  # what a sub-branch must not repeat
             branching=branching_text(deps, branch),
-            ask=ASK_DRY_RUN if dry else ASK_MEASURED,
+            method=ASK_DRY_RUN if dry else ASK_MEASURED,
         )
         resp = await ask_text(
             deps.llm,
-            opening_turn(text, stable_prefix(deps, source=False)),
+            # The brief, the analysis and how a review goes: the same in every review of the run.
+            opening_turn(text, text[: text.index(f"Branch {branch.name}: ")]),
             ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="propose"),
             system=prompts.load("system"),
             task=TASK,

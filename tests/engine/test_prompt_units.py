@@ -99,7 +99,7 @@ def _report(occ: float, limiter: str, regs: int, spills: int = 0) -> CheckReport
 
 def test_the_check_prints_spills_at_zero_and_names_the_limit_that_binds() -> None:
     text = format_report(_report(1.0, "warps", 32), "")
-    assert "Resources (ptxas) of k and the occupancy they allow (what limits it), most registers first:" in text
+    assert "Resources (ptxas) of k, most registers first, and the occupancy they allow (its limit):" in text
     assert ": 32 regs, 0 B spilled, 0 B smem; 256 threads -> 8 blocks/SM, 100% (full)" in text
     assert "(registers)" not in text and "SM_COUNT = 132" in text
     text = format_report(_report(0.25, "registers", 128, spills=16), "")
