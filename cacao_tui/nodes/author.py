@@ -169,11 +169,6 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
             messages=messages_section(deps, branch),
             start="" if child else start_section(deps, branch),
             best=best_section(deps, branch),
-            file_rule=(
-                "In this iteration kernels.cu is fixed: only tuning.yaml can change.\n"
-                if branch.mode == "configure"
-                else ""
-            ),
             files=files_line(ws, shown=branch.start is not None and branch.start.kernel is not None),
             query_tools=("\nhistory() answers about " + " and ".join(notes) + ".") if notes else "",
         )

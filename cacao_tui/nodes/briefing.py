@@ -261,7 +261,7 @@ def iteration_log(deps: RunDeps, branch: BranchView) -> str:
     shown = states[-n:] if n > 0 else []
     if not shown:
         return ""
-    lines = ["Iteration log of this branch (what was tried -> what happened):"]
+    lines = ["Iteration log (what was tried -> what happened):"]
     if len(states) > len(shown):
         lines.append(f'- ... {len(states) - len(shown)} earlier iteration(s) (history(what="iterations") lists them)')
     for st in shown:
@@ -292,7 +292,7 @@ def last_decision_section(deps: RunDeps, branch: BranchView) -> str:
         return ""
     limit = deps.defaults.history_text_chars
     d = prev.decision
-    lines = [f"Decision after iteration {prev.index}: {d.action} — {clip(d.reason, limit)}"]
+    lines = [f"Decision after iteration {prev.index}: {d.action}."]  # the feedback is the task; the reason, the record
     if d.overridden_from:
         lines.append(f"(The user chose {d.action}; the model had chosen {d.overridden_from}.)")
     if d.feedback.strip():

@@ -143,7 +143,7 @@ def resource_lines(report: CheckReport, limit: int = MAX_RESOURCE_LINES, *, samp
         if len(out) >= limit:
             break
     if left_out:
-        out.append(f"  (and {left_out} more sampled at random, none an extreme: name configs to see one)")
+        out.append(f"  (+{left_out} at random, none an extreme)")
     return out
 
 
@@ -183,11 +183,11 @@ def mix_lines(report: CheckReport) -> list[str]:
         return [f"Instruction mix: {sorted(notes)[0]}"] if notes else []
     isa = {m.isa for c in shown for m in c.instruction_mix}
     how = "SASS" if isa == {"SASS"} else "PTX from NVRTC, counted before ptxas: no disassembler found"
-    how += "; static counts: a loop body counts once"
+    how += ", static: a loop body counts once"
     if not named:
         c = shown[0]
-        which = f"the configuration above marked {_roles(c)[0]}" if c.roles else config_text(c.config)
-        head = f"Instruction mix of {which} ({how}; name configs to see others'):"
+        which = f"the {_roles(c)[0]}" if c.roles else config_text(c.config)
+        head = f"Instruction mix of {which} ({how}):"
         return [head, *[f"  {_kernel_mix(m)}" for m in c.instruction_mix]]
     out = [f"Instruction mix ({how}):"]
     for c in shown:
@@ -228,8 +228,8 @@ def _head(report: CheckReport, passed: bool) -> str:
     what = _what_was_compiled(report)
     sm = f" SM_COUNT = {report.sm_count}." if report.sm_count else ""
     if passed:
-        return (f"compile check passed: {n_ok}/{len(report.configs)} configurations ({what}; the space has "
-                f"{size:,}) compiled for {report.arch}.{sm}")  # fmt: skip
+        return (f"compile check passed: {n_ok}/{len(report.configs)} configurations compiled for {report.arch} "
+                f"({what}; {size:,} in the space).{sm}")  # fmt: skip
     return (f"compile check FAILED: {len(report.configs) - n_ok} of {len(report.configs)} configurations did not "
             f"compile for {report.arch}" + (f" ({what})" if what else "") + ".")  # fmt: skip
 
