@@ -364,11 +364,25 @@ def files_line(ws: Workspace, shown: bool) -> str:
     """What read_file can read, truthfully: the workspace's files only once they exist (``shown``: the
     task quotes them whole, so they are not named again)."""
     readable = ws.readable()
-    if shown:
-        others = [n for n in readable if n not in ("kernels.cu", "tuning.yaml")]
-        if len(others) < len(readable):
-            return f"read_file reads the files above and {', '.join(others)}."
-    return f"read_file reads: {', '.join(readable)}."
+    if shown and "kernels.cu" in readable:
+        base = " (base/ keeps them as they start)" if "base/kernels.cu" in readable else ""
+        others = _iteration_range([n for n in readable if n not in WORKSPACE_AND_BASE])
+        return f"read_file reads the files above{base}, {', '.join(others)}."
+    return f"read_file reads: {', '.join(_iteration_range(readable))}."
+
+
+WORKSPACE_AND_BASE = ("kernels.cu", "tuning.yaml", "base/kernels.cu", "base/tuning.yaml")
+
+
+def _iteration_range(names: list[str]) -> list[str]:
+    """``iter1/kernels.cu, iter2/kernels.cu, iter3/kernels.cu`` as ``iter1/ to iter3/kernels.cu``."""
+    its = [n for n in names if n.startswith("iter") and n.endswith("/kernels.cu")]
+    numbers = [int(n[4:-11]) for n in its if n[4:-11].isdigit()]
+    if len(numbers) < 3 or numbers != list(range(numbers[0], numbers[0] + len(numbers))):
+        return names
+    at = names.index(its[0])
+    rest = [n for n in names if n not in its]
+    return [*rest[:at], f"iter{numbers[0]}/ to iter{numbers[-1]}/kernels.cu", *rest[at:]]
 
 
 def validate_rule(deps: RunDeps, names: set[str]) -> str:
