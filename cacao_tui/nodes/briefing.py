@@ -100,12 +100,13 @@ def structure(kernel: str | None, spec: str | None) -> tuple[tuple[str, ...], in
 _LAUNCHED = re.compile(r"^\s*-?\s*kernel:\s*[\"']?([A-Za-z_]\w*)", re.MULTILINE)
 
 
-def plan_section(deps: RunDeps, branch: BranchView) -> str:
+def plan_section(deps: RunDeps, branch: BranchView, *, titled: bool = True) -> str:
     """The branch plan in force, in full; or, when the kernel's structure has changed since the
     plan's first kernel (other kernels, other launches), the plan marked superseded with what
-    the authoring steps since say the kernel is now."""
+    the authoring steps since say the kernel is now (``titled``: with the strategy's title, where
+    the prompt does not name it already)."""
     plan = branch.plan or ""
-    head = f"Branch plan ({branch.strategy.title})"
+    head = f"Branch plan ({branch.strategy.title})" if titled else "Branch plan"
     if not plan:
         return f"{head}: none.\n"
     written = [st for st in earlier_states(branch) if st.plan and st.index not in branch.superseded]
@@ -355,15 +356,22 @@ def messages_section(deps: RunDeps, branch: BranchView) -> str:
     return "\n".join(lines) + "\n"
 
 
-def branches_section(deps: RunDeps, branch: BranchView) -> str:
-    """The other branches, fastest first, so this one does not repeat them."""
+def branches_section(deps: RunDeps, branch: BranchView, *, siblings: bool = False) -> str:
+    """The other branches, fastest first, so this one does not repeat them (``siblings``: only those
+    that share its parent)."""
     if branch.run is None:
         return ""
     lines = branch_index_lines(branch.run, branch.name, deps.defaults.branch_index_rows, deps.branches)
+    if siblings:  # a sub-branch's plan: the branches that start where it does
+        lines = [line for line in lines if f" (from {branch.parent}) |" in line]
     if not lines:
         return ""
     where = f"This branch: {branch.name}" + (f", a sub-branch of {branch.parent}" if branch.parent else "")
-    head = f"Other branches of this run (name | status | iterations | best | strategy). {where}."
+    columns = "name | status | iterations | best | strategy"
+    if deps.settings.dry_run:  # nothing is timed: no best to show
+        columns = columns.replace(" | best", "")
+        lines = [line.replace(" | no result yet | ", " | ") for line in lines]
+    head = f"Other branches of this run ({columns}). {where}."
     return head + "\n" + "\n".join(lines) + "\n"
 
 
@@ -426,10 +434,10 @@ def existing_branches_section(deps: RunDeps, branch: BranchView) -> str:
         for m in children.get(parent, []):
             if len(lines) >= limit:
                 return
-            best = f"best {m.best.time_ms:.4g} ms" if m.best else "no result yet"
+            best = f", best {m.best.time_ms:.4g} ms" if m.best else ("" if deps.settings.dry_run else ", no result yet")
             mark = " (this branch)" if m.name == branch.name else ""
             what = shorten(" ".join(m.strategy.title.split()), EXISTING_CHARS)
-            lines.append(f"{'  ' * depth}- {m.name}{mark} [{m.status}, {best}] {what}")
+            lines.append(f"{'  ' * depth}- {m.name}{mark} [{m.status}{best}] {what}")
             walk(m.name, depth + 1)
 
     walk(None, 0)

@@ -62,7 +62,7 @@ async def plan(deps: RunDeps, branch: BranchView) -> str:
             history=history_section(deps, branch),
             last_decision=(f"Plan so far:\n{branch.plan}\n\n" if again else "") + last_decision_section(deps, branch),
             messages=messages_section(deps, branch),
-            branches=branches_section(deps, branch) if branch.parent else "",  # a sub-branch's siblings
+            branches=branches_section(deps, branch, siblings=True) if branch.parent else "",  # its siblings
             task=task,
         )
         resp = await ask_text(

@@ -122,7 +122,7 @@ async def propose(deps: RunDeps, branch: BranchView, state: IterState) -> str:
             strategy_title=branch.strategy.title,
             iteration=branch.iteration,
             mode=MODE_TEXT.get(branch.mode, branch.mode),
-            plan=plan_section(deps, branch),
+            plan=plan_section(deps, branch, titled=False),  # the header above names the strategy
             source=source or "(no files)",
             check=check_section(state),
             measured=measured,
