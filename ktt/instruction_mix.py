@@ -20,8 +20,10 @@ says why. Each kernel also gets the mix of its main loop: of the loops found fro
 branches, the one whose own body (its nested loops' instructions left out) holds the most
 arithmetic — in a tiled kernel the unrolled compute loop, not the tile-load loop.
 
-The disassembler runs as a subprocess on a temporary copy of the cubin, with a time limit
-and a cap on what it prints.
+The disassembler runs as a subprocess on a temporary copy of the cubin, in its own process
+group with an allow-listed environment, with a time limit and a cap on what it prints
+(``disassemble``). ``nvidia-cuda-nvdisasm`` is one of cacao's dependencies, so the SASS route
+is the normal one; PTX is for an install without it.
 """
 
 from __future__ import annotations
@@ -31,15 +33,20 @@ import importlib.util
 import os
 import re
 import shutil
-import subprocess
 import tempfile
+import threading
+import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
+
+from ktt.procs import kill_group, spawn
 
 DISASSEMBLE_TIMEOUT_S = 20.0
 MAX_LISTING_BYTES = 16 * 1024 * 1024  # a disassembly above this is cut (the counts then cover its head)
+MAX_ERROR_BYTES = 64 * 1024  # the tail kept of what the tool says on stderr (its last line is the message)
 
 # The categories shown, in this order. Each SASS opcode (its base, before the first '.') or PTX
 # instruction maps to one of them; what maps to none is counted only in the total.
@@ -170,7 +177,12 @@ class DisassemblyError(Exception):
 
 
 def disassemble(cubin: bytes, timeout_s: float = DISASSEMBLE_TIMEOUT_S) -> str:
-    """The SASS listing of a cubin; DisassemblyError when it cannot be had."""
+    """The SASS listing of a cubin; DisassemblyError when it cannot be had.
+
+    The tool runs in its own process group with an allow-listed environment (PATH and
+    LC_ALL only), dies with the thread that waits for it, is killed at ``timeout_s``, and
+    what it prints is read as it comes, at most MAX_LISTING_BYTES (the counts then cover
+    the listing's head; the rest is not read and the tool is stopped)."""
     tool = disassembler()
     if tool is None:
         raise DisassemblyError(
@@ -184,17 +196,61 @@ def disassemble(cubin: bytes, timeout_s: float = DISASSEMBLE_TIMEOUT_S) -> str:
         path.write_bytes(cubin)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"}
         try:
-            done = subprocess.run(
-                [*argv, str(path)], capture_output=True, timeout=timeout_s, env=env, stdin=subprocess.DEVNULL
-            )
-        except subprocess.TimeoutExpired:
-            raise DisassemblyError(f"{name} did not finish within {timeout_s:g} s") from None
+            proc = spawn([*argv, str(path)], env=env, text=False, die_with_this_thread=True)
         except OSError as exc:
             raise DisassemblyError(f"{name} could not run: {exc.strerror or exc}") from None
-    if done.returncode != 0:
-        tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
-        raise DisassemblyError(f"{name} failed (exit {done.returncode}): {tail[0][:200]}")
-    return done.stdout[:MAX_LISTING_BYTES].decode(errors="replace")
+        out = _CappedPipe(proc.stdout, MAX_LISTING_BYTES).start()
+        err = _CappedPipe(proc.stderr, MAX_ERROR_BYTES, tail=True).start()
+        deadline = time.monotonic() + timeout_s
+        while proc.poll() is None and not out.full.is_set() and time.monotonic() < deadline:
+            out.full.wait(0.02)
+        timed_out = proc.poll() is None and not out.full.is_set()
+        code = proc.returncode if proc.poll() is not None else kill_group(proc, grace_s=0.5)
+        out.join()
+        err.join()
+    if timed_out:
+        raise DisassemblyError(f"{name} did not finish within {timeout_s:g} s")
+    if code != 0 and not out.full.is_set():
+        tail = bytes(err.data).decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+        raise DisassemblyError(f"{name} failed (exit {code}): {tail[0][:200]}")
+    return bytes(out.data).decode(errors="replace")
+
+
+class _CappedPipe:
+    """Reads one of a child's pipes in a thread, keeping at most ``cap`` bytes: the head (``full``
+    is set once more came; the caller then stops the child and the pipe is read no further) or,
+    with ``tail``, the last ``cap`` bytes of all it printed (read to its end, so the child never
+    blocks on a full pipe)."""
+
+    def __init__(self, stream: IO[bytes] | None, cap: int, *, tail: bool = False) -> None:
+        self.stream, self.cap, self.tail = stream, cap, tail
+        self.data = bytearray()
+        self.full = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> _CappedPipe:
+        self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        if self.stream is None:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := self.stream.read1(65536):  # type: ignore[attr-defined]
+                if self.tail:
+                    self.data = (self.data + chunk)[-self.cap :]
+                    continue
+                room = self.cap - len(self.data)
+                self.data += chunk[:room]
+                if len(chunk) > room:
+                    self.full.set()
+                    return
+
+    def join(self) -> None:
+        self.thread.join(5.0)
+        with contextlib.suppress(OSError):
+            if self.stream is not None:
+                self.stream.close()
 
 
 # -- parsing --------------------------------------------------------------------------------

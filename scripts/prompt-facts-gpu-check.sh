@@ -8,7 +8,7 @@
 # 2. `ktt tune` of a kernel that asserts SM_COUNT equals the device's SM count and sizes its grid
 #    with it in tuning.yaml (ktt.target): valid on the device;
 # 3. `ktt check` of the gemm_bf16 example: the instruction mix of its extremes (SASS through
-#    nvdisasm when the machine has one, else PTX) with its tensor-core ops.
+#    nvdisasm: the nvidia-cuda-nvdisasm wheel in .whl/ or a toolkit; else PTX) with its tensor-core ops.
 # Success: three "ok" lines in $OUT/summary.txt. Runs with PYTHONPATH=/tmp/site:. like gpu-check.sh.
 set -u -o pipefail
 cd "$(dirname "$0")/.."

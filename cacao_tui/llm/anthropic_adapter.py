@@ -9,12 +9,13 @@ them back verbatim, as the API requires during tool use.
 
 Replies stream (the raw events are read here, so a tool call's arguments are parsed
 strictly once complete: arguments cut off at the output limit are an error, not a guess).
-Prompt caching: breakpoints on the system prompt (which caches the tools before it), on
-the last message of the stable prefix (``Message.cache_prefix``: the problem brief and
-the tuning-spec guide), and rolling ones on the two newest user turns of a conversation,
-so each turn of a tool loop reads the previous turn's prefix from the cache (four, the
-API's maximum). Structured calls force a tool whose input schema is the answer's schema
-(``tool_choice``; with thinking on, where forcing is not allowed, the tool is offered).
+Prompt caching: breakpoints at the end of each stable prefix (``Message.cache_prefix``:
+the problem brief and the tuning-spec guide; a branch's plan, the same in each of its
+authoring steps), rolling ones on the two newest user turns of a tool loop, so each turn
+reads the previous turn's prefix from the cache, and on the system prompt (which caches
+the tools before it) where one of the API's four is left. Structured calls force a tool
+whose input schema is the answer's schema (``tool_choice``; with thinking on, where forcing
+is not allowed, the tool is offered).
 Reasoning: ``thinking`` with a budget, or adaptive thinking with ``output_config.effort``,
 as the registry says of the model.
 """
@@ -170,38 +171,36 @@ def _tool_name(name: str) -> str:
 
 
 def place_breakpoints(kwargs: dict[str, Any], messages: list[Message], *, tool_loop: bool) -> None:
-    """Cache breakpoints: the system prompt, the end of the stable prefix and, in a tool
-    loop, the two newest user turns (the previous request's last breakpoint and this one's)."""
-    marks = 0
-    if kwargs.get("system"):
-        kwargs["system"][-1]["cache_control"] = dict(EPHEMERAL)
-        marks += 1
-    elif kwargs.get("tools"):
-        kwargs["tools"][-1]["cache_control"] = dict(EPHEMERAL)
-        marks += 1
+    """Cache breakpoints, at most four, in the order they are needed: in a tool loop the newest
+    user turn (the next turn reads up to it), the end of each stable prefix (``cache_prefix``
+    messages, the last first: the problem brief and guide, a branch's plan), the previous user
+    turn, then the system prompt (it caches the tools before it; a later breakpoint covers it too)."""
     turns = kwargs["messages"]
-    prefix_turn = _prefix_turn(messages)
-    if prefix_turn is not None and prefix_turn[0] < len(turns):
-        index, block = prefix_turn
-        content = turns[index]["content"]
-        if block < len(content):
-            content[block]["cache_control"] = dict(EPHEMERAL)
+    users = [i for i, t in enumerate(turns) if t["role"] == "user" and t["content"]]
+    wanted: list[tuple[int, int]] = []
+    if tool_loop and users:
+        wanted.append((users[-1], len(turns[users[-1]]["content"]) - 1))
+    prefixes = [p for p in _prefix_turns(messages) if p[0] < len(turns) and p[1] < len(turns[p[0]]["content"])]
+    wanted += reversed(prefixes)
+    if tool_loop and len(users) > 1:
+        wanted.append((users[-2], len(turns[users[-2]]["content"]) - 1))
+    marks = 0
+    for index, block in wanted:
+        content = turns[index]["content"][block]
+        if marks < MAX_BREAKPOINTS and "cache_control" not in content:
+            content["cache_control"] = dict(EPHEMERAL)
             marks += 1
-    if not tool_loop:
-        return  # one question, one answer: nothing after the prefix repeats
-    users = [i for i, t in enumerate(turns) if t["role"] == "user"]
-    for i in reversed(users[-2:]):
-        if marks >= MAX_BREAKPOINTS:
-            break
-        last = turns[i]["content"][-1]
-        if "cache_control" not in last:
-            last["cache_control"] = dict(EPHEMERAL)
-            marks += 1
+    if marks < MAX_BREAKPOINTS:
+        if kwargs.get("system"):
+            kwargs["system"][-1]["cache_control"] = dict(EPHEMERAL)
+        elif kwargs.get("tools"):
+            kwargs["tools"][-1]["cache_control"] = dict(EPHEMERAL)
 
 
-def _prefix_turn(messages: list[Message]) -> tuple[int, int] | None:
-    """Where the last ``cache_prefix`` message lands: (turn, block) of the converted request."""
-    turn, block, role, found = -1, -1, None, None
+def _prefix_turns(messages: list[Message]) -> list[tuple[int, int]]:
+    """Where the ``cache_prefix`` messages land: (turn, block) of the converted request, in order."""
+    turn, block, role = -1, -1, None
+    found: list[tuple[int, int]] = []
     for m in messages:
         if m.role == "system":
             continue
@@ -210,7 +209,7 @@ def _prefix_turn(messages: list[Message]) -> tuple[int, int] | None:
             turn, block, role = turn + 1, -1, wire_role
         block += 1 if m.role != "assistant" else max(1, len(m.tool_calls) + (1 if m.content else 0))
         if m.cache_prefix:
-            found = (turn, block)
+            found.append((turn, block))
     return found
 
 

@@ -39,7 +39,7 @@ from cacao_tui.nodes.briefing import (
 )
 from cacao_tui.nodes.compile_check import CheckOutcome, check_compilation
 from cacao_tui.nodes.context import BranchView, RunDeps
-from cacao_tui.nodes.notes import abilities, notes_block, problem_topics, strategy_topics
+from cacao_tui.nodes.notes import abilities, notes_block, problem_topics, strategy_topics, topic_index
 from cacao_tui.nodes.notes import text as notes_text
 from cacao_tui.nodes.problem_brief import problem_brief
 from cacao_tui.nodes.target import target_of
@@ -116,13 +116,13 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
     has_history = any(i < branch.iteration for i in branch.layout.iteration_indices())
     # Not in the model's phase of a split run (--phase llm): no GPU there (validate_rule says so).
     can_validate = not deps.settings.dry_run and deps.defaults.validate_uses > 0 and deps.phase != "llm"
-    tools = tool_specs(can_validate)
+    tools = tool_specs(can_validate, tuned=not deps.settings.dry_run)
     names = {t.name for t in tools}
     notes = []
     if has_history:
-        notes.append("this branch's earlier iterations (history: landscape, grep, iterations, iteration, errors)")
+        notes.append("this branch's earlier iterations")
     if has_other_results(deps, branch):
-        notes.append("the other branches (history: branches, branch_log, branch_errors)")
+        notes.append("the other branches")
     # The stable prefix: the same in every authoring step of the run (the analysis is the master's, once;
     # the notes the problem itself calls for), the step's own rules last (constant for the run: the tool
     # cap, whether validate is offered).
@@ -133,7 +133,10 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
     own = strategy_topics(f"{branch.strategy.title} {branch.strategy.description} {plan}", arch, shared)
     parts = [problem_brief(deps), analysis_section(deps), prompts.load("tuning_spec")]
     fixed = len(prompts.load("system")) + sum(len(t.model_dump_json()) for t in tools)
-    topped = cache_top_up(deps, fixed + sum(map(len, parts)) + len(rules), [*shared, *own])
+    if deps._top_up is None:
+        deps._top_up = cache_top_up(deps, fixed + sum(map(len, parts)) + len(rules), shared)
+    topped = deps._top_up
+    own = [n for n in own if n not in topped]  # in the run's prefix already
     ws.notes_shown = [*shared, *topped, *own]
     blocks = [
         *parts,
@@ -143,33 +146,40 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
     ]
     stable = "\n\n".join(part.strip() for part in blocks if part) + "\n"
 
+    # The branch's plan and its strategy's notes: the same in each authoring step of the branch (while
+    # the plan stands), so a cached prefix of their own after the run's.
+    planned = plan_section(deps, branch) if plan else ""
+    own_notes = notes_block(own, "Notes for this branch's strategy")
+    branch_part = prompts.tidy("\n".join(p for p in (planned, own_notes) if p))
+    # A sub-branch's first step: what it inherits (its parent's iteration, as for a continuing iteration
+    # without the proposal its feedback distilled, and the parent's files) is the same for every sibling
+    # that starts there, so it comes before the plan, a cached prefix they share.
+    child = branch.mode == "first" and branch.parent is not None and branch.start is not None
+    inherited = parent_section(deps, branch, proposal=False) + start_section(deps, branch) if child else ""
+
     def opening_task() -> str:
         return prompts.render(
             "author",
-            plan=plan_section(deps, branch) if plan else "",
-            notes=notes_block(own, "Notes for this branch's strategy"),
-            parent=parent_section(deps, branch) if branch.mode in ("first", "polish") else "",
+            parent=parent_section(deps, branch, proposal=False) if branch.mode == "polish" else "",
             task=author_task(branch),
             last_decision=last_decision_section(deps, branch),
             previous_result=previous_result_section(deps, branch),
             revert=revert_note(branch),
             iteration_log=iteration_log(deps, branch),
             messages=messages_section(deps, branch),
-            start=start_section(deps, branch),
+            start="" if child else start_section(deps, branch),
             best=best_section(deps, branch),
-            file_rule=(
-                "In this iteration kernels.cu is fixed: only tuning.yaml can change.\n"
-                if branch.mode == "configure"
-                else ""
-            ),
-            files=files_line(ws),
-            query_tools=("\nYou can also ask about " + "; and ".join(notes) + ".") if notes else "",
+            files=files_line(ws, shown=branch.start is not None and branch.start.kernel is not None),
+            query_tools=("\nhistory() answers about " + " and ".join(notes) + ".") if notes else "",
         )
 
-    messages: list[Message] = [
-        Message(role="user", content=stable, cache_prefix=True),
-        Message(role="user", content=""),  # the task: built when the first call has its slot
-    ]
+    messages: list[Message] = [Message(role="user", content=stable, cache_prefix=True)]
+    if inherited:
+        messages.append(Message(role="user", content=prompts.tidy(inherited), cache_prefix=True))
+    if branch_part.strip():
+        messages.append(Message(role="user", content=branch_part, cache_prefix=True))
+    task_at = len(messages)
+    messages.append(Message(role="user", content=""))  # the task: built when the first call has its slot
     ctx = CallContext(branch=branch.name, iteration=branch.iteration, node=author_node(branch))
     outcome = AuthorOutcome()
     last_report = None  # the last passing check's report (validate's default configuration)
@@ -185,7 +195,7 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
     while outcome.tool_calls < deps.defaults.tool_call_cap and not repeats.ended:
         if outcome.llm_calls == 0:
             async with deps.llm.slot():  # the other branches' statuses as they are when it is sent
-                messages[1] = Message(role="user", content=opening_task())
+                messages[task_at] = Message(role="user", content=opening_task())
                 resp = await deps.llm.chat(messages, tools, ctx=ctx, system=prompts.load("system"))
         else:
             resp = await deps.llm.chat(messages, tools, ctx=ctx, system=prompts.load("system"))
@@ -310,13 +320,17 @@ def record_check(outcome: AuthorOutcome, check: CheckOutcome) -> None:
 
 
 # What may lift a prefix up to a cache minimum, in this order: the general levers, what a kernel may
-# use, the syntax of several passes, reductions (the most common pattern in kernels).
-GENERAL_NOTES = ("memory", "compute", "abilities", "multipass", "reductions")
+# use, the syntax of several passes, reductions (the most common pattern in kernels), the index of
+# the note topics (what read_notes returns).
+GENERAL_NOTES = ("memory", "compute", "abilities", "multipass", "reductions", "topics")
 CACHE_MARGIN = 1.03  # the provider's tokens are not quite ours
 
 
 def _general_text(deps: RunDeps, name: str) -> str:
-    return abilities(deps.problem, target_of(deps).arch) if name == "abilities" else notes_text(name)
+    arch = target_of(deps).arch
+    if name == "topics":
+        return "Note topics (read_notes(topic) returns one):\n" + topic_index(arch, [])
+    return abilities(deps.problem, arch) if name == "abilities" else notes_text(name)
 
 
 def cache_top_up(deps: RunDeps, prefix_chars: int, shown: list[str]) -> list[str]:
@@ -346,9 +360,29 @@ def general_block(deps: RunDeps, names: list[str]) -> str:
     return "General notes:\n" + "\n\n".join(_general_text(deps, n).strip() for n in names) + "\n"
 
 
-def files_line(ws: Workspace) -> str:
-    """What read_file can read, truthfully: the workspace's files only once they exist."""
-    return f"read_file reads: {', '.join(ws.readable())}."
+def files_line(ws: Workspace, shown: bool) -> str:
+    """What read_file can read, truthfully: the workspace's files only once they exist (``shown``: the
+    task quotes them whole, so they are not named again)."""
+    readable = ws.readable()
+    if shown and "kernels.cu" in readable:
+        base = " (base/ keeps them as they start)" if "base/kernels.cu" in readable else ""
+        others = _iteration_range([n for n in readable if n not in WORKSPACE_AND_BASE])
+        return f"read_file reads the files above{base}, {', '.join(others)}."
+    return f"read_file reads: {', '.join(_iteration_range(readable))}."
+
+
+WORKSPACE_AND_BASE = ("kernels.cu", "tuning.yaml", "base/kernels.cu", "base/tuning.yaml")
+
+
+def _iteration_range(names: list[str]) -> list[str]:
+    """``iter1/kernels.cu, iter2/kernels.cu, iter3/kernels.cu`` as ``iter1/ to iter3/kernels.cu``."""
+    its = [n for n in names if n.startswith("iter") and n.endswith("/kernels.cu")]
+    numbers = [int(n[4:-11]) for n in its if n[4:-11].isdigit()]
+    if len(numbers) < 3 or numbers != list(range(numbers[0], numbers[0] + len(numbers))):
+        return names
+    at = names.index(its[0])
+    rest = [n for n in names if n not in its]
+    return [*rest[:at], f"iter{numbers[0]}/ to iter{numbers[-1]}/kernels.cu", *rest[at:]]
 
 
 def validate_rule(deps: RunDeps, names: set[str]) -> str:

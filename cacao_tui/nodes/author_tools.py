@@ -34,15 +34,16 @@ AUTHOR_TOOLS = [
     ),
     _spec(
         "read_file",
-        "Read a file the prompt lists (kernels.cu, tuning.yaml, base/..., best/..., iterN/..., reference, inputs.hpp).",
+        "Read a file the task lists as readable (read_file reads: ...).",
         {"path": STR},
         ["path"],
     ),
     _spec("read_notes", "Optimisation notes: no topic lists the topics; a topic returns them.", {"topic": STR}, []),
     _spec(
         "check_compilation",
-        "Compile (NVRTC, no GPU) the space's extremes, a random sample and the configs named: errors with "
-        "their lines, or resources, occupancy and instruction mix per configuration.",
+        "Compile (NVRTC, no GPU) the space's extremes, a random sample and the configs named: every distinct "
+        "error once with its line, or each configuration's registers, spills, shared memory, occupancy (and "
+        "what limits it) and instruction mix.",
         {
             "configs": {
                 "type": "array",
@@ -89,11 +90,10 @@ QUERIES = {
 }
 HISTORY_TOOL = _spec(
     "history",
-    "What earlier iterations and other branches did. what: landscape (iteration; mode top, sweep or failures; "
-    "n, param, case): an earlier iteration's tuning results; grep (iteration, text): its tuner output lines "
-    "containing text; iterations: this branch's, one line each; iteration (iteration): one in full; errors: "
-    "this branch's failures and their analyses; branches: the other branches; branch_log (name) and "
-    "branch_errors (name): another branch's iterations or failures.",
+    "Earlier iterations and other branches. what: iterations (this branch's, a line each); iteration "
+    "(iteration): one in full; errors: its failures; landscape (iteration; mode top|sweep|failures, n, param, "
+    "case): a tuning's results; grep (iteration, text): tuner output lines; branches: the others; branch_log, "
+    "branch_errors (name): another branch's.",
     {
         "what": {"type": "string", "enum": list(QUERIES)},
         "iteration": INT,
@@ -108,13 +108,26 @@ HISTORY_TOOL = _spec(
 )
 
 
-def tool_specs(can_validate: bool = False) -> list[ToolSpec]:
+# A dry run tunes nothing: no landscape and no tuner output to ask about.
+UNTUNED = ("iterations", "iteration", "errors", "branches", "branch_log", "branch_errors")
+HISTORY_TOOL_UNTUNED = _spec(
+    "history",
+    "Earlier iterations and other branches. what: iterations (this branch's, a line each); iteration "
+    "(iteration): one in full; errors: its failures; branches: the others; branch_log, branch_errors (name): "
+    "another branch's.",
+    {"what": {"type": "string", "enum": list(UNTUNED)}, "iteration": INT, "name": STR},
+    ["what"],
+)
+
+
+def tool_specs(can_validate: bool = False, tuned: bool = True) -> list[ToolSpec]:
     """Every tool, in every authoring step: the tool list is part of the prompt prefix a
     provider caches (it comes before the system prompt), so it must not change between the
-    steps of a run. validate is offered when a GPU is used (a run-wide setting). A query with
-    nothing to report yet says so; the task names the tools that can answer now."""
+    steps of a run. validate is offered when a GPU is used, the tuning queries when the run
+    tunes (run-wide settings both). A query with nothing to report yet says so; the task names
+    the tools that can answer now."""
     tools = AUTHOR_TOOLS[:5] + ([VALIDATE_TOOL] if can_validate else []) + AUTHOR_TOOLS[5:]
-    return [*tools, HISTORY_TOOL]
+    return [*tools, HISTORY_TOOL if tuned else HISTORY_TOOL_UNTUNED]
 
 
 @dataclass

@@ -51,6 +51,8 @@ def outcome_line(run: TuneOutcome | None) -> str:
     if run is None:
         return "not tuned"
     if not run.ran:
+        if run.message and run.message.startswith("dry run:") and (run.compiled or 0) > 0:
+            return "compiled, not run (a dry run)"
         return run.message or "not run"
     if run.best_ms is None:
         return f"no valid configuration ({run.evaluated} evaluated)"

@@ -100,17 +100,18 @@ def structure(kernel: str | None, spec: str | None) -> tuple[tuple[str, ...], in
 _LAUNCHED = re.compile(r"^\s*-?\s*kernel:\s*[\"']?([A-Za-z_]\w*)", re.MULTILINE)
 
 
-def plan_section(deps: RunDeps, branch: BranchView) -> str:
+def plan_section(deps: RunDeps, branch: BranchView, *, titled: bool = True) -> str:
     """The branch plan in force, in full; or, when the kernel's structure has changed since the
     plan's first kernel (other kernels, other launches), the plan marked superseded with what
-    the authoring steps since say the kernel is now."""
+    the authoring steps since say the kernel is now (``titled``: with the strategy's title, where
+    the prompt does not name it already)."""
     plan = branch.plan or ""
-    head = f"Branch plan ({branch.strategy.title})"
+    head = f"Branch plan ({branch.strategy.title})" if titled else "Branch plan"
     if not plan:
         return f"{head}: none.\n"
     written = [st for st in earlier_states(branch) if st.plan and st.index not in branch.superseded]
-    if not written or written[-1].plan != plan:  # written in this iteration
-        return f"{head}:\n{plan}\n"
+    if not written or written[-1].plan != plan:  # written in this iteration (the same words in the next ones)
+        return f"{head}, written for iteration {branch.iteration}:\n{plan}\n"
     first = written[-1].index
     planned = _files_of(branch, first)
     now = structure(branch.start.kernel, branch.start.spec) if branch.start is not None else None
@@ -139,8 +140,9 @@ def _files_of(branch: BranchView, index: int) -> tuple[tuple[str, ...], int, boo
         return None
 
 
-def start_section(deps: RunDeps, branch: BranchView, *, workspace: bool = True) -> str:
-    """The files this iteration starts from (for the author: already in its directory)."""
+def start_section(deps: RunDeps, branch: BranchView, *, workspace: bool = True, kernel: bool = True) -> str:
+    """The files this iteration starts from (for the author: already in its directory); ``kernel=False``:
+    kernels.cu named by its kernels and length only (a sub-branch's plan: the author sees it whole)."""
     start = branch.start
     if start is None or start.kernel is None:
         if workspace:
@@ -149,14 +151,20 @@ def start_section(deps: RunDeps, branch: BranchView, *, workspace: bool = True) 
                 "(write_file); the reference is in the problem above.\n"
             )
         return "There is no earlier kernel in this branch: the first one is written from the reference.\n"
-    where = " (in your workspace: edit_file or write_file them)" if workspace else ""
+    where = " (in your workspace: edit or write them)" if workspace else ""
+    if not kernel:
+        names = ", ".join(sorted(global_function_lines(start.kernel))) or "no extern \"C\" __global__ function found"
+        lines = len(start.kernel.splitlines())
+        shown = SourceFiles(kernel=None, spec=start.spec, label=start.label)
+        head = f"kernels.cu: {lines} lines, its kernels: {names} (the author step sees it whole)\n"
+        return f"Current files, from {start.label}:\n{head}" + source_block(shown, deps.defaults.source_chars) + "\n"
     return f"Current files, from {start.label}{where}:\n" + source_block(start, deps.defaults.source_chars) + "\n"
 
 
 def best_section(deps: RunDeps, branch: BranchView) -> str:
     best = branch.best
     if best is None:
-        return "Best of this branch so far: none yet.\n"
+        return "" if deps.settings.dry_run else "Best of this branch so far: none yet.\n"  # a dry run times nothing
     text = f"Best of this branch so far: {best.time_ms:.4g} ms"
     if best.speedup:
         text += f" ({best.speedup:.2f}x over the reference)"
@@ -173,6 +181,13 @@ def best_section(deps: RunDeps, branch: BranchView) -> str:
     elif branch.start is not None and best.branch == branch.name and best.iteration == branch.start.iteration:
         text += " (the current files)"
     return text + "\n"
+
+
+def compiled_dry(deps: RunDeps, st: IterState) -> bool:
+    """A dry run's iteration whose kernel compiled and was kept: its result says nothing the prompt
+    does not (nothing ran; the compile check passed)."""
+    run = st.run
+    return deps.settings.dry_run and st.error is None and run is not None and not run.ran and (run.compiled or 0) > 0
 
 
 def _decision_lines(st: IterState, limit: int) -> list[str]:
@@ -229,7 +244,9 @@ def history_section(deps: RunDeps, branch: BranchView, proposals: bool = True) -
         lines.append(f"- iteration {st.index}{mode}: {st.status}")
         if st.plan and st.plan != branch.plan:
             lines.append(f"  Plan (written then): {clip(st.plan, limit, 'plan')}")
-        lines.append(f"  Result: {outcome_text(st.run) if st.error is None else 'failed: ' + clip(st.error, limit)}")
+        if not compiled_dry(deps, st):
+            result = outcome_text(st.run) if st.error is None else "failed: " + clip(st.error, limit)
+            lines.append(f"  Result: {result}")
         if st.profile is not None and st.profile.roofline:
             lines.append(f"  Profile: {st.profile.roofline}")
         if st.proposal and (proposals or st.decision is None or not st.decision.feedback.strip()):
@@ -245,13 +262,28 @@ def iteration_log(deps: RunDeps, branch: BranchView) -> str:
     shown = states[-n:] if n > 0 else []
     if not shown:
         return ""
-    lines = ["Iteration log of this branch (what was tried -> what happened):"]
+    lines = ["Iteration log (what was tried -> what happened):"]
     if len(states) > len(shown):
         lines.append(f'- ... {len(states) - len(shown)} earlier iteration(s) (history(what="iterations") lists them)')
     for st in shown:
         flag = " (superseded by a revert)" if st.index in branch.superseded else ""
         lines.append(f"- iter {st.index}{flag}: {clip(summary_line(st), deps.defaults.history_text_chars)}")
     return "\n".join(lines) + "\n"
+
+
+def asked_line(deps: RunDeps, branch: BranchView) -> str:
+    """What the previous decision asked of this iteration (its feedback; with a retry, the fix)."""
+    prev = branch.previous
+    if prev is None or prev.decision is None:
+        return ""
+    limit = deps.defaults.history_text_chars
+    d = prev.decision
+    text = ""
+    if d.feedback.strip():
+        text = f"This iteration was asked to ({d.action}): {clip(d.feedback, limit, 'feedback')}\n"
+    if d.error_analysis is not None:
+        text += f"The fix asked for: {clip(d.error_analysis.suggested_fix, limit)}\n"
+    return text
 
 
 def last_decision_section(deps: RunDeps, branch: BranchView) -> str:
@@ -261,7 +293,7 @@ def last_decision_section(deps: RunDeps, branch: BranchView) -> str:
         return ""
     limit = deps.defaults.history_text_chars
     d = prev.decision
-    lines = [f"Decision after iteration {prev.index}: {d.action} — {clip(d.reason, limit)}"]
+    lines = [f"Decision after iteration {prev.index}: {d.action}."]  # the feedback is the task; the reason, the record
     if d.overridden_from:
         lines.append(f"(The user chose {d.action}; the model had chosen {d.overridden_from}.)")
     if d.feedback.strip():
@@ -301,7 +333,8 @@ def previous_result_section(deps: RunDeps, branch: BranchView) -> str:
         return ""
     limit = deps.defaults.history_text_chars
     result = outcome_text(prev.run) if prev.error is None else "failed: " + clip(prev.error, limit)
-    text = f"Iteration {prev.index} result: {result}\n" + reference_output_line(deps, prev.run)
+    text = "" if compiled_dry(deps, prev) else f"Iteration {prev.index} result: {result}\n"
+    text += reference_output_line(deps, prev.run)
     if prev.profile is not None and prev.profile.diagnosis:
         text += f"Iteration {prev.index} profile diagnosis:\n{prev.profile.diagnosis}\n"
     if prev.proposal and (prev.decision is None or not prev.decision.feedback.strip()):  # else the feedback has it
@@ -323,15 +356,22 @@ def messages_section(deps: RunDeps, branch: BranchView) -> str:
     return "\n".join(lines) + "\n"
 
 
-def branches_section(deps: RunDeps, branch: BranchView) -> str:
-    """The other branches, fastest first, so this one does not repeat them."""
+def branches_section(deps: RunDeps, branch: BranchView, *, siblings: bool = False) -> str:
+    """The other branches, fastest first, so this one does not repeat them (``siblings``: only those
+    that share its parent)."""
     if branch.run is None:
         return ""
     lines = branch_index_lines(branch.run, branch.name, deps.defaults.branch_index_rows, deps.branches)
+    if siblings:  # a sub-branch's plan: the branches that start where it does
+        lines = [line for line in lines if f" (from {branch.parent}) |" in line]
     if not lines:
         return ""
     where = f"This branch: {branch.name}" + (f", a sub-branch of {branch.parent}" if branch.parent else "")
-    head = f"Other branches of this run (name | status | iterations | best | strategy). {where}."
+    columns = "name | status | iterations | best | strategy"
+    if deps.settings.dry_run:  # nothing is timed: no best to show
+        columns = columns.replace(" | best", "")
+        lines = [line.replace(" | no result yet | ", " | ") for line in lines]
+    head = f"Other branches of this run ({columns}). {where}."
     return head + "\n" + "\n".join(lines) + "\n"
 
 
@@ -343,9 +383,11 @@ def revert_note(branch: BranchView) -> str:
     return f"The user reverted this branch to iteration {branch.reverted_to}{gone}.\n"
 
 
-def parent_section(deps: RunDeps, branch: BranchView) -> str:
+def parent_section(deps: RunDeps, branch: BranchView, *, proposal: bool = True) -> str:
     """What a child branch (or the polish) inherits: the parent iteration it starts from —
-    its proposal, its profile diagnosis, and why the parent's decision opened this branch."""
+    its proposal, its profile diagnosis, and why the parent's decision opened this branch
+    (``proposal=False``: the proposal only where the decision gave no feedback, as for the
+    previous iteration of a continuing branch)."""
     if branch.run is None or branch.parent is None or branch.parent_iteration is None:
         return ""
     path = branch.run.branch(branch.parent).iteration(branch.parent_iteration).state
@@ -357,12 +399,14 @@ def parent_section(deps: RunDeps, branch: BranchView) -> str:
         return ""
     limit = deps.defaults.history_text_chars
     lines = [f"The parent branch {branch.parent}, iteration {branch.parent_iteration} (where this branch starts):"]
-    lines.append(f"- result: {outcome_text(st.run) if st.error is None else 'failed: ' + clip(st.error, limit)}")
+    if not compiled_dry(deps, st):
+        lines.append(f"- result: {outcome_text(st.run) if st.error is None else 'failed: ' + clip(st.error, limit)}")
     if st.profile is not None and st.profile.diagnosis:
         lines.append("- profile diagnosis:\n" + "\n".join(f"  {x}" for x in st.profile.diagnosis.splitlines()))
     elif st.profile is not None and st.profile.roofline:
         lines.append(f"- profile: {st.profile.roofline}")
-    if st.proposal:
+    feedback = st.decision is not None and st.decision.feedback.strip()
+    if st.proposal and (proposal or not feedback):
         lines.append(f"- proposal: {clip(st.proposal, limit)}")
     if st.decision is not None:
         lines.append(f"- decision: {st.decision.action}: {clip(st.decision.reason, limit)}")
@@ -390,10 +434,10 @@ def existing_branches_section(deps: RunDeps, branch: BranchView) -> str:
         for m in children.get(parent, []):
             if len(lines) >= limit:
                 return
-            best = f"best {m.best.time_ms:.4g} ms" if m.best else "no result yet"
+            best = f", best {m.best.time_ms:.4g} ms" if m.best else ("" if deps.settings.dry_run else ", no result yet")
             mark = " (this branch)" if m.name == branch.name else ""
             what = shorten(" ".join(m.strategy.title.split()), EXISTING_CHARS)
-            lines.append(f"{'  ' * depth}- {m.name}{mark} [{m.status}, {best}] {what}")
+            lines.append(f"{'  ' * depth}- {m.name}{mark} [{m.status}{best}] {what}")
             walk(m.name, depth + 1)
 
     walk(None, 0)

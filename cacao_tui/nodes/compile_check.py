@@ -27,7 +27,7 @@ from ktt.protocol import CheckedConfig, CheckReport, InstructionCounts, KernelMi
 
 MAX_REPORTED = 30  # distinct compiler messages
 MAX_RESOURCE_LINES = 10
-MAX_MIX_CONFIGS = 2  # configurations whose instruction mix is shown (the named ones first, then the largest)
+MAX_MIX_CONFIGS = 2  # named configurations whose instruction mix is shown (none named: the largest alone)
 EXTREMES = ("largest parameter values", "smallest parameter values", "most dynamic shared memory",
             "least dynamic shared memory")  # fmt: skip
 
@@ -63,14 +63,12 @@ def _source_line(source: str, line: int | None) -> str:
     return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
 
-def _occupancy_text(o: LaunchOccupancy) -> str:
-    head = f"{o.threads} threads -> {o.blocks_per_sm} block{'s' if o.blocks_per_sm != 1 else ''}/SM, "
-    head += f"occupancy {o.occupancy:.0%}"
+def _limit_text(o: LaunchOccupancy) -> str:
     if o.limiter == "warps":
-        return head + (" (full)" if o.occupancy >= 0.999 else " (limited by the SM's threads at this block size)")
+        return "full" if o.occupancy >= 0.999 else "the SM's threads at this block size"
     if o.limiter == "blocks":
-        return head + " (limited by blocks per SM: small blocks)"
-    return head + f" (limited by {o.limiter})"
+        return "blocks per SM: small blocks"
+    return o.limiter
 
 
 ROLE_TEXT = {
@@ -102,37 +100,50 @@ def _tags(report: CheckReport) -> dict[int, list[str]]:
     return tags
 
 
-def resource_lines(report: CheckReport, limit: int = MAX_RESOURCE_LINES) -> list[str]:
-    """Per compiled configuration: registers, spills, shared memory and the occupancy they allow."""
+def resource_head(report: CheckReport) -> str:
+    """The line over the resource lines: which kernel (when there is one)."""
+    kernels = {r.kernel for c in report.configs for r in c.resources}
+    of = f" of {next(iter(kernels))}" if len(kernels) == 1 else " per kernel"
+    return f"Resources (ptxas){of}, most registers first, and the occupancy they allow (its limit):"
+
+
+def resource_lines(report: CheckReport, limit: int = MAX_RESOURCE_LINES, *, sampled: bool = True) -> list[str]:
+    """Per compiled configuration: registers, spills (also when none), shared memory and the occupancy
+    they allow with what limits it; ``sampled``: with the random ones that are no extreme of the
+    parameters, the registers or the shared memory (else only a count of them)."""
     out: list[str] = []
     tags = _tags(report)
     order = sorted(range(len(report.configs)), key=lambda i: -_max_registers(report.configs[i]))
     primary = report.configs[0].shape if report.configs else "default"
+    one_kernel = len({r.kernel for c in report.configs for r in c.resources}) == 1
+    left_out = 0
     for i in order:
         cfg = report.configs[i]
         if not cfg.resources:
+            continue
+        if not sampled and tags.get(i) == [ROLE_TEXT["sampled"]] and cfg.shape == primary:  # no extreme of any kind
+            left_out += 1
             continue
         shape = f" [shape {cfg.shape}]" if cfg.shape != primary else ""
         parts = []
         occ = {o.kernel: o for o in cfg.occupancy}
         for r in cfg.resources:
-            text = f"{r.kernel}: {r.registers} registers, "
-            if r.spill_stores or r.spill_loads:
-                text += f"SPILLS {r.spill_stores} B stored / {r.spill_loads} B loaded"
-            else:
-                text += "0 B spilled"
+            spills = r.spill_stores or r.spill_loads
+            spilled = f"SPILLS {r.spill_stores} B stored / {r.spill_loads} B loaded" if spills else "0 B spilled"
             if r.stack_bytes:
-                text += f", {r.stack_bytes} B stack"
+                spilled += f", {r.stack_bytes} B stack"
             o = occ.get(r.kernel)
             smem = o.smem_bytes if o is not None else (r.smem_static or 0)
-            text += f", {smem:,} B shared"
+            text = ("" if one_kernel else f"{r.kernel}: ") + f"{r.registers} regs, {spilled}, {smem:,} B smem"
             if o is not None:
-                text += ", " + _occupancy_text(o)
+                text += f"; {o.threads} threads -> {o.blocks_per_sm} blocks/SM, {o.occupancy:.0%} ({_limit_text(o)})"
             parts.append(text)
         why = f" [{'; '.join(tags[i])}]" if tags.get(i) else ""
         out.append(f"  {config_text(cfg.config)}{shape}{why}: " + "; ".join(parts))
         if len(out) >= limit:
             break
+    if left_out:
+        out.append(f"  (+{left_out} at random, none an extreme)")
     return out
 
 
@@ -141,8 +152,8 @@ def _max_registers(c: CheckedConfig) -> int:
 
 
 def counts_text(c: InstructionCounts) -> str:
-    """``FFMA 2,048, LDS 344 (LDS.128 64), MUFU 4 (MUFU.RSQ 4)``: the categories in a fixed order,
-    each with its variants where the disassembly names them."""
+    """``FFMA 2,048, LDS 344 (LDS.128 64), MUFU.RSQ 4``: the categories in a fixed order, each with
+    its variants where the disassembly names them (the variant alone where it is all of them)."""
     variants: dict[str, list[tuple[str, int]]] = {}
     for key, n in sorted(c.detail.items()):
         category, _, variant = key.partition(":")
@@ -151,6 +162,9 @@ def counts_text(c: InstructionCounts) -> str:
     for k in ORDER:
         if c.counts.get(k):
             shown = variants.get(k, [])[:4]
+            if len(shown) == 1 and shown[0][1] == c.counts[k]:
+                parts.append(f"{shown[0][0]} {c.counts[k]:,}")
+                continue
             extra = f" ({', '.join(f'{v} {m:,}' for v, m in shown)})" if shown else ""
             parts.append(f"{k} {c.counts[k]:,}{extra}")
     parts += [f"{v} {m:,}" for v, m in variants.get("other", [])[:4]]
@@ -158,23 +172,27 @@ def counts_text(c: InstructionCounts) -> str:
 
 
 def mix_lines(report: CheckReport) -> list[str]:
-    """The instruction mix of the named configurations, then the extremes (a few)."""
+    """The instruction mix of the configurations named (a few), else of the largest extreme alone:
+    the one that unrolls the most; the model names others to see theirs."""
     with_mix = [c for c in report.configs if c.instruction_mix]
     with_mix.sort(key=lambda c: ("requested" not in c.roles, "largest parameter values" not in c.roles))
-    out: list[str] = []
+    named = [c for c in with_mix if "requested" in c.roles]
+    shown = named[:MAX_MIX_CONFIGS] or with_mix[:1]
     notes = {c.mix_note for c in report.configs if c.mix_note and not c.instruction_mix}
-    isa = {m.isa for c in with_mix for m in c.instruction_mix}
-    if with_mix:
-        how = "SASS"
-        if isa != {"SASS"}:
-            how = "PTX from NVRTC, counted before ptxas: no disassembler found"
-        out.append(f"Instruction mix ({how}; static counts: a loop body counts once):")
-    for c in with_mix[:MAX_MIX_CONFIGS]:
-        roles = f" [{'; '.join(_roles(c))}]" if c.roles else ""
-        out.append(f"  {config_text(c.config)}{roles}:")
+    if not with_mix:
+        return [f"Instruction mix: {sorted(notes)[0]}"] if notes else []
+    isa = {m.isa for c in shown for m in c.instruction_mix}
+    how = "SASS" if isa == {"SASS"} else "PTX from NVRTC, counted before ptxas: no disassembler found"
+    how += ", static: a loop body counts once"
+    if not named:
+        c = shown[0]
+        which = f"the {_roles(c)[0]}" if c.roles else config_text(c.config)
+        head = f"Instruction mix of {which} ({how}):"
+        return [head, *[f"  {_kernel_mix(m)}" for m in c.instruction_mix]]
+    out = [f"Instruction mix ({how}):"]
+    for c in shown:
+        out.append(f"  {config_text(c.config)} [{'; '.join(_roles(c))}]:")
         out += [f"    {_kernel_mix(m)}" for m in c.instruction_mix]
-    if not with_mix and notes:
-        out.append(f"Instruction mix: {sorted(notes)[0]}")
     return out
 
 
@@ -211,7 +229,7 @@ def _head(report: CheckReport, passed: bool) -> str:
     sm = f" SM_COUNT = {report.sm_count}." if report.sm_count else ""
     if passed:
         return (f"compile check passed: {n_ok}/{len(report.configs)} configurations compiled for {report.arch} "
-                f"({what}; the space has {size:,}).{sm}")  # fmt: skip
+                f"({what}; {size:,} in the space).{sm}")  # fmt: skip
     return (f"compile check FAILED: {len(report.configs) - n_ok} of {len(report.configs)} configurations did not "
             f"compile for {report.arch}" + (f" ({what})" if what else "") + ".")  # fmt: skip
 
@@ -253,9 +271,9 @@ def format_report(report: CheckReport, source: str) -> str:
     extra = [f"not checked: {e}" for e in report.requested_errors]
     if report.ok:
         out = [_head(report, True), *extra]
-        resources = resource_lines(report)
+        resources = resource_lines(report, sampled=False)  # the extremes bound the random ones
         if resources:
-            out += ["Resources (ptxas) and occupancy, most registers first:", *resources]
+            out += [resource_head(report), *resources]
         out += mix_lines(report)
         return "\n".join(out)
     out = [_head(report, False) if report.configs else "compile check FAILED."]
@@ -269,7 +287,7 @@ def format_report(report: CheckReport, source: str) -> str:
     out += extra
     resources = resource_lines(report)
     if resources:
-        out.append("Resources of the configurations that compiled (ptxas):")
+        out.append(resource_head(report).replace("Resources (ptxas)", "Resources of the configurations that compiled"))
         out += resources
     return "\n".join(out)
 

@@ -85,7 +85,10 @@ class RunDeps:
     step_llms: dict[str, TrackedLLM] = field(default_factory=dict)
     device: DeviceReport | None = None  # the device table (measured once per run; None: not known)
     phase: Phase | None = None  # --phase: this process takes only the model's or only the GPU's steps
-    _brief: str | None = field(default=None, repr=False)
+    _brief: dict[bool, str] | None = field(default=None, repr=False)  # problem_brief's, with and without the source
+    # The general notes that lift the authoring prefix to the model's cache minimum (nodes/author.py), chosen
+    # once per run: a prefix that changed between authoring steps would be cached by none of them.
+    _top_up: list[str] | None = field(default=None, repr=False)
 
 
 def llm_for(deps: RunDeps, node: str) -> TrackedLLM:

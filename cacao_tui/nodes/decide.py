@@ -23,6 +23,7 @@ from cacao_tui.nodes.branch_queries import outcome_line
 from cacao_tui.nodes.briefing import (
     KERNEL_HEAD_LINES,
     clip,
+    compiled_dry,
     earlier_states,
     existing_branches_section,
     iteration_log,
@@ -91,9 +92,11 @@ def plateau(deps: RunDeps, branch: BranchView, current_ms: float | None) -> bool
     return recent > before * (1 - deps.defaults.plateau_gain)
 
 
-def this_result(state: IterState) -> str:
+def this_result(deps: RunDeps, state: IterState) -> str:
     if state.error:
         return f"FAILED — {state.error}"
+    if compiled_dry(deps, state):
+        return "its files compiled (a dry run runs nothing)"
     return outcome_text(state.run)
 
 
@@ -154,10 +157,10 @@ async def decide(deps: RunDeps, branch: BranchView, state: IterState, path_note:
     limit = deps.defaults.history_text_chars
     dry = deps.settings.dry_run
     best = "Best time so far in this branch: " + (
-        f"{branch.best.time_ms:.4g} ms (iteration {branch.best.iteration})"
-        if branch.best
-        else ("none (a dry run times nothing)" if dry else "none yet")
+        f"{branch.best.time_ms:.4g} ms (iteration {branch.best.iteration})\n" if branch.best else "none yet\n"
     )
+    if dry:
+        best = ""  # a dry run times nothing
     prev = branch.previous
     asked = ""
     if prev is not None and prev.decision is not None and prev.decision.feedback.strip():
@@ -193,7 +196,7 @@ async def decide(deps: RunDeps, branch: BranchView, state: IterState, path_note:
             best=best,
             iteration=branch.iteration,
             mode=branch.mode,
-            this_result=this_result(state),
+            this_result=this_result(deps, state),
             asked=asked,
             proposal=clip(state.proposal, limit, "proposal")
             if state.proposal

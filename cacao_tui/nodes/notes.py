@@ -119,13 +119,18 @@ def notes_block(names: list[str], head: str = "Notes") -> str:
     return f"{head} ({', '.join(names)}):\n{body}\n"
 
 
-def read_notes(topic: str | None, arch: str, shown: list[str]) -> tuple[str, bool]:
-    """The read_notes tool: (its answer, whether it is an error)."""
-    listing = "\n".join(
+def topic_index(arch: str, shown: list[str]) -> str:
+    """The note topics, one line each: what read_notes(topic) returns."""
+    return "\n".join(
         f"- {t.name}: {t.summary}" + (" (already in your prompt)" if t.name in shown else "")
         + ("" if _available(t.name, arch) else f" (needs sm_{t.min_arch} or newer; the target is {arch})")
         for t in TOPICS
     )  # fmt: skip
+
+
+def read_notes(topic: str | None, arch: str, shown: list[str]) -> tuple[str, bool]:
+    """The read_notes tool: (its answer, whether it is an error)."""
+    listing = topic_index(arch, shown)
     name = (topic or "").strip().lower().replace("-", "_").replace(" ", "_")
     if not name:
         return f"Note topics (read_notes(topic) returns one):\n{listing}", False

@@ -24,7 +24,7 @@ from cacao_tui.nodes.briefing import (
 from cacao_tui.nodes.context import BranchView, RunDeps, llm_for
 from cacao_tui.nodes.notes import abilities, notes_block, problem_topics, strategy_topics
 from cacao_tui.nodes.problem_brief import problem_brief
-from cacao_tui.nodes.replies import ask_text, opening_turn, require_text, stable_prefix
+from cacao_tui.nodes.replies import ask_text, opening_turn, require_text
 from cacao_tui.nodes.target import target_of
 
 TASK = "write the branch plan the first message asks for."
@@ -46,7 +46,7 @@ async def plan(deps: RunDeps, branch: BranchView) -> str:
             "plan",
             abilities=abilities(deps.problem, arch) + "\n",
             notes=notes_block([*shared, *own]),
-            problem=problem_brief(deps),
+            problem=problem_brief(deps, source=False),
             analysis=analysis_section(deps),
             parent=parent_section(deps, branch),
             branch=branch.name,
@@ -54,18 +54,21 @@ async def plan(deps: RunDeps, branch: BranchView) -> str:
             levels=deps.settings.max_depth,
             strategy_title=branch.strategy.title,
             strategy_description=branch.strategy.description,
-            start=start_section(deps, branch, workspace=False),
+            # A sub-branch's first plan works from its parent's decision and tuning space; its author
+            # gets the kernel whole.
+            start=start_section(deps, branch, workspace=False, kernel=again or branch.parent is None),
             revert=revert_note(branch),
             iteration_log=iteration_log(deps, branch),
             history=history_section(deps, branch),
             last_decision=(f"Plan so far:\n{branch.plan}\n\n" if again else "") + last_decision_section(deps, branch),
             messages=messages_section(deps, branch),
-            branches=branches_section(deps, branch),
+            branches=branches_section(deps, branch, siblings=True) if branch.parent else "",  # its siblings
             task=task,
         )
         resp = await ask_text(
             llm,
-            opening_turn(text, stable_prefix(deps)),
+            # The brief, the analysis and what a kernel may use: the same in every plan of the run.
+            opening_turn(text, text[: text.index(f"Branch {branch.name} (level ")]),
             ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="plan"),
             system=prompts.load("system"),
             task=TASK,

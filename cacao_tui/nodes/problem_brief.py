@@ -100,15 +100,10 @@ def target_lines(d: DeviceReport, measured: bool) -> list[str]:
     lines.append(f"L2 {d.l2_bytes / 2**20:.0f} MiB; DRAM " + ("; ".join(bandwidth) or "bandwidth unknown"))
     rates = issue_rates(d.arch)
     if rates is not None:
-        chip = d.sm_count * d.clock_mhz * 1e6
         tensor = f", FP16/BF16 tensor FMA {rates.tensor_fp16:,} dense" if rates.tensor_fp16 else ""
-        line = (f"per SM per clock: FP32 FMA {rates.fp32}, FP64 FMA {rates.fp64}, INT32 {rates.int32}, MUFU "
-                f"(rsqrt, ex2, sin...) {rates.sfu}{tensor}; the whole GPU: FP32 "
-                f"{2 * rates.fp32 * chip / 1e12:.1f} TFLOP/s, FP64 {2 * rates.fp64 * chip / 1e12:.1f}, MUFU "
-                f"{rates.sfu * chip / 1e12:.1f} Tops/s")  # fmt: skip
-        if rates.tensor_fp16:
-            line += f", FP16/BF16 tensor {2 * rates.tensor_fp16 * chip / 1e12:,.0f} TFLOP/s"
-        lines.append(line)
+        # Per SM per clock (the whole GPU's rate is SMs x clock x this; the floor gives the one that binds).
+        lines.append(f"per SM per clock: FP32 FMA {rates.fp32}, FP64 FMA {rates.fp64}, INT32 {rates.int32}, MUFU "
+                     f"(rsqrt, ex2, sin...) {rates.sfu}{tensor}")  # fmt: skip
     return lines
 
 
@@ -142,7 +137,7 @@ def target_summary(deps: RunDeps) -> str:
     return f"Target GPU ({how}): {lines[0]}; {lines[1]}; {lines[2]}."
 
 
-def init_text(problem: Problem, b: Buffer) -> str:
+def init_text(problem: Problem, b: Buffer, seeds: bool = True) -> str:
     """What a buffer holds before each run."""
     if problem.poisoned(b):
         return "poisoned before every run (NaN / a sentinel): write every element"
@@ -157,19 +152,22 @@ def init_text(problem: Problem, b: Buffer) -> str:
     if b.access == "write":
         return f"holds uniform random {kind} in [{low:g}, {high:g}] when a run starts: write every element"
     seed = f"seed {b.seed}" if b.seed is not None else "seeded by name"
-    text = f"uniform random {kind} in [{low:g}, {high:g}] (input set 0: {seed}; set 1 redrawn)"
+    text = f"uniform random {kind} in [{low:g}, {high:g}]" + (f" (input set 0: {seed}; set 1 redrawn)" if seeds else "")
     return text + (", restored before every run" if b.writable else "")
 
 
-def buffers_text(problem: Problem) -> str:
+def buffers_text(problem: Problem, seeds: bool = True) -> str:
     shape = problem.primary
     lines = []
     for b in problem.buffers:
         n = shape.sizes[b.name]
         flags = [b.access] + (["validated"] if b.validate else [])
         lines.append(f"- {b.name}: {b.ctype}[{b.size.text}] ({n:,}, {_mb(shape.bytes_of(b))}), {', '.join(flags)}: "
-                     + init_text(problem, b))  # fmt: skip
+                     + init_text(problem, b, seeds))  # fmt: skip
     return "\n".join(lines)
+
+
+REFERENCE_KIND = {"cuda": "a CUDA kernel", "cpu_c": "a serial C function", "python": "a Python function"}
 
 
 def reference_head(problem: Problem) -> str:
@@ -202,8 +200,9 @@ def reference_time_text(deps: RunDeps) -> str:
         how = "CUDA events around the reference launch, median"
     else:
         how = "on the host, by the best method its language allows"
-    never = "; a dry run never does" if deps.settings.dry_run else ""
-    return f"not measured yet (the first tuning measures it: {how}{never})"
+    if deps.settings.dry_run:
+        return f"not measured (a dry run times nothing; a tuning measures it: {how})"
+    return f"not measured yet (the first tuning measures it: {how})"
 
 
 def validation_text(problem: Problem) -> str:
@@ -223,43 +222,64 @@ def defines_text(deps: RunDeps) -> str:
     return defines or "none"
 
 
-def problem_brief(deps: RunDeps) -> str:
-    if deps._brief is not None:
-        return deps._brief
-    p = deps.problem
-    ref = p.reference
+def problem_brief(deps: RunDeps, *, source: bool = True) -> str:
+    """The brief; ``source``: whole (the author's and the master's steps). Without it, the brief of
+    the steps that plan or review a kernel (plan, propose): the reference named by its kind only (the
+    analysis describes it; a measured run's propose gets its time with the tuning's result), no kernel
+    signature (the kernel shows it), no input seeds."""
+    if deps._brief is None:
+        deps._brief = {}
+    if source not in deps._brief:
+        deps._brief[source] = _render_brief(deps, source)
+    return deps._brief[source]
+
+
+def reference_source(deps: RunDeps) -> str:
+    """The reference's source in a fenced block (cut, saying so, past MAX_REFERENCE_CHARS)."""
     try:
-        source = read_text_capped(ref.file, MAX_SOURCE_BYTES, errors="replace")  # checked at load; read again
+        source = read_text_capped(deps.problem.reference.file, MAX_SOURCE_BYTES, errors="replace")  # read again
     except OSError as exc:
         source = f"(the reference could not be read: {describe_read_error(exc)})"
     if len(source) > MAX_REFERENCE_CHARS:
         cut = source.rfind("\n", 0, MAX_REFERENCE_CHARS)
         source = source[: cut if cut > 0 else MAX_REFERENCE_CHARS]
         source += f"\n... (cut here: {len(source):,} of the file's characters shown; read_file('reference') has it all)"
+    return f"```\n{source.rstrip()}\n```"
+
+
+def _render_brief(deps: RunDeps, with_source: bool) -> str:
+    p = deps.problem
     rules = [f"- {t}" for t in p.rules_text]
     rules += [f"- forbidden: /{r.pattern.pattern}/" + (f" ({r.reason})" if r.reason else "") for r in p.forbid]
     shapes = "; ".join(f"{s.name}: " + ", ".join(f"{k}={v}" for k, v in s.scalars.items()) for s in p.shapes)
     if p.declared_cases:
         shapes += " (score = geometric mean of the per-shape speedups; every shape must pass)"
+    # One shape: its sizes are the macros above. A dry run tunes nothing: no budget.
+    shapes = f"Scored shapes: {shapes}\n" if len(p.shapes) > 1 or p.declared_cases else ""
     budget = deps.settings.timeout_s or p.primary.duration_s
-    deps._brief = prompts.render(
+    budget_line = "" if deps.settings.dry_run else f"Tuning budget per iteration: {budget:g} s.\n"
+    if with_source:
+        signature = f"Kernel parameters, in order: {p.boundary_signature() or '(no parameters)'}\n"
+        reference = (f"Reference: {reference_head(p)}\n{reference_source(deps)}\n"
+                     f"Reference time: {reference_time_text(deps)}")  # fmt: skip
+    else:
+        signature = ""
+        reference = f"Reference: {REFERENCE_KIND[p.reference.type]} (the analysis below describes it)"
+    return prompts.render(
         "problem_brief",
         name=p.name,
         description=_description(p),
-        signature=p.boundary_signature() or "(no parameters)",
+        signature=signature,
         defines=defines_text(deps),
-        buffers=buffers_text(p),
-        reference_head=reference_head(p),
-        reference_source=source.rstrip(),
-        reference_time=reference_time_text(deps),
+        buffers=buffers_text(p, seeds=with_source),
+        reference=reference,
         validation=validation_text(p),
         floor=floor_text(p, target_of(deps)),
         shapes=shapes,
         rules="\n".join(rules) or "- none beyond the evaluation rules",
         device=device_section(deps),
-        budget_s=f"{budget:g}",
+        budget=budget_line,
     )
-    return deps._brief
 
 
 def _description(p: Problem) -> str:

@@ -15,10 +15,10 @@ from cacao_tui import prompts
 from cacao_tui.llm import CallContext
 from cacao_tui.nodes.briefing import (
     analysis_section,
+    asked_line,
     best_section,
     branches_section,
     earlier_states,
-    history_section,
     iteration_log,
     messages_section,
     outcome_text,
@@ -30,7 +30,7 @@ from cacao_tui.nodes.context import BranchView, RunDeps, SourceFiles
 from cacao_tui.nodes.landscape import landscape_summary
 from cacao_tui.nodes.problem_brief import problem_brief
 from cacao_tui.nodes.profile import profile_text
-from cacao_tui.nodes.replies import ask_text, opening_turn, require_text, stable_prefix
+from cacao_tui.nodes.replies import ask_text, opening_turn, require_text
 from cacao_tui.nodes.workspace import read_model_file
 from cacao_tui.store.state import MAX_SUB_STRATEGIES, IterState
 
@@ -76,11 +76,11 @@ ASK_MEASURED = (
     "kernel), say so. Under 250 words."
 )
 ASK_DRY_RUN = (
-    "This is a dry run: nothing was timed or profiled, so review the kernel at compile level. From the "
-    "compile check (registers, spills, occupancy and its limit, the instruction mix: FFMA per load, MUFU, "
-    "shared-memory traffic, barriers) and the code itself (coalescing, bank conflicts, vector widths, "
-    "the work per thread), predict where the time would go on the target against the physical floor, "
-    "and propose the single most valuable next change. Under 250 words."
+    "This is a dry run: nothing was timed or profiled, so review the kernel at compile level: from the "
+    "compile check (resources, occupancy and its limit, the instruction mix: FFMA per load, MUFU, shared "
+    "traffic, barriers) and the code (coalescing, bank conflicts, vector widths, work per thread), predict "
+    "where the time would go against the physical floor, and propose the single most valuable next change. "
+    "Under 250 words."
 )
 
 
@@ -106,7 +106,7 @@ async def propose(deps: RunDeps, branch: BranchView, state: IterState) -> str:
         deps.defaults.source_chars,
     )
     if dry:
-        measured = "Dry run: nothing was timed or profiled.\n"
+        measured = ""  # the question says it: nothing was timed or profiled
     else:
         landscape = landscape_summary(it, _read(it.spec), deps.defaults.landscape_top)
         profile = profile_text(deps, branch, state.profile, last_profiled(branch))
@@ -117,12 +117,12 @@ async def propose(deps: RunDeps, branch: BranchView, state: IterState) -> str:
     async with deps.llm.slot():  # the other branches' statuses as they are when the call is sent
         text = prompts.render(
             "propose",
-            problem=problem_brief(deps),
+            problem=problem_brief(deps, source=False),
             branch=branch.name,
             strategy_title=branch.strategy.title,
             iteration=branch.iteration,
             mode=MODE_TEXT.get(branch.mode, branch.mode),
-            plan=plan_section(deps, branch),
+            plan=plan_section(deps, branch, titled=False),  # the header above names the strategy
             source=source or "(no files)",
             check=check_section(state),
             measured=measured,
@@ -130,15 +130,16 @@ async def propose(deps: RunDeps, branch: BranchView, state: IterState) -> str:
             best=best_section(deps, branch),
             reference_output=reference_output_line(deps, state.run),
             iteration_log=iteration_log(deps, branch),
-            history=history_section(deps, branch, proposals=False),
+            history=asked_line(deps, branch),  # the iterations before it: one line each, in the log
             messages=messages_section(deps, branch),
-            branches=branches_section(deps, branch),
+            branches=branches_section(deps, branch) if branch.can_branch else "",  # what a sub-branch must not repeat
             branching=branching_text(deps, branch),
-            ask=ASK_DRY_RUN if dry else ASK_MEASURED,
+            method=ASK_DRY_RUN if dry else ASK_MEASURED,
         )
         resp = await ask_text(
             deps.llm,
-            opening_turn(text, stable_prefix(deps)),
+            # The brief, the analysis and how a review goes: the same in every review of the run.
+            opening_turn(text, text[: text.index(f"Branch {branch.name}: ")]),
             ctx=CallContext(branch=branch.name, iteration=branch.iteration, node="propose"),
             system=prompts.load("system"),
             task=TASK,

@@ -58,10 +58,11 @@ async def ask_text(
     return resp
 
 
-def stable_prefix(deps: RunDeps) -> str:
+def stable_prefix(deps: RunDeps, *, source: bool = True) -> str:
     """How the branch steps' prompts open (``$problem`` then ``$analysis``): the same text in
-    every call of a run."""
-    return prompts.tidy(f"{problem_brief(deps)}\n\n{analysis_section(deps)}")  # as a rendered prompt has it
+    every call of a step in a run (``source``: the brief with the reference's source)."""
+    brief = problem_brief(deps, source=source)
+    return prompts.tidy(f"{brief}\n\n{analysis_section(deps)}")  # as a rendered prompt has it
 
 
 def opening_turn(text: str, stable: str) -> list[Message]:

@@ -42,6 +42,7 @@ def check_complete(problem: Path) -> FinalResults:
             st = read_model(layout.branch(name).iteration(i).state, IterState)
             assert st.decision is not None and st.run is not None and not st.run.ran
             assert "configurations compiled" in (st.run.message or "")  # by the author's check, or again
+            assert (st.run.compiled or 0) > 0  # the count the verdict reads, whichever check it came from
             decided += 1
     assert decided == DECIDED_ITERATIONS
     final = read_model(layout.final_results, FinalResults)

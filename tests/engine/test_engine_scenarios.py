@@ -130,14 +130,17 @@ def test_child_starts_from_the_parents_kernel(mmul_dir: Path) -> None:
     scenario = Scenario(strategies=["alpha"], decide=decide)
     original = scenario.respond
 
-    def spy(request):  # the child's plan prompt must carry the parent's kernel
-        if request.key.node == "plan" and request.key.branch == "b1-alpha.1-c":
-            seen.append(request.messages[-1].content)
+    def spy(request):  # the child's author gets the parent's kernel whole; its plan, the kernel's name
+        if request.key.node in ("plan", "author") and request.key.branch == "b1-alpha.1-c":
+            seen.append(f"{request.key.node}: " + "\n\n".join(m.content for m in request.messages if m.role == "user"))
         return original(request)
 
     scenario.respond = spy  # type: ignore[method-assign]
     run(make_engine(mmul_dir, scenario.provider(), max_iter=3, max_depth=2, n_strategies=1))
-    assert seen and "FAKE_TIME_MS: 2.0" in seen[0] and "the parent branch b1-alpha, iteration 1" in seen[0]
+    plan = next(s for s in seen if s.startswith("plan: "))
+    author = next(s for s in seen if s.startswith("author: "))
+    assert "the parent branch b1-alpha, iteration 1" in plan and "its kernels: " in plan
+    assert "FAKE_TIME_MS: 2.0" in author and "the parent branch b1-alpha, iteration 1" in author
 
 
 def test_path_budget_limits_root_to_leaf_iterations(mmul_dir: Path) -> None:

@@ -63,7 +63,8 @@ def test_a_dry_run_on_sm_90_names_the_h200s_facts(stencil: Scenario) -> None:
         text = text_of(requests(stencil, node)[0])
         assert "unknown GPU" not in text and "no device table was measured" not in text, node
         head = text[text.index("Target GPU (") :]
-        device = head[: head.index("\nTuning budget")] + "\n"
+        device = head.split("\n\n")[0].rstrip("\n") + "\n"  # the brief's last part (a dry run has no budget line)
+        assert "Tuning budget" not in text, node  # a dry run tunes nothing
         assert device.startswith("Target GPU (datasheet of the usual sm_90 GPU; a dry run measures nothing):")
         assert "NVIDIA H200 SXM (sm_90): 132 SMs at up to 1980 MHz, 141 GiB" in device
         assert "DRAM 4,800 GB/s datasheet" in device and "MUFU (rsqrt, ex2, sin...) 16" in device
@@ -147,9 +148,19 @@ def test_the_data_and_the_reference_are_stated(stencil: Scenario, tmp_path: Path
            "seed 7; set 1 redrawn)" in brief  # fmt: skip
     assert "- OUT: float[NX * NY] (16,777,216, 67.1 MB), write, validated: holds uniform random values" in brief
     assert "Reference: a CUDA kernel (ref_kernel.cu, stencil_ref), launched with grid" in brief
-    assert "Reference time: not measured yet (the first tuning measures it: CUDA events around the reference " \
-           "launch, median; a dry run never does)" in brief  # fmt: skip
+    assert "Reference time: not measured (a dry run times nothing; a tuning measures it: CUDA events around the " \
+           "reference launch, median)" in brief  # fmt: skip
     assert "Validation: each element of OUT within 1e-05 (absolute) of the reference on both input sets" in brief
+    # The author has all of it, the reference's source too; plan and propose (which plan or review a kernel)
+    # the data's ranges, the rule and the floor, the reference by its kind (the analysis describes it).
+    author = text_of(requests(stencil, "author")[0])
+    assert "Reference time: not measured (a dry run" in author and "extern \"C\" __global__ void stencil_ref" in author
+    for node in ("plan", "propose"):
+        review = text_of(requests(stencil, node)[0])
+        assert "Reference: a CUDA kernel (the analysis below describes it)" in review, node
+        assert "- IN: float[NX * NY] (16,777,216, 67.1 MB), read: uniform random values in [-1, 1]\n" in review, node
+        assert "Validation: each element of OUT within 1e-05" in review and "Physical floor:" in review, node
+        assert "stencil_ref(" not in review and "Kernel parameters, in order" not in review, node
     # A C or Python reference is the serial function it is (no grid); a seeded time is said to be seeded.
     from types import SimpleNamespace
 
@@ -192,7 +203,8 @@ def test_the_author_is_told_which_files_exist(stencil: Scenario) -> None:
     assert "There are no files yet: this iteration writes the branch's first kernels.cu and tuning.yaml" in first
     assert "read_file reads: reference, inputs.hpp." in first
     later = next(r for r in requests(stencil, "author", "b1-tiles") if r.key.iteration == 2)
-    assert "read_file reads: kernels.cu, tuning.yaml, base/kernels.cu, base/tuning.yaml, iter1/kernels.cu" in text_of(
+    # The current files are quoted whole in the task: read_file names the others.
+    assert "read_file reads the files above (base/ keeps them as they start), iter1/kernels.cu, reference" in text_of(
         later
     )
     rule = (

@@ -99,10 +99,11 @@ def _report(occ: float, limiter: str, regs: int, spills: int = 0) -> CheckReport
 
 def test_the_check_prints_spills_at_zero_and_names_the_limit_that_binds() -> None:
     text = format_report(_report(1.0, "warps", 32), "")
-    assert "k: 32 registers, 0 B spilled, 0 B shared, 256 threads -> 8 blocks/SM, occupancy 100% (full)" in text
-    assert "limited by registers" not in text and "SM_COUNT = 132" in text
+    assert "Resources (ptxas) of k, most registers first, and the occupancy they allow (its limit):" in text
+    assert ": 32 regs, 0 B spilled, 0 B smem; 256 threads -> 8 blocks/SM, 100% (full)" in text
+    assert "(registers)" not in text and "SM_COUNT = 132" in text
     text = format_report(_report(0.25, "registers", 128, spills=16), "")
-    assert "SPILLS 16 B stored / 16 B loaded" in text and "(limited by registers)" in text
+    assert "128 regs, SPILLS 16 B stored / 16 B loaded, 0 B smem" in text and "25% (registers)" in text
 
 
 def test_one_schema_and_nothing_internal_in_it() -> None:

@@ -1,6 +1,6 @@
 """``ktt check`` on the CPU (NVRTC, no GPU), issue 28: the sample always holds the extremes of the
 space, named configurations are checked (and refused with a reason), each extreme's instruction mix
-is read from its cubin (SASS through nvdisasm where installed, else NVRTC's PTX), SM_COUNT reaches
+is read from its cubin (SASS through nvdisasm, a dependency; NVRTC's PTX for an install without it), SM_COUNT reaches
 kernels and expressions, and the occupancy limit is named for what binds."""
 
 from __future__ import annotations
@@ -111,9 +111,15 @@ def _mix(report, config: dict):  # type: ignore[no-untyped-def]
     return found, kernel
 
 
-@pytest.mark.skipif(
-    instruction_mix.disassembler() is None, reason="no nvdisasm/cuobjdump (pip install nvidia-cuda-nvdisasm)"
-)
+def test_the_nvdisasm_dependency_is_found() -> None:
+    """nvidia-cuda-nvdisasm is one of cacao's dependencies: ktt finds the wheel's binary (a toolkit's
+    nvdisasm on PATH would come first), so the mix is SASS unless KTT_DISASSEMBLER=none."""
+    wheel = instruction_mix._wheel_tool("nvdisasm")
+    assert wheel is not None, "nvidia-cuda-nvdisasm is not installed: pip install -e . installs it"
+    found = instruction_mix.disassembler()
+    assert found is not None and found[0] == "nvdisasm"
+
+
 def test_the_instruction_mix_from_the_cubin_shows_an_approximate_root(tiny, compile_cache: Path) -> None:  # type: ignore[no-untyped-def]
     largest = {"BLOCK": 256, "ITEMS": 9, "APPROX": 0}
     exact = check(tiny, cache=compile_cache, sample=1, configs=[largest])
@@ -220,3 +226,21 @@ def test_the_worker_summarises_the_reference_output(tmp_path: Path) -> None:
     me = type("S", (), {"problem": problem, "work": work})()
     (stats,) = Session._reference_stats(me, problem.primary, 0)  # type: ignore[arg-type]
     assert stats == {"buffer": "Y", "count": 4, "nonfinite": 1, "min": -2.0, "max": 1.5, "mean_abs": 4.0 / 3}
+
+
+def test_the_hopper_example_shows_its_tma_and_wgmma_in_sass(compile_cache: Path) -> None:
+    """The shipped gemm_bf16 example, checked on the CPU: each extreme's SASS holds its HGMMA ops with
+    their shape and types and its TMA loads (what only a GPU run showed before nvdisasm was a dependency)."""
+    root = Path(__file__).resolve().parents[2] / "problems" / "gemm_bf16"
+    problem = load_problem(root)
+    example = root / "example"
+    report = check_kernel(
+        problem, (example / "kernels.cu").read_text(), example / "tuning.yaml", arch="sm_90", sample=1,
+        cache_dir=compile_cache,
+    )  # fmt: skip
+    assert report.ok, report.message
+    mixes = [m for c in report.configs for m in c.instruction_mix]
+    assert len(mixes) >= 2 and {m.isa for m in mixes} == {"SASS"}
+    for m in mixes:
+        assert m.mix.counts.get("tensor", 0) > 0 and m.mix.counts.get("TMA", 0) > 0, m.mix.counts
+        assert any(d.startswith("tensor:HGMMA.64x") and d.endswith(".F32.BF16") for d in m.mix.detail), m.mix.detail

@@ -274,6 +274,19 @@ async def test_anthropic_breakpoints_on_the_prefix_and_rolling_in_a_tool_loop(se
 
     assert marked(single) == ["system", "0:0"]
     assert marked(looped) == ["system", "0:0", "2:0", "4:0"]  # prefix, then the two newest user turns
+    # Two stable prefixes (the run's, then a branch's plan): both marked, then the newest turns; the
+    # system prompt only where one of the four is left (the later marks cache it with them).
+    server.push(d.text("c"), d.text("d"))
+    two = [
+        Message(role="user", content="brief", cache_prefix=True),
+        Message(role="user", content="plan", cache_prefix=True),
+        Message(role="user", content="the task"),
+    ]
+    await llm.chat(two, [TOOL], ctx=CTX, system="sys")
+    await llm.chat([*two, *loop[2:]], [TOOL], ctx=CTX, system="sys")
+    first, later = (r.body for r in server.requests[2:])
+    assert marked(first) == ["system", "0:0", "0:1", "0:2"]
+    assert marked(later) == ["0:0", "0:1", "2:0", "4:0"]
     await llm.aclose()
 
 
