@@ -112,7 +112,7 @@ def test_the_token_is_required(server) -> None:  # type: ignore[no-untyped-def]
 def test_home_screen_and_a_run_in_the_browser(server) -> None:  # type: ignore[no-untyped-def]
     from playwright.sync_api import sync_playwright
 
-    base, token, _, _ = server
+    base, token, _, log = server
     frames: list[str] = []
 
     def screen() -> str:
@@ -149,6 +149,10 @@ def test_home_screen_and_a_run_in_the_browser(server) -> None:  # type: ignore[n
                 page.screenshot(path=str(SHOTS / "serve_run.png"))
             frames.clear()
             page.keyboard.press("q")  # back to the home screen: the same session goes on
-            _wait(lambda: "4 problems" in screen(), "the home screen again", pause=tick)
+            try:
+                _wait(lambda: "4 problems" in screen(), "the home screen again", pause=tick)
+            except AssertionError as exc:
+                tail = log.read_text(errors="replace")[-3000:]
+                raise AssertionError(f"{exc}; the page's frames since q: {screen()[-3000:]!r}; serve.log: {tail}") from None
         finally:
             browser.close()
