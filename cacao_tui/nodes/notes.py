@@ -41,7 +41,8 @@ TOPICS: tuple[Topic, ...] = (
     Topic(
         "reductions",
         "warp shuffles, block reductions, partial sums across blocks, atomics and ordering",
-        _words(r"reduc|shuffle|\bshfl|atomic|partial sums?|\btree\b|softmax|row max|prefix sum|\bscan\b"),
+        # Not shuffles alone: a stencil's halo exchange uses them too (its trial was sent these notes).
+        _words(r"reduc|atomic|partial sums?|\btree\b|softmax|row max|prefix sum|\bscan\b"),
     ),
     Topic(
         "multipass",
@@ -105,11 +106,31 @@ def problem_topics(problem: Problem, arch: str) -> list[str]:
     return out
 
 
+# A word that rules its topic out: "no passes", "removes the re-read of a multi-pass kernel",
+# "instead of atomics". Looked for in the same clause, shortly before the topic's word.
+NEGATION = re.compile(
+    r"\b(no|not|nor|without|avoid\w*|instead of|rather than|remov\w*|eliminat\w*|unlike|never|"
+    r"drops?|skips?|saves?)\b",
+    re.IGNORECASE,
+)
+NEGATION_REACH = 48  # characters before the word, within its clause
+_CLAUSE_END = re.compile(r"[.;:!?\n()]")
+
+
+def _called_for(topic: Topic, words: str) -> bool:
+    """Whether ``words`` ask for ``topic``: one of its words used, not negated within its clause."""
+    for found in topic.words.finditer(words):
+        before = words[max(0, found.start() - NEGATION_REACH) : found.start()]
+        clause = _CLAUSE_END.split(before)[-1]
+        if not NEGATION.search(clause):
+            return True
+    return False
+
+
 def strategy_topics(words: str, arch: str, exclude: list[str]) -> list[str]:
     """The note sets a strategy's (or a plan's) own words call for, beyond ``exclude``."""
-    return [
-        t.name for t in TOPICS if t.name not in exclude and t.words.search(words or "") and _available(t.name, arch)
-    ]
+    words = words or ""
+    return [t.name for t in TOPICS if t.name not in exclude and _called_for(t, words) and _available(t.name, arch)]
 
 
 def notes_block(names: list[str], head: str = "Notes") -> str:

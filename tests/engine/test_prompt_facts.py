@@ -46,7 +46,7 @@ def dry_run(problem: Path, scenario: Scenario, **settings: object) -> None:
 
 @pytest.fixture(scope="module")
 def stencil(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
-    scenario = Scenario(strategies=["tiles", "shuffle"])
+    scenario = Scenario(strategies=["tiles", "reduction"])
     dry_run(copy(tmp_path_factory.mktemp("stencil"), "stencil"), scenario)
     return scenario
 
@@ -100,7 +100,7 @@ def test_the_stencil_prompts_carry_no_tma_notes_and_gemm_bf16s_do(stencil: Scena
 
 
 def test_a_strategy_gets_the_notes_its_own_words_call_for(stencil: Scenario) -> None:
-    shuffle = text_of(requests(stencil, "author", "b2-shuffle")[0])
+    shuffle = text_of(requests(stencil, "author", "b2-reduction")[0])
     tiles = text_of(requests(stencil, "author", "b1-tiles")[0])
     assert "Notes for this branch's strategy (reductions):" in shuffle and "__shfl_xor_sync" in shuffle
     assert "Notes for this branch's strategy" not in tiles and "__shfl_xor_sync" not in tiles
