@@ -225,8 +225,8 @@ def defines_text(deps: RunDeps) -> str:
 def problem_brief(deps: RunDeps, *, source: bool = True) -> str:
     """The brief; ``source``: whole (the author's and the master's steps). Without it, the brief of
     the steps that plan or review a kernel (plan, propose): the reference named by its kind only (the
-    analysis describes it; a measured run's propose gets its time with the tuning's result), no kernel
-    signature (the kernel shows it), no input seeds."""
+    analysis describes it; a measured run's propose gets its time with the tuning's result), no input
+    seeds."""
     if deps._brief is None:
         deps._brief = {}
     if source not in deps._brief:
@@ -257,13 +257,17 @@ def _render_brief(deps: RunDeps, with_source: bool) -> str:
     # One shape: its sizes are the macros above. A dry run tunes nothing: no budget.
     shapes = f"Scored shapes: {shapes}\n" if len(p.shapes) > 1 or p.declared_cases else ""
     budget = deps.settings.timeout_s or p.primary.duration_s
-    budget_line = "" if deps.settings.dry_run else f"Tuning budget per iteration: {budget:g} s.\n"
+    budget_line = "" if deps.settings.dry_run else (
+        f"Tuning budget per iteration: {budget:g} s of search: the tuner compiles, validates and times "
+        "configurations of the space for that long; a space larger than "
+        "that time allows is searched, not tried whole.\n"
+    )
+    # Every step gets the boundary's order: a plan and a review name the kernel's parameters too.
+    signature = f"Kernel parameters, in order: {p.boundary_signature() or '(no parameters)'}\n"
     if with_source:
-        signature = f"Kernel parameters, in order: {p.boundary_signature() or '(no parameters)'}\n"
         reference = (f"Reference: {reference_head(p)}\n{reference_source(deps)}\n"
                      f"Reference time: {reference_time_text(deps)}")  # fmt: skip
     else:
-        signature = ""
         reference = f"Reference: {REFERENCE_KIND[p.reference.type]} (the analysis below describes it)"
     return prompts.render(
         "problem_brief",
