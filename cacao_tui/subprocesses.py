@@ -70,12 +70,17 @@ async def _wait_unpaused(readers: asyncio.Future, timeout_s: float | None, pause
     loop = asyncio.get_running_loop()
     used = 0.0
     last = loop.time()
+    was_paused = paused()
     while True:
-        done, _ = await asyncio.wait({readers}, timeout=min(1.0, max(0.01, timeout_s - used)))
+        # Looked at ten times a second: an interval in which the state changed counts half (the
+        # change came somewhere in it), so a pause is measured to a tenth of a second, not to the
+        # whole second a coarser poll would give the state it ends in.
+        done, _ = await asyncio.wait({readers}, timeout=min(0.1, max(0.01, timeout_s - used)))
         now = loop.time()
-        if not paused():
-            used += now - last
-        last = now
+        is_paused = paused()
+        if not (was_paused and is_paused):
+            used += (now - last) * (1.0 if not (was_paused or is_paused) else 0.5)
+        last, was_paused = now, is_paused
         if done:
             readers.result()
             return
