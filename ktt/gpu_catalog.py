@@ -13,6 +13,7 @@ FP16/BF16 tensor math with FP32 accumulation at half the listed rate.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -102,8 +103,10 @@ def names() -> list[str]:
     return [g.key for g in CATALOG]
 
 
+@functools.lru_cache(maxsize=256)
 def find(text: str | None) -> GpuSpec | None:
-    """The table's entry for a name (``--target``, a driver's device name, problem.yaml's gpu.name)."""
+    """The table's entry for a name (``--target``, a driver's device name, problem.yaml's gpu.name);
+    remembered per name (every prompt of a run asks for its target's entry)."""
     if not text or not text.strip():
         return None
     exact = [g for g in CATALOG if _norm(g.key) == _norm(text) or _norm(g.name) == _norm(text)]

@@ -234,7 +234,7 @@ class IterationSteps(SteerCommands, StartPoints):
     def refresh(self, view: BranchView, cfg: BranchConfig) -> BranchView:
         """The view again, with what the user changed since it was made (messages, a forced
         action, ``cfg``'s max_iter) and the branch's latest best."""
-        m = self.manifest()
+        m = self.files.peek_manifest()  # looked at, not changed
         view.messages = list(m.messages)
         view.forced_action = m.pending_decision.action if m.pending_decision else None
         view.max_iter = self.host.budget.allowance(m, cfg)
@@ -250,7 +250,7 @@ class IterationSteps(SteerCommands, StartPoints):
         """
         if view.forced_action not in (None, "stop"):
             return False
-        m = self.manifest()
+        m = self.files.peek_manifest()  # looked at, not changed
         has_next = self.host.budget.has_next_iteration(m, cfg)
         view.max_iter = self.host.budget.allowance(m, cfg)
         return not has_next

@@ -60,7 +60,7 @@ class StartPoints(WorkerCore):
         label = f"iteration {i} of this branch"
         if latest is None or i == latest or m.best is None or m.best.iteration != i:
             return label
-        last = self.state(latest)
+        last = self.files.peek_state(latest)  # looked at, not changed
         run = last.run if last is not None else None
         failed = last is not None and (last.error is not None or (run is not None and run.ran))
         how = f"{run.best_ms:.4g} ms" if run is not None and run.best_ms is not None else (

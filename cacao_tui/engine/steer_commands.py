@@ -51,9 +51,8 @@ class SteerCommands(WorkerCore):
             cfg = self.config()
         if cfg.killed or self.kill_requested:
             raise BranchKilled()
-        m = self.manifest()
-        if paused_here or m.status != "running":
-            self.set_status(m, "running")
+        if paused_here or self.files.peek_manifest().status != "running":
+            self.set_status(self.manifest(), "running")
         return cfg
 
     # -- steering (the inbox) --------------------------------------------------------------

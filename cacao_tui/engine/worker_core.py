@@ -9,6 +9,7 @@ iteration's steps (engine/iteration_steps.py).
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Protocol, TypeVar, runtime_checkable
@@ -118,6 +119,7 @@ class WorkerCore:
         self._fresh: set[int] = set()  # iterations this worker began (see set_aside_records)
         self.files = host.branch_files(name)  # branch.json and state.json: this worker is their writer
         self.waiting: Phase | None = None  # set when the branch stopped at the other phase's step (--phase)
+        self._config: tuple[tuple[int, ...], BranchConfig] | None = None  # see config()
 
     # -- files (branch.json and state.json: this worker is their one writer) -----------------
     def manifest(self) -> BranchManifest:
@@ -127,7 +129,18 @@ class WorkerCore:
         self.files.save_manifest(m)
 
     def config(self) -> BranchConfig:
-        return read_branch_config(self.layout, self.host.deps.settings.max_iter)
+        """branch_config.json as it is now (the app and the CLI write it): parsed again only when
+        the file is another (atomic writes replace it) or changed, which a stat tells."""
+        try:
+            st = os.stat(self.layout.config, follow_symlinks=False)
+            key: tuple[int, ...] | None = (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        except OSError:
+            key = None
+        if key is not None and self._config is not None and self._config[0] == key:
+            return self._config[1].model_copy()
+        cfg = read_branch_config(self.layout, self.host.deps.settings.max_iter)
+        self._config = (key, cfg) if key is not None else None
+        return cfg.model_copy()
 
     def save_state(self, st: IterState) -> None:
         self.files.save_state(st)
@@ -216,7 +229,7 @@ class WorkerCore:
         done = 0
         for i in self.files.indices():
             if m.live(i):
-                st = self.state(i)
+                st = self.files.peek_state(i)  # looked at, not changed
                 done += 1 if st is not None and st.decision is not None else 0
         return done
 

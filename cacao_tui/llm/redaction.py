@@ -107,12 +107,23 @@ def forget_env_file_values() -> None:
     _env_file_values.clear()
 
 
+_known: list[tuple[object, tuple[str, ...]]] = []  # the last answer of known_secrets, by what it came from
+
+
 def known_secrets(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """The literal values to redact now, longest first (so a key containing another goes whole)."""
+    """The literal values to redact now, longest first (so a key containing another goes whole);
+    worked out again only when a key variable or the .env values changed (every record's every
+    string asks)."""
     env = os.environ if env is None else env
-    values = {v.strip() for v in (env.get(name) for name in key_variables()) if v}
+    raw = tuple(env.get(name) for name in key_variables())
+    source = (raw, frozenset(_env_file_values))
+    if _known and _known[0][0] == source:
+        return _known[0][1]
+    values = {v.strip() for v in raw if v}
     values |= _env_file_values
-    return tuple(sorted((v for v in values if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True))
+    secrets = tuple(sorted((v for v in values if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True))
+    _known[:] = [(source, secrets)]
+    return secrets
 
 
 class _CleanTexts:
@@ -166,13 +177,22 @@ def redact(text: str, secrets: Iterable[str] | None = None) -> str:
     return out
 
 
+# The shortest string any rule or known value can change: a URL's "://u:p@" (7 characters).
+SHORTEST_SECRET_TEXT = 7
+
+
 def redact_data(data: Any, secrets: tuple[str, ...] | None = None) -> Any:
     """A copy of JSON-like ``data`` (dicts, lists, strings) with every string redacted."""
-    known = known_secrets() if secrets is None else secrets
+    return _redact_data(data, known_secrets() if secrets is None else secrets)
+
+
+def _redact_data(data: Any, known: tuple[str, ...]) -> Any:
+    # Numbers, booleans, None and strings too short to hold a secret are taken as they are
+    # without a call (a call record has thousands of them).
     if isinstance(data, str):
-        return redact(data, known)
+        return redact(data, known) if len(data) >= SHORTEST_SECRET_TEXT else data
     if isinstance(data, dict):
-        return {k: redact_data(v, known) for k, v in data.items()}
+        return {k: _redact_data(v, known) if isinstance(v, (str, dict, list, tuple)) else v for k, v in data.items()}
     if isinstance(data, (list, tuple)):
-        return [redact_data(v, known) for v in data]
+        return [_redact_data(v, known) if isinstance(v, (str, dict, list, tuple)) else v for v in data]
     return data

@@ -9,11 +9,12 @@ back from a tampered file (``x/../../../pwn``) is an error, never a directory ou
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Annotated
 
 from pydantic import AfterValidator
@@ -56,8 +57,7 @@ def check_strategy_name(name: str) -> str:
 def check_run_path(path: str) -> str:
     """A path a run's file records (a kernel, a summary; relative to output/, or absolute as older
     runs wrote them): never '..', no NUL. Where one is used to read, ``RunLayout.within_output``."""
-    parts = PurePosixPath(path).parts
-    if ".." in parts or "\x00" in path or len(path) > 4096:
+    if ".." in path.split("/") or "\x00" in path or len(path) > 4096:  # PurePosixPath(path).parts, faster
         raise UnsafeName(f"{safe_line(path, 80)!r} is not a path of a run's file (no '..')")
     return path
 
@@ -67,51 +67,56 @@ StrategyName = Annotated[str, AfterValidator(check_strategy_name)]
 RunPath = Annotated[str, AfterValidator(check_run_path)]
 
 
+# The layouts keep the paths they derive (each is a few Path joins, asked for thousands of times a
+# run) and the branch and iteration layouts they hand out, up to this many of each.
+LAYOUT_CACHE = 4096
+
+
 @dataclass(frozen=True)
 class RunLayout:
     problem_dir: Path
 
-    @property
+    @functools.cached_property
     def output(self) -> Path:
         return self.problem_dir / "output"
 
-    @property
+    @functools.cached_property
     def archive(self) -> Path:
         return self.problem_dir / "archive"
 
-    @property
+    @functools.cached_property
     def context(self) -> Path:
         return self.output / "context.json"
 
-    @property
+    @functools.cached_property
     def master(self) -> Path:
         return self.output / "master.json"
 
-    @property
+    @functools.cached_property
     def pool(self) -> Path:
         return self.output / "pool.json"
 
-    @property
+    @functools.cached_property
     def device(self) -> Path:
         return self.output / "device.json"
 
-    @property
+    @functools.cached_property
     def final_results(self) -> Path:
         return self.output / "final_results.json"
 
-    @property
+    @functools.cached_property
     def reference_time(self) -> Path:
         return self.output / "reference_time.json"
 
-    @property
+    @functools.cached_property
     def run_log(self) -> Path:
         return self.output / "run.jsonl"
 
-    @property
+    @functools.cached_property
     def master_llm(self) -> Path:
         return self.output / "llm"
 
-    @property
+    @functools.cached_property
     def branches(self) -> Path:
         return self.output / "branches"
 
@@ -123,7 +128,13 @@ class RunLayout:
 
     def branch(self, name: str) -> BranchLayout:
         """The branch's directory; UnsafeName for a name that is not a branch name."""
-        return BranchLayout(self.branches / check_branch_name(name))
+        known: dict[str, BranchLayout] = self.__dict__.setdefault("_branch_layouts", {})
+        found = known.get(name)
+        if found is None:
+            found = BranchLayout(self.branches / check_branch_name(name))
+            if len(known) < LAYOUT_CACHE:
+                known[name] = found
+        return found
 
     def branch_names(self) -> list[str]:
         """The branches on disk: directories of branch names (never a link) holding a branch.json."""
@@ -140,20 +151,26 @@ class RunLayout:
 class BranchLayout:
     root: Path
 
-    @property
+    @functools.cached_property
     def name(self) -> str:
         return self.root.name
 
-    @property
+    @functools.cached_property
     def manifest(self) -> Path:
         return self.root / "branch.json"
 
-    @property
+    @functools.cached_property
     def config(self) -> Path:
         return self.root / "branch_config.json"
 
     def iteration(self, index: int) -> IterLayout:
-        return IterLayout(self.root / f"iter{index}")
+        known: dict[int, IterLayout] = self.__dict__.setdefault("_iteration_layouts", {})
+        found = known.get(index)
+        if found is None:
+            found = IterLayout(self.root / f"iter{index}")
+            if len(known) < LAYOUT_CACHE:
+                known[index] = found
+        return found
 
     def iteration_indices(self) -> list[int]:
         if not self.root.is_dir():
@@ -170,35 +187,35 @@ class BranchLayout:
 class IterLayout:
     root: Path
 
-    @property
+    @functools.cached_property
     def state(self) -> Path:
         return self.root / "state.json"
 
-    @property
+    @functools.cached_property
     def kernel(self) -> Path:
         return self.root / "kernels.cu"
 
-    @property
+    @functools.cached_property
     def spec(self) -> Path:
         return self.root / "tuning.yaml"
 
-    @property
+    @functools.cached_property
     def tune_dir(self) -> Path:
         return self.root / "tune"
 
-    @property
+    @functools.cached_property
     def tune_summary(self) -> Path:
         return self.tune_dir / "summary.json"
 
-    @property
+    @functools.cached_property
     def tune_results(self) -> Path:
         return self.tune_dir / "results.jsonl"
 
-    @property
+    @functools.cached_property
     def profile(self) -> Path:
         return self.root / "profile.json"
 
-    @property
+    @functools.cached_property
     def llm(self) -> Path:
         return self.root / "llm"
 
