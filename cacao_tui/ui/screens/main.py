@@ -91,6 +91,8 @@ class MainScreen(Screen[None]):
             started = await asyncio.to_thread(read_run_started, self.run_layout)
             if started is not None:
                 self.view.apply(started)
+        if not self.app.is_running or not self.is_attached:
+            return  # the app began to close while the run's files were read
         self.branch_tree.sync(self.view, {RUN, *self.view.branches})
         self.details.update_header(self.view, self.selection)
         self.status_bar.update_bar()
@@ -207,8 +209,8 @@ class MainScreen(Screen[None]):
         self._stale = False
         selection = self.selection
         data = await asyncio.to_thread(load_selection, self.run_layout, selection)
-        if selection != self.selection:
-            return
+        if selection != self.selection or not self.app.is_running or not self.is_attached:
+            return  # another selection since, or the app began to close while the files were read
         self.details_loads += 1
         progress = None
         ended = None

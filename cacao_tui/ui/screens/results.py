@@ -185,6 +185,8 @@ class ResultsScreen(Screen[None]):
         loaded = safe_value(await asyncio.to_thread(load_results, self._layout))
         best = loaded.results.best if loaded.results else None
         floor_ms = await asyncio.to_thread(best_floor_ms, self._layout, best) if best is not None else None
+        if not self.app.is_running or not self.is_attached:
+            return  # closed (Esc, the app quitting) while the files were read
         self._loaded = loaded
         self.query_one(ResultsPictures).show(loaded, floor_ms)
         self.query_one("#results-header", Static).update(results_header(loaded, self._layout))
