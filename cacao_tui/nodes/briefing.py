@@ -8,7 +8,7 @@ from cacao_tui.nodes.branch_queries import DiskBranches, branch_index_lines, sum
 from cacao_tui.nodes.context import BranchView, RunDeps, SourceFiles
 from cacao_tui.nodes.workspace import read_model_file
 from cacao_tui.store.atomic import StateFileError, read_model_or_none
-from cacao_tui.store.state import IterState, TuneOutcome
+from cacao_tui.store.state import CaseOutcome, IterState, TuneOutcome
 from ktt.csource import global_function_lines
 
 EXISTING_CHARS = 160  # one branch's strategy title in the tree decide sees (cut at a word)
@@ -37,6 +37,8 @@ def outcome_text(run: TuneOutcome | None) -> str:
         text += f" ({run.speedup:.2f}x over the reference)"
     if run.score is not None:
         text += f", score {run.score:.2f} (geometric mean over shapes)"
+        if run.cases:  # each shape over its own reference: where the score can still gain
+            text += " [" + "; ".join(_case_text(c) for c in run.cases) + "]"
     text += f", {run.valid}/{run.evaluated} configurations valid"
     if failures:
         text += f"; failures: {failures}"
@@ -46,6 +48,17 @@ def outcome_text(run: TuneOutcome | None) -> str:
         text += "; SUSPECT: faster than the physical floor"
     if run.message:  # with cases: the case that failed, or was not run
         text += f"; {run.message}"
+    return text
+
+
+def _case_text(case: CaseOutcome) -> str:
+    if case.time_ms is None:
+        return f"{case.name}: {case.status}"
+    text = f"{case.name} {case.time_ms:.4g} ms"
+    if case.reference_ms is not None:
+        text += f" vs reference {case.reference_ms:.4g} ms"
+    if case.speedup:
+        text += f" = {case.speedup:.2f}x"
     return text
 
 

@@ -190,3 +190,20 @@ async def test_a_prompt_built_inside_a_slot_sees_the_run_as_it_is_when_sent() ->
     gate.release[1].set()
     await waiting
     assert seen == ["stopped, 1 iteration"]
+
+
+def test_a_result_over_several_shapes_names_each_shapes_time_and_reference() -> None:
+    """A trial's reviewer could not judge the per-shape speedups behind a score (only the primary's
+    time and the score were shown)."""
+    from cacao_tui.nodes.briefing import outcome_text
+    from cacao_tui.store.state import CaseOutcome, TuneOutcome
+
+    cases = [
+        CaseOutcome(name="square", status="ok", time_ms=0.0363, reference_ms=0.0656, speedup=1.8),
+        CaseOutcome(name="small", status="ok", time_ms=0.0059, reference_ms=0.0079, speedup=1.35),
+        CaseOutcome(name="tall", status="no_valid"),
+    ]
+    run = TuneOutcome(ran=True, best_ms=0.0363, speedup=1.8, score=1.63, valid=9, evaluated=9, cases=cases)
+    text = outcome_text(run)
+    assert "score 1.63 (geometric mean over shapes) [square 0.0363 ms vs reference 0.0656 ms = 1.80x; " \
+           "small 0.0059 ms vs reference 0.0079 ms = 1.35x; tall: no_valid]" in text  # fmt: skip
