@@ -155,6 +155,8 @@ def test_the_data_and_the_reference_are_stated(stencil: Scenario, tmp_path: Path
     # the data's ranges, the rule, the floor and the boundary, the reference by its kind (the analysis
     # describes it).
     author = text_of(requests(stencil, "author")[0])
+    # Which result is the best, where several shapes are scored (a trial's player could not tell).
+    assert "every shape must pass; the best result is the highest score, then the fastest on the primary" in author
     assert "Reference time: not measured (a dry run" in author and "extern \"C\" __global__ void stencil_ref" in author
     for node in ("plan", "propose"):
         review = text_of(requests(stencil, node)[0])
