@@ -90,7 +90,8 @@ def target_lines(d: DeviceReport, measured: bool) -> list[str]:
     blocks = f"{d.max_blocks_per_sm} blocks, " if d.max_blocks_per_sm else ""
     per_sm = f"per SM: {d.max_threads_per_sm} threads, {blocks}{d.regs_per_sm:,} registers, "
     per_sm += f"{d.smem_per_sm / kib:.0f} KiB shared memory; per block: {d.max_threads_per_block} threads, "
-    per_sm += f"{d.smem_per_block_optin / kib:.0f} KiB shared memory (opt-in above {d.smem_per_block / kib:.0f} KiB)"
+    per_sm += (f"{d.smem_per_block_optin / kib:.0f} KiB shared memory (above {d.smem_per_block / kib:.0f} KiB "
+               "only as dynamic shared memory; the tuner sets the opt-in)")
     lines.append(per_sm)
     bandwidth = []
     if d.copy_bandwidth_gbs:
