@@ -55,6 +55,7 @@ from cacao_tui.store.atomic import (
 from cacao_tui.store.finished_run import nothing_to_resume
 from cacao_tui.store.layout import RunLayout, UnsafeLayout, check_contained
 from cacao_tui.store.original_run import is_original_output, refusal
+from cacao_tui.store.phases import phase_command, read_phase_state
 from cacao_tui.store.run_lock import RunLocked, acquire_run_lock, held_here
 from cacao_tui.store.run_state import check_run_state
 from cacao_tui.store.state import Context, GpuInfo, RunSettings
@@ -184,11 +185,27 @@ def _refuse_original_run(request: RunRequest, layout: RunLayout) -> None:
         raise LaunchError(refusal(layout.output, layout.problem_dir, what))
 
 
+def _refuse_restarting_a_split_run(request: RunRequest, layout: RunLayout) -> None:
+    """A phase without --resume on a split run that waits for its next phase would archive it and
+    start over (a trial's operator did so by mistake): one line naming the command that continues
+    it, before anything is written. A run without --phase still starts anew, as always."""
+    if request.phase is None or request.resume:
+        return
+    state = read_phase_state(layout)
+    waits = state.next_phase if state is not None else None
+    if waits is not None:
+        raise LaunchError(
+            f"{layout.output}: a split run waits for its {'GPU' if waits == 'gpu' else 'model'} phase; "
+            f"continue it with: {phase_command(layout.problem_dir, waits)} (a new run: move output/ away first)"
+        )
+
+
 def build_engine(request: RunRequest) -> tuple[Engine, EventBus]:
     request = with_run_settings(request)  # a resumed phase: the run's own settings by default
     request = dataclasses.replace(request, dry_run=_dry_run_asked(request))
     problem = request.problem
     _refuse_original_run(request, RunLayout(problem.directory))
+    _refuse_restarting_a_split_run(request, RunLayout(problem.directory))
     llm_env = llm_environment(problem.directory)  # keys and choices of .env files; os.environ untouched
     for note in llm_env.notes:
         print(f"cacao: warning: {safe_text(note)}", file=sys.stderr)

@@ -86,6 +86,13 @@ def test_phases_alternate_through_the_command(mmul_dir: Path, tmp_path: Path) ->
     assert gpu.returncode == 0, gpu.stdout[-3000:] + gpu.stderr[-3000:]
     assert gpu.stdout.strip().splitlines()[-1].endswith("continue with: cacao --dir mmul --resume --phase llm")
     assert "the GPU phase (no LLM call)" in gpu.stdout and "LLM" not in gpu.stderr
+    # A phase without --resume would archive the waiting run and start anew: one line, exit 2, nothing written.
+    before = sorted(p.name for p in mmul_dir.iterdir())
+    again = cacao(mmul_dir, "--provider", "replay", "--phase", "llm", env=model_env)
+    said = (again.stdout + again.stderr).strip().splitlines()
+    assert again.returncode == 2 and len(said) == 1, said
+    assert "a split run waits for its model phase; continue it with: cacao --dir mmul --resume --phase llm" in said[0]
+    assert sorted(p.name for p in mmul_dir.iterdir()) == before  # no archive/ of the waiting run
     data["settings"]["provider"], data["settings"]["model"] = "replay", "replay"
     context.write_text(json.dumps(data))
     for _ in range(40):
