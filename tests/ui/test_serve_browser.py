@@ -153,6 +153,7 @@ def test_home_screen_and_a_run_in_the_browser(server) -> None:  # type: ignore[n
                 _wait(lambda: "4 problems" in screen(), "the home screen again", pause=tick)
             except AssertionError as exc:
                 tail = log.read_text(errors="replace")[-3000:]
-                raise AssertionError(f"{exc}; the page's frames since q: {screen()[-3000:]!r}; serve.log: {tail}") from None
+                shown = screen()[-3000:]
+                raise AssertionError(f"{exc}; the page's frames since q: {shown!r}; serve.log: {tail}") from None
         finally:
             browser.close()
