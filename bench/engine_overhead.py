@@ -5,12 +5,16 @@ once, so what is left is the engine itself: state files (atomic writes with fsyn
 records, prompts, events, the run log and the scheduling of the branch tasks.
 
     python bench/engine_overhead.py [--branches 8] [--iterations 10] [--repeats 3] [--counts]
+                                    [--profile N]
 
 Prints a table: wall time, iterations, ms per iteration (median of the repeats) and the CPU
 time of the process per iteration (user + system: what is left of the wall time is waiting,
 mostly for fsync). With ``--counts``, one more run (not timed) counts the engine's file traffic
 per iteration: fsyncs (one per atomic write) and the time spent in them, files opened for
 reading (by open() and by os.open(), the capped state reader), and the most read file names.
+With ``--profile N``, one more run (not timed) under cProfile prints the N functions with the
+most own time and the N with the most cumulative time, per iteration: where the CPU goes on the
+machine at hand (the H200's host spends about three times this VM's CPU on an iteration).
 
 The run's files go under $TMPDIR: ``TMPDIR=/dev/shm`` (a tmpfs) leaves the disk out and
 measures the engine's CPU alone, which is what a loaded machine's disk hides.
@@ -21,9 +25,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import builtins
+import cProfile
 import io
 import json
 import os
+import pstats
 import resource
 import shutil
 import statistics
@@ -148,6 +154,9 @@ def main() -> int:
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--counts", action="store_true", help="also count fsyncs and file reads per iteration")
+    ap.add_argument(
+        "--profile", type=int, default=0, metavar="N", help="also print the top N functions of a profiled run"
+    )
     args = ap.parse_args()
     per_iter: list[float] = []
     walls: list[float] = []
@@ -181,7 +190,29 @@ def main() -> int:
             + f", time in fsync {fsync_s / n * 1000:.1f} ms"
         )
         print("most read: " + ", ".join(f"{name} {v / n:.1f}" for name, v in names.most_common(6)))
+    if args.profile > 0:
+        print_profile(args.branches, args.iterations, args.profile)
     return 0
+
+
+def print_profile(branches: int, iterations: int, top: int) -> None:
+    """One run under cProfile: the top functions by own and by cumulative time, ms per iteration."""
+    profiler = cProfile.Profile()
+    with tempfile.TemporaryDirectory() as tmp:
+        problem_dir = fresh_copy(tmp)
+        profiler.enable()
+        _, n = asyncio.run(one_run(problem_dir, branches, iterations))
+        profiler.disable()
+    stats = pstats.Stats(profiler)
+    rows = stats.stats  # type: ignore[attr-defined]
+    total = sum(tt for _, _, tt, _, _ in rows.values())
+    print(f"profiled run: {total / n * 1000:.1f} ms of CPU an iteration under cProfile (its own cost included)")
+    for title, index in (("own time", 2), ("cumulative time", 3)):
+        print(f"top {top} by {title} (ms / iteration, calls / iteration, function):")
+        ranked = sorted(rows.items(), key=lambda kv: kv[1][index], reverse=True)[:top]
+        for (file, line, name), (_, calls, tt, ct, _) in ranked:
+            where = f"{Path(file).parent.name}/{Path(file).name}:{line}" if line else file
+            print(f"  {(tt if index == 2 else ct) / n * 1000:8.3f} {calls / n:9.1f}  {name} ({where})")
 
 
 if __name__ == "__main__":
