@@ -16,6 +16,7 @@ the response is capped on arrival.
 from __future__ import annotations
 
 import re
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -105,8 +106,11 @@ def recording_path(record_root: Path, key: CallKey) -> Path:
 
 
 def write_record(record_root: Path, record: CallRecord) -> Path:
+    """The call's record beside its iteration, atomically but without an fsync: no state of the
+    run depends on a record (a resume asks again what a lost record answered), so a power cut
+    may cost the last records, never the run; a record it left empty reads as absent."""
     path = recording_path(record_root, record.key)
-    write_json_atomic(path, redact_data(record.model_dump(mode="json")))
+    write_json_atomic(path, redact_data(record.model_dump(mode="json")), durable=False)
     record.path = path
     return path
 
@@ -130,4 +134,15 @@ def read_record(path: Path) -> CallRecord:
 
 
 def read_records(output_dir: Path) -> list[CallRecord]:
-    return sorted((read_record(p) for p in record_files(output_dir)), key=lambda r: r.key.sort_key())
+    """Every call record of a run, in call order; an empty record file (a power cut before the
+    record reached the disk, write_record) counts as absent."""
+    files = (p for p in record_files(output_dir) if not _empty(p))
+    return sorted((read_record(p) for p in files), key=lambda r: r.key.sort_key())
+
+
+def _empty(path: Path) -> bool:
+    try:
+        st = path.lstat()
+    except OSError:
+        return False  # read_record says what it is
+    return stat.S_ISREG(st.st_mode) and st.st_size == 0

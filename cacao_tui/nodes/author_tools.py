@@ -19,7 +19,10 @@ def _spec(name: str, description: str, properties: dict, required: list[str]) ->
     )
 
 
-FILE_PARAM = {"type": "string", "description": "kernels.cu or tuning.yaml"}
+FILE_PARAM = {
+    "type": "string",
+    "description": "kernels.cu or tuning.yaml (tuning.yaml only in a configuration-only iteration)",
+}
 INT = {"type": "integer"}
 STR = {"type": "string"}
 

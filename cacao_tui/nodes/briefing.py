@@ -164,7 +164,11 @@ def start_section(deps: RunDeps, branch: BranchView, *, workspace: bool = True, 
                 "(write_file); the reference is in the problem above.\n"
             )
         return "There is no earlier kernel in this branch: the first one is written from the reference.\n"
-    where = " (in your workspace: edit or write them)" if workspace else ""
+    where = ""
+    if workspace:
+        configure = branch.mode == "configure"
+        kept = " (in your workspace: edit or write tuning.yaml; kernels.cu stays)"
+        where = kept if configure else " (in your workspace: edit or write them)"
     if not kernel:
         names = ", ".join(sorted(global_function_lines(start.kernel))) or "no extern \"C\" __global__ function found"
         lines = len(start.kernel.splitlines())
@@ -174,7 +178,9 @@ def start_section(deps: RunDeps, branch: BranchView, *, workspace: bool = True, 
     return f"Current files, from {start.label}{where}:\n" + source_block(start, deps.defaults.source_chars) + "\n"
 
 
-def best_section(deps: RunDeps, branch: BranchView) -> str:
+def best_section(deps: RunDeps, branch: BranchView, current: SourceFiles | None = None) -> str:
+    """The branch's best so far; its files only where they are not the ones the prompt shows as
+    current (``current``: a review's own iteration files; else the iteration's start)."""
     best = branch.best
     if best is None:
         return "" if deps.settings.dry_run else "Best of this branch so far: none yet.\n"  # a dry run times nothing
@@ -187,9 +193,14 @@ def best_section(deps: RunDeps, branch: BranchView) -> str:
     text += f", {where}" if best.branch == branch.name else f", {best.branch} {where}"
     if best.config:
         text += ", config " + ", ".join(f"{k}={v}" for k, v in best.config.items())
-    if branch.best_files is not None and branch.best_files.kernel is not None:
+    files = branch.best_files
+    if current is not None and best.branch == branch.name and best.iteration == branch.iteration:
+        text += " (this iteration: the files above)"
+    elif current is not None and files is not None and (files.kernel, files.spec) == (current.kernel, current.spec):
+        text += " (its files are the same as this iteration's, shown above)"
+    elif files is not None and files.kernel is not None:
         text += ". Its files (best/kernels.cu, best/tuning.yaml) differ from the current ones:\n" + source_block(
-            branch.best_files, deps.defaults.source_chars
+            files, deps.defaults.source_chars
         )
     elif branch.start is not None and best.branch == branch.name and best.iteration == branch.start.iteration:
         text += " (the current files)"

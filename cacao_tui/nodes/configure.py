@@ -9,6 +9,7 @@ from cacao_tui.nodes.notes import notes_block, problem_topics, strategy_topics
 from cacao_tui.nodes.problem_brief import problem_brief
 from cacao_tui.nodes.replies import YAML_START, ask_text, code_reply, opening_turn
 from cacao_tui.nodes.target import target_of
+from cacao_tui.nodes.workspace import write_model_file
 
 TASK = "reply with the whole tuning.yaml in one ```yaml fenced block."
 
@@ -33,7 +34,7 @@ async def configure(deps: RunDeps, branch: BranchView, kernel: str, errors: str 
     spec = code_reply(resp.text, ("yaml", "yml"), "launches:", YAML_START)
     if not spec or "launches" not in spec:
         raise ReplyUnusable("configure: the reply holds no ```yaml block with launches", reason="no tuning.yaml")
-    branch.it.spec.write_text(spec, encoding="utf-8")
+    write_model_file(branch.it.spec, spec)
     return spec
 
 

@@ -124,8 +124,13 @@ def copy_bounded(source: Path, target: Path, limit: int = MAX_COPY_BYTES) -> boo
     try:
         if source.is_symlink() or not source.is_file() or source.stat().st_size > limit:
             return False
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+        try:
+            shutil.copyfile(source, target)
+        except FileNotFoundError:
+            if target.parent.is_dir():
+                raise
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
         return True
     except OSError:
         return False

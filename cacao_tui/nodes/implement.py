@@ -9,6 +9,7 @@ from cacao_tui.nodes.briefing import last_decision_section, messages_section, st
 from cacao_tui.nodes.context import BranchView, RunDeps
 from cacao_tui.nodes.problem_brief import problem_brief
 from cacao_tui.nodes.replies import ask_text, code_reply, opening_turn
+from cacao_tui.nodes.workspace import write_model_file
 
 TASK = "reply with the whole kernels.cu in one ```cuda fenced block."
 
@@ -37,6 +38,5 @@ async def implement(deps: RunDeps, branch: BranchView, plan: str, errors: str = 
         raise ReplyUnusable(
             "implement: the reply holds no ```cuda block with a __global__ kernel", reason="no kernel in the reply"
         )
-    branch.it.root.mkdir(parents=True, exist_ok=True)
-    branch.it.kernel.write_text(source, encoding="utf-8")
+    write_model_file(branch.it.kernel, source)
     return source

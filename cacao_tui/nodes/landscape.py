@@ -47,8 +47,8 @@ def _ms(value: float | None) -> str:
 def edge_note(name: str, best: object, declared: list[object]) -> str:
     """'' or why the best value of ``name`` says the range should move."""
     numeric = [v for v in declared if isinstance(v, int | float) and not isinstance(v, bool)]
-    if len(numeric) < 2 or best not in numeric:
-        return ""
+    if len(numeric) < 2 or best not in numeric or set(numeric) <= {0, 1}:
+        return ""  # a 0/1 switch has no larger or smaller value to try
     low, high = min(numeric), max(numeric)  # type: ignore[type-var]
     shown = ", ".join(map(str, sorted(numeric)))  # type: ignore[type-var]
     if best == high:

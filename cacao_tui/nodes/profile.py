@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -94,10 +95,16 @@ def _change(value: float | str | None, before: float | str | None) -> str:
 
 
 def profile_text(
-    deps: RunDeps, branch: BranchView, outcome: ProfileOutcome | None, earlier: tuple[int, Path] | None = None
+    deps: RunDeps,
+    branch: BranchView,
+    outcome: ProfileOutcome | None,
+    earlier: tuple[int, Path] | None = None,
+    tuned_ms: float | None = None,
 ) -> str:
     """The metrics as the propose step reads them, each with its change since ``earlier``
-    (the iteration number and profile of the last profiled iteration before this one)."""
+    (the iteration number and profile of the last profiled iteration before this one), and how
+    the tuner's time of the profiled configuration (``tuned_ms``) compares with the kernels'
+    own durations."""
     if outcome is None or not outcome.ran:
         return outcome.message if outcome and outcome.message else "no profile"
     report = _read_report(branch.it.profile)
@@ -106,23 +113,58 @@ def profile_text(
         headline = ", ".join(f"{k} {v}" for k, v in outcome.headline.items())
         return diagnosis + f"roofline: {outcome.roofline}; {headline}"
     before = _read_report(earlier[1]) if earlier else None
-    old: dict[tuple[str, str], float | str | None] = {}
-    old_class: dict[str, str] = {}
+    # A kernel launched several times (the passes of a repeat) is compared launch by launch:
+    # its n-th launch now against its n-th launch then.
+    old: dict[tuple[str, int, str], float | str | None] = {}
+    old_class: dict[tuple[str, int], str] = {}
     if before is not None:
-        for k in before.kernels:
-            old_class[k.kernel] = k.roofline
+        for k, nth in _numbered(before.kernels):
+            old_class[(k.kernel, nth)] = k.roofline
             for m in k.metrics:
-                old[(k.kernel, m.name)] = m.value
+                old[(k.kernel, nth, m.name)] = m.value
     against = " (no earlier profile):"
     if before is not None and earlier:
         against = f" (changes against iteration {earlier[0]}):"
     lines = [diagnosis + "Metrics" + against]
-    for k in report.kernels:
-        was = old_class.get(k.kernel)
+    for k, nth in _numbered(report.kernels):
+        was = old_class.get((k.kernel, nth))
         change = f" (was {was})" if was is not None and was != k.roofline else ""
         lines.append(f"kernel {k.kernel} (launch {k.launch_index}): {k.roofline}{change}")
         for m in k.metrics:
             value = f"{m.value:.4g}" if isinstance(m.value, float) else str(m.value)
-            delta = _change(m.value, old[(k.kernel, m.name)]) if (k.kernel, m.name) in old else ""
+            key = (k.kernel, nth, m.name)
+            delta = _change(m.value, old[key]) if key in old else ""
             lines.append(f"  [{m.section}] {m.label}: {value} {m.unit}".rstrip() + delta)
-    return "\n".join(lines)
+    timing = timing_line(tuned_ms, [k.duration_ms for k in report.kernels])
+    return "\n".join(lines + ([timing] if timing else []))
+
+
+def _numbered(kernels: list[Any]) -> list[tuple[Any, int]]:
+    """Each profiled launch with its occurrence number among the launches of the same kernel."""
+    seen: dict[str, int] = {}
+    out = []
+    for k in kernels:
+        seen[k.kernel] = seen.get(k.kernel, 0) + 1
+        out.append((k, seen[k.kernel]))
+    return out
+
+
+def timing_line(tuned_ms: float | None, durations: list[float | None]) -> str:
+    """How the tuner's time compares with the kernels' own durations ('' when either is unknown)."""
+    known = [d for d in durations if d is not None]
+    if tuned_ms is None or not known or len(known) != len(durations):
+        return ""
+    kernels_ms = sum(known)
+    gap_us = (tuned_ms - kernels_ms) * 1000
+    text = (
+        f"Timing: the tuner's {tuned_ms:.4g} ms is CUDA events around the whole launch sequence (the "
+        "zeroing of scratch buffers, every launch and the gaps between them; the median of its "
+        f"repeats); Nsight Compute's kernel durations add up to {kernels_ms:.4g} ms"
+    )
+    if gap_us > 0:
+        text += (
+            f". The {gap_us:.1f} us between them ({gap_us / 10 / tuned_ms:.0f} % of the time) is the "
+            "launch sequence's fixed cost, not the kernels' work: fewer launches or less zeroing "
+            "shrink it, a faster kernel body does not"
+        )
+    return text + "."

@@ -101,15 +101,14 @@ async def propose(deps: RunDeps, branch: BranchView, state: IterState) -> str:
     if state.run and state.run.confirmed:
         tuning += " (best confirmed on a fresh input set)"
     it = branch.it
-    source = source_block(
-        SourceFiles(kernel=_read(it.kernel), spec=_read(it.spec), label=f"iteration {branch.iteration}"),
-        deps.defaults.source_chars,
-    )
+    current = SourceFiles(kernel=_read(it.kernel), spec=_read(it.spec), label=f"iteration {branch.iteration}")
+    source = source_block(current, deps.defaults.source_chars)
     if dry:
         measured = ""  # the question says it: nothing was timed or profiled
     else:
         landscape = landscape_summary(it, _read(it.spec), deps.defaults.landscape_top)
-        profile = profile_text(deps, branch, state.profile, last_profiled(branch))
+        tuned = state.run.best_ms if state.run is not None else None
+        profile = profile_text(deps, branch, state.profile, last_profiled(branch), tuned)
         measured = (
             f"Tuning result: {tuning}\n\nTuning landscape:\n{landscape}\n\n"
             f"Profile of the best configuration (Nsight Compute):\n{profile}\n"
@@ -127,7 +126,7 @@ async def propose(deps: RunDeps, branch: BranchView, state: IterState) -> str:
             check=check_section(state),
             measured=measured,
             analysis=analysis_section(deps),
-            best=best_section(deps, branch),
+            best=best_section(deps, branch, current),
             reference_output=reference_output_line(deps, state.run),
             iteration_log=iteration_log(deps, branch),
             history=asked_line(deps, branch),  # the iterations before it: one line each, in the log

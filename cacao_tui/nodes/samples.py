@@ -22,7 +22,7 @@ from cacao_tui.nodes.author import AuthorFailed, author
 from cacao_tui.nodes.context import BranchView, RunDeps
 from cacao_tui.nodes.fingerprint import source_fingerprint
 from cacao_tui.nodes.validate import validate_files
-from cacao_tui.nodes.workspace import read_model_file
+from cacao_tui.nodes.workspace import forget_model_file, read_model_file
 from cacao_tui.settings import tuner_watchdog_s
 from cacao_tui.store.state import AuthorOutcome, SampleOutcome
 
@@ -112,6 +112,7 @@ async def author_samples(deps: RunDeps, branch: BranchView, plan: str, k: int) -
     sample.chosen = True
     for name in ("kernels.cu", "tuning.yaml"):
         shutil.copyfile(view.it.root / name, branch.it.root / name)
+        forget_model_file(branch.it.root / name)
     picked = results[(view.sample or 1) - 1]
     assert isinstance(picked, AuthorOutcome)
     total.ok = True

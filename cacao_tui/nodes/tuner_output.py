@@ -113,7 +113,13 @@ def summary_lines(s: TuneSummary) -> list[str]:
         t = f"{c.time_ms:.4g} ms" if c.time_ms is not None else "-"
         lines.append(f"case {c.name}: {c.status} {t}" + (f" ({c.error})" if c.error else ""))
     if s.floor is not None and s.floor.fraction_of_floor is not None:
-        lines.append(f"physical floor: {s.floor.floor_ms:.4g} ms; best is at {s.floor.fraction_of_floor:.0%} of it")
+        floor = f"physical floor: {s.floor.floor_ms:.4g} ms; best is at {s.floor.fraction_of_floor:.0%} of it"
+        if s.floor.bytes and s.floor.bandwidth_gbs:
+            floor += (
+                f" (its bytes at the copy bandwidth this tuning run measured, {s.floor.bandwidth_gbs:,.0f} GB/s: "
+                "measured afresh in every run, so it moves by a percent or so)"
+            )
+        lines.append(floor)
     if s.worker_restarts:
         lines.append(f"GPU worker restarts: {s.worker_restarts}")
     lines += [f"warning: {w}" for w in s.warnings]

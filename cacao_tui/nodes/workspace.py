@@ -9,7 +9,11 @@ source (``reference``) and the generated ``inputs.hpp``. Never another branch's 
 
 from __future__ import annotations
 
+import os
 import re
+import stat
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,13 +30,102 @@ CONFIG_ONLY = "this is a configuration-only iteration: kernels.cu stays as it is
 _ITER = re.compile(r"^iter(\d+)/(kernels\.cu|tuning\.yaml)\Z")
 
 
+class _ReadCache:
+    """The text of model files already read, by path, kept while the file is the same one: same
+    device, inode, size, modification and change times (``lstat``; a link is never cached).
+
+    Every step of an iteration reads its kernels.cu and tuning.yaml again (a dozen reads an
+    iteration); an ``lstat`` replaces each open and read. Whatever writes these files in this
+    process does it through ``write_model_file`` or calls ``forget``, so a rewrite within the
+    file system's timestamp tick is seen too; a writer outside changes the change time (or the
+    inode, or the size). Bounded in files and bytes.
+    """
+
+    FILES = 64
+    CHARS = 8 * 1024 * 1024
+
+    def __init__(self) -> None:
+        self._texts: OrderedDict[str, tuple[tuple[int, ...], str]] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def identity(st: os.stat_result) -> tuple[int, ...]:
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+    def get(self, key: str, identity: tuple[int, ...]) -> str | None:
+        with self._lock:
+            hit = self._texts.get(key)
+            if hit is None or hit[0] != identity:
+                return None
+            self._texts.move_to_end(key)
+            return hit[1]
+
+    def put(self, key: str, identity: tuple[int, ...], text: str) -> None:
+        with self._lock:
+            self._drop(key)
+            self._texts[key] = (identity, text)
+            self._chars += len(text)
+            while len(self._texts) > self.FILES or self._chars > self.CHARS:
+                self._drop(next(iter(self._texts)))
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._drop(key)
+
+    def _drop(self, key: str) -> None:
+        old = self._texts.pop(key, None)
+        if old is not None:
+            self._chars -= len(old[1])
+
+
+_read_cache = _ReadCache()
+
+
 def read_model_file(path: Path) -> str:
     """An iteration's kernels.cu or tuning.yaml: a regular file within the model's write cap.
 
     Raises ReadRefused (an OSError whose ``str()`` is one line) for a FIFO, a device, a
     directory or a file over the cap.
     """
-    return read_text_capped(path, MAX_WRITE_BYTES.get(path.name, MAX_SOURCE_BYTES), errors="replace")
+    key = os.path.abspath(path)
+    try:
+        st: os.stat_result | None = os.lstat(key)
+    except OSError:
+        st = None
+    identity = _ReadCache.identity(st) if st is not None and stat.S_ISREG(st.st_mode) else None
+    if identity is not None:
+        text = _read_cache.get(key, identity)
+        if text is not None:
+            return text
+    text = read_text_capped(path, MAX_WRITE_BYTES.get(path.name, MAX_SOURCE_BYTES), errors="replace")
+    if identity is not None:
+        _read_cache.put(key, identity, text)
+    return text
+
+
+def write_model_file(path: Path, data: str | bytes) -> None:
+    """Write an iteration's kernels.cu or tuning.yaml (its directory made on the first write)."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        path.write_bytes(raw)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(raw)
+    finally:
+        forget_model_file(path)
+
+
+def remove_model_file(path: Path) -> None:
+    try:
+        path.unlink()
+    finally:
+        forget_model_file(path)
+
+
+def forget_model_file(path: Path) -> None:
+    """Drop what ``read_model_file`` kept of ``path`` (a writer that does not use ``write_model_file``)."""
+    _read_cache.forget(os.path.abspath(path))
 
 
 class WorkspaceError(Exception):
@@ -115,8 +208,7 @@ class Workspace:
                 f"{name} is too large ({len(data):,} bytes; at most {MAX_WRITE_BYTES[name]:,}): nothing written"
             )
         path = self.branch.it.root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        write_model_file(path, data)
         return f"wrote {name} ({_line_count(content)} lines)"
 
     def edit(self, name: str, old: str, new: str) -> str:
@@ -157,8 +249,8 @@ def seed_workspace(branch: BranchView) -> bool:
     seeded = False
     for path, text in ((it.kernel, start.kernel if start else None), (it.spec, start.spec if start else None)):
         if text is not None:
-            path.write_text(text, encoding="utf-8")
+            write_model_file(path, text)
             seeded = True
         elif path.exists():
-            path.unlink()
+            remove_model_file(path)
     return seeded
