@@ -54,6 +54,7 @@ async def plan(deps: RunDeps, branch: BranchView) -> str:
             levels=deps.settings.max_depth,
             strategy_title=branch.strategy.title,
             strategy_description=branch.strategy.description,
+            max_iter=branch.max_iter,
             # A sub-branch's first plan works from its parent's decision and tuning space; its author
             # gets the kernel whole.
             start=start_section(deps, branch, workspace=False, kernel=again or branch.parent is None),

@@ -75,7 +75,12 @@ def salvage(text: str) -> list[Strategy]:
 async def strategize(deps: RunDeps, analysis: str, n: int) -> Strategies:
     brief = problem_brief(deps)
     text = prompts.render(
-        "strategize", problem=brief, analysis=analysis, n=n, abilities=abilities(deps.problem, target_of(deps).arch)
+        "strategize",
+        problem=brief,
+        analysis=analysis,
+        n=n,
+        max_iter=deps.settings.max_iter,
+        abilities=abilities(deps.problem, target_of(deps).arch),
     )
     fallback = None
     try:

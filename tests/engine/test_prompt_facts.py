@@ -265,3 +265,9 @@ def test_plan_and_propose_open_with_the_cached_brief_and_analysis(stencil: Scena
             first = request.messages[0]
             assert first.cache_prefix and first.content.startswith("## Problem: stencil"), (node, request.key)
             assert len(request.messages) >= 2 and not request.messages[1].cache_prefix
+
+
+def test_strategize_and_plan_know_the_iteration_budget(stencil: Scenario) -> None:
+    # a trial's player learned "Iterations used: 1 of 3" only in the first decision (docs/agent_trials.md)
+    assert "iterates for up to 2 rounds" in text_of(requests(stencil, "strategize")[0])
+    assert "Iterations: up to 2 in this branch" in text_of(requests(stencil, "plan")[0])
