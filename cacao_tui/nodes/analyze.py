@@ -16,7 +16,14 @@ TASK = "analyse the problem as the first message asks (the reference, its bottle
 async def analyze(deps: RunDeps) -> str:
     brief = problem_brief(deps)
     topics = [*ANALYSIS_TOPICS, *problem_topics(deps.problem, target_of(deps).arch)]
-    text = prompts.render("analyze", problem=brief, notes=notes_block(topics, "Optimisation notes").strip())
+    limit = deps.defaults.analysis_chars
+    text = prompts.render(
+        "analyze",
+        problem=brief,
+        notes=notes_block(topics, "Optimisation notes").strip(),
+        chars=f"{limit:,}",
+        words=f"{round(limit / 7.5, -2):,.0f}",
+    )
     resp = await ask_text(
         deps.llm,
         opening_turn(text, brief),

@@ -136,7 +136,31 @@ def profile_text(
             delta = _change(m.value, old[key]) if key in old else ""
             lines.append(f"  [{m.section}] {m.label}: {value} {m.unit}".rstrip() + delta)
     timing = timing_line(tuned_ms, [k.duration_ms for k in report.kernels])
-    return "\n".join(lines + ([timing] if timing else []))
+    device = deps.device if deps is not None else None
+    traffic = dram_line(report.kernels, device.copy_bandwidth_gbs if device is not None else None)
+    return "\n".join(lines + [line for line in (timing, traffic) if line])
+
+
+def dram_line(kernels: list[KernelProfile], copy_gbs: float | None) -> str:
+    """The kernels' DRAM traffic against the copy bandwidth measured on this GPU: the scale the
+    physical floor uses (Nsight Compute's "% of peak" is of the theoretical peak)."""
+    moved = 0.0
+    seconds = 0.0
+    for k in kernels:
+        values = {m.name: m.value for m in k.metrics}
+        read, written = values.get("dram__bytes_read.sum"), values.get("dram__bytes_write.sum")
+        if not isinstance(read, int | float) or not isinstance(written, int | float) or not k.duration_ms:
+            return ""
+        moved += read + written
+        seconds += k.duration_ms / 1e3
+    if not copy_gbs or seconds <= 0 or moved <= 0:
+        return ""
+    gbs = moved / seconds / 1e9
+    return (
+        f"DRAM traffic: {moved / 1e6:,.1f} MB in the kernels' {seconds * 1e3:.4g} ms, {gbs:,.0f} GB/s: "
+        f"{gbs / copy_gbs:.0%} of the copy bandwidth measured on this GPU ({copy_gbs:,.0f} GB/s, the "
+        "physical floor's scale; Nsight Compute's \"% of peak\" figures are of the theoretical peak)."
+    )
 
 
 def _numbered(kernels: list[Any]) -> list[tuple[Any, int]]:

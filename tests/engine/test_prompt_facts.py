@@ -271,3 +271,8 @@ def test_strategize_and_plan_know_the_iteration_budget(stencil: Scenario) -> Non
     # a trial's player learned "Iterations used: 1 of 3" only in the first decision (docs/agent_trials.md)
     assert "iterates for up to 2 rounds" in text_of(requests(stencil, "strategize")[0])
     assert "Iterations: up to 2 in this branch" in text_of(requests(stencil, "plan")[0])
+
+
+def test_the_analysis_is_asked_to_fit_what_later_steps_quote(stencil: Scenario) -> None:
+    # a trial's analysis ran 98 characters over and every later prompt carried the cut's marker
+    assert "Keep it under 6,000 characters (about 800 words)" in text_of(requests(stencil, "analyze")[0])

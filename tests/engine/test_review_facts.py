@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from cacao_tui.nodes.briefing import best_section
 from cacao_tui.nodes.context import SourceFiles
 from cacao_tui.nodes.landscape import edge_note
-from cacao_tui.nodes.profile import profile_text, timing_line
+from cacao_tui.nodes.profile import dram_line, profile_text, timing_line
 from cacao_tui.nodes.tuner_output import summary_lines
 from cacao_tui.settings import DEFAULTS
 from cacao_tui.store.state import BestResult
@@ -87,3 +87,17 @@ def test_the_floor_line_says_where_its_bandwidth_comes_from() -> None:
     summary.floor = FloorReport(bytes=268e6, bandwidth_gbs=4148.2, floor_ms=0.06471, fraction_of_floor=0.91)
     floor = next(line for line in summary_lines(summary) if line.startswith("physical floor"))
     assert "4,148 GB/s" in floor and "measured afresh in every run" in floor
+
+
+def test_the_dram_traffic_is_set_against_the_measured_copy_bandwidth() -> None:
+    def kernel(ms: float, read: float, written: float) -> KernelProfile:
+        metrics = [
+            Metric(name="dram__bytes_read.sum", label="read", section="memory", value=read, unit="byte"),
+            Metric(name="dram__bytes_write.sum", label="written", section="memory", value=written, unit="byte"),
+        ]
+        return KernelProfile(kernel="k", launch_index=0, duration_ms=ms, metrics=metrics)
+
+    line = dram_line([kernel(0.064224, 134228736.0, 111283456.0)], 4148.0)
+    assert "245.5 MB" in line and "3,823 GB/s" in line and "92% of the copy bandwidth" in line
+    assert dram_line([kernel(0.06, 1e8, 1e8)], None) == ""  # no measured table: no line
+    assert dram_line([kernel(0.06, 1e8, 1e8), KernelProfile(kernel="k2", launch_index=1)], 4000.0) == ""
