@@ -126,17 +126,25 @@ def resource_lines(report: CheckReport, limit: int = MAX_RESOURCE_LINES, *, samp
             continue
         shape = f" [shape {cfg.shape}]" if cfg.shape != primary else ""
         parts = []
-        occ = {o.kernel: o for o in cfg.occupancy}
+        occ: dict[str, list[LaunchOccupancy]] = {}
+        for o in cfg.occupancy:  # a kernel launched several times (a repeat's passes): each launch
+            occ.setdefault(o.kernel, []).append(o)
         for r in cfg.resources:
             spills = r.spill_stores or r.spill_loads
             spilled = f"SPILLS {r.spill_stores} B stored / {r.spill_loads} B loaded" if spills else "0 B spilled"
             if r.stack_bytes:
                 spilled += f", {r.stack_bytes} B stack"
-            o = occ.get(r.kernel)
-            smem = o.smem_bytes if o is not None else (r.smem_static or 0)
+            launches = occ.get(r.kernel, [])
+            smem = max(o.smem_bytes for o in launches) if launches else (r.smem_static or 0)
             text = ("" if one_kernel else f"{r.kernel}: ") + f"{r.registers} regs, {spilled}, {smem:,} B smem"
-            if o is not None:
-                text += f"; {o.threads} threads -> {o.blocks_per_sm} blocks/SM, {o.occupancy:.0%} ({_limit_text(o)})"
+            shown = list(dict.fromkeys(
+                f"{o.threads} threads -> {o.blocks_per_sm} blocks/SM, {o.occupancy:.0%} ({_limit_text(o)})"
+                for o in launches
+            ))  # fmt: skip
+            if len(shown) == 1:
+                text += f"; {shown[0]}"
+            elif shown:
+                text += f"; its {len(launches)} launches, in order (each shape once): " + " | ".join(shown)
             parts.append(text)
         why = f" [{'; '.join(tags[i])}]" if tags.get(i) else ""
         out.append(f"  {config_text(cfg.config)}{shape}{why}: " + "; ".join(parts))

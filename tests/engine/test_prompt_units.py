@@ -207,3 +207,16 @@ def test_a_result_over_several_shapes_names_each_shapes_time_and_reference() -> 
     text = outcome_text(run)
     assert "score 1.63 (geometric mean over shapes) [square 0.0363 ms vs reference 0.0656 ms = 1.80x; " \
            "small 0.0059 ms vs reference 0.0079 ms = 1.35x; tall: no_valid]" in text  # fmt: skip
+
+
+def test_a_kernel_launched_with_several_block_sizes_shows_each_launchs_occupancy() -> None:
+    # a multi-pass trial's check showed only the last (reduce) pass's 256 threads for a 1024-thread first pass
+    report = _report(0.5, "registers", 39)
+    first = report.configs[0].occupancy[0].model_copy(update={"threads": 1024, "blocks_per_sm": 1})
+    later = report.configs[0].occupancy[0].model_copy(update={"threads": 256, "blocks_per_sm": 6, "occupancy": 0.75})
+    report.configs[0].occupancy = [first, later, later]
+    text = format_report(report, "")
+    assert (
+        "its 3 launches, in order (each shape once): 1024 threads -> 1 blocks/SM, 50% (registers) | "
+        "256 threads -> 6 blocks/SM, 75% (registers)"
+    ) in text
