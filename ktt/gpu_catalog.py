@@ -78,7 +78,8 @@ def _norm(text: str) -> str:
 
 
 CATALOG: tuple[GpuSpec, ...] = (
-    GpuSpec("H200", "NVIDIA H200 SXM", "sm_90", 132, 1980, 141, "HBM3e", 4800, 50 * MIB, 228 * KIB, 227 * KIB,
+    # The H200's L2 as its device attribute reports it (60 MiB, measured 2026-12-02), not the H100's 50.
+    GpuSpec("H200", "NVIDIA H200 SXM", "sm_90", 132, 1980, 141, "HBM3e", 4800, 60 * MIB, 228 * KIB, 227 * KIB,
             2048, 32, aliases=("H200 SXM", "NVIDIA H200")),
     GpuSpec("H100-SXM", "NVIDIA H100 SXM", "sm_90", 132, 1980, 80, "HBM3", 3350, 50 * MIB, 228 * KIB, 227 * KIB,
             2048, 32, aliases=("H100 SXM", "H100 SXM5", "H100 80GB HBM3", "H100")),
