@@ -21,7 +21,7 @@ def _spec(name: str, description: str, properties: dict, required: list[str]) ->
 
 FILE_PARAM = {
     "type": "string",
-    "description": "kernels.cu or tuning.yaml (tuning.yaml only in a configuration-only iteration)",
+    "description": "kernels.cu or tuning.yaml (a configuration-only iteration changes tuning.yaml alone)",
 }
 INT = {"type": "integer"}
 STR = {"type": "string"}

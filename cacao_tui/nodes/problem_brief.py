@@ -274,8 +274,10 @@ def _render_brief(deps: RunDeps, with_source: bool) -> str:
     rules += [f"- forbidden: /{r.pattern.pattern}/" + (f" ({r.reason})" if r.reason else "") for r in p.forbid]
     shapes = "; ".join(f"{s.name}: " + ", ".join(f"{k}={v}" for k, v in s.scalars.items()) for s in p.shapes)
     if p.declared_cases:
-        shapes += (" (score = geometric mean of the per-shape speedups; every shape must pass; the best"
-                   " result is the highest score, then the fastest on the primary shape)")
+        shapes += (" (each shape is tuned on its own: the space is searched again for it and its fastest"
+                   " valid configuration is its result; score = geometric mean of the per-shape speedups;"
+                   " every shape must pass; the best result is the highest score, then the fastest on the"
+                   " primary shape)")
     # One shape: its sizes are the macros above. A dry run tunes nothing: no budget.
     shapes = f"Scored shapes: {shapes}\n" if len(p.shapes) > 1 or p.declared_cases else ""
     budget = deps.settings.timeout_s or p.primary.duration_s

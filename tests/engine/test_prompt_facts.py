@@ -276,3 +276,11 @@ def test_strategize_and_plan_know_the_iteration_budget(stencil: Scenario) -> Non
 def test_the_analysis_is_asked_to_fit_what_later_steps_quote(stencil: Scenario) -> None:
     # a trial's analysis ran 98 characters over and every later prompt carried the cut's marker
     assert "Keep it under 6,000 characters (about 800 words)" in text_of(requests(stencil, "analyze")[0])
+
+
+def test_a_problem_of_several_shapes_says_each_is_tuned_on_its_own(stencil: Scenario) -> None:
+    # a trial's player guessed that the square grid's best configuration ran unchanged on the others
+    assert "each shape is tuned on its own" in text_of(requests(stencil, "plan")[0])
+    author = requests(stencil, "author")[0]
+    path = next(t for t in author.tools if t.name == "write_file").parameters["properties"]["path"]
+    assert path["description"] == "kernels.cu or tuning.yaml (a configuration-only iteration changes tuning.yaml alone)"
