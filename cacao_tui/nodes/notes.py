@@ -48,8 +48,8 @@ TOPICS: tuple[Topic, ...] = (
         "multipass",
         "tuning.yaml `repeat` blocks: a launch sequence run several passes, ping-pong swaps, an until flag",
         _words(
-            r"multi-?pass|two[- ]pass|several passes|\bpasses\b|\brepeat blocks?\b|\biterative\b|ping[- ]?pong|"
-            r"converge|several launches|until a flag"
+            r"multi-?pass|two[- ]pass|several passes|\bpasses\b|\brepeat\b|\biterative\b|ping[- ]?pong|"
+            r"converge|several launches|until a flag|\b(first|second|final|last) pass\b|\bpass [0-9]\b"
         ),
     ),
     Topic(
@@ -104,6 +104,17 @@ def problem_topics(problem: Problem, arch: str) -> list[str]:
         if _available("hopper_tma", arch):
             out.append("hopper_tma")
     return out
+
+
+# Techniques a problem can use but a branch need not: a branch's prompts carry them only where its
+# own words (strategy, plan) call for them (a one-launch branch of a multi-pass problem, an mma.sync
+# branch of a Hopper GEMM were sent them in trials); read_notes returns them on request.
+OPTIONAL_TOPICS = ("multipass", "hopper_tma")
+
+
+def branch_shared_topics(problem: Problem, arch: str) -> list[str]:
+    """The problem's note sets every branch gets (the optional techniques go by the branch's words)."""
+    return [t for t in problem_topics(problem, arch) if t not in OPTIONAL_TOPICS]
 
 
 # A word that rules its topic out: "no passes", "removes the re-read of a multi-pass kernel",

@@ -22,7 +22,7 @@ from cacao_tui.nodes.briefing import (
     start_section,
 )
 from cacao_tui.nodes.context import BranchView, RunDeps, llm_for
-from cacao_tui.nodes.notes import abilities, notes_block, problem_topics, strategy_topics
+from cacao_tui.nodes.notes import abilities, branch_shared_topics, notes_block, strategy_topics
 from cacao_tui.nodes.problem_brief import problem_brief
 from cacao_tui.nodes.replies import ask_text, opening_turn, require_text
 from cacao_tui.nodes.target import target_of
@@ -38,7 +38,7 @@ async def plan(deps: RunDeps, branch: BranchView) -> str:
         else prompts.load("tasks/plan_first").strip()
     )
     arch = target_of(deps).arch
-    shared = problem_topics(deps.problem, arch)
+    shared = branch_shared_topics(deps.problem, arch)
     own = strategy_topics(f"{branch.strategy.title} {branch.strategy.description}", arch, shared)
     llm = llm_for(deps, "plan")
     async with llm.slot():  # the other branches' statuses as they are when the call is sent

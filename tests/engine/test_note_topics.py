@@ -41,3 +41,25 @@ def test_words_that_name_a_topic_call_for_it(words: str, topic: str) -> None:
 
 def test_hopper_notes_only_where_the_target_has_them() -> None:
     assert strategy_topics("TMA tensor maps and wgmma", "sm_80", []) == []
+
+
+def _branch_topics(problem: str, words: str) -> list[str]:
+    from cacao_tui.nodes.notes import branch_shared_topics
+    from ktt.problem import load_problem
+    from tests.engine.conftest import ROOT
+
+    p = load_problem(ROOT / "problems" / problem)
+    shared = branch_shared_topics(p, "sm_90a")
+    return [*shared, *strategy_topics(words, "sm_90a", shared)]
+
+
+def test_a_branch_gets_an_optional_technique_of_its_problem_only_where_its_words_call_for_it() -> None:
+    # trials: the one-launch branch of multipass_sum got the repeat notes, gemm_bf16's mma.sync branch
+    # the Hopper TMA/wgmma notes (docs/agent_trials.md, 2026-12-02 evening)
+    mma = _branch_topics("gemm_bf16", "mma.sync with a cp.async ring, swizzled tiles and ldmatrix")
+    assert "tensor_cores" in mma and "hopper_tma" not in mma
+    assert "hopper_tma" in _branch_topics("gemm_bf16", "warp-specialised wgmma with TMA loads")
+    one = _branch_topics("multipass_sum", "One launch: per-block partials combined by int atomics and a ticket")
+    assert "multipass" not in one and "reductions" in one
+    split = "Split each row over many blocks; int4 streaming pass 1, then fixed-count repeat over the partials"
+    assert "multipass" in _branch_topics("multipass_sum", split)

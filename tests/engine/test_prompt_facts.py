@@ -53,7 +53,7 @@ def stencil(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
 
 @pytest.fixture(scope="module")
 def gemm(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
-    scenario = Scenario(strategies=["wmma"])
+    scenario = Scenario(strategies=["wgmma"])  # its words call for the Hopper notes
     dry_run(copy(tmp_path_factory.mktemp("gemm"), "gemm_bf16"), scenario, max_iter=1)
     return scenario
 
@@ -90,7 +90,8 @@ def test_the_stencil_prompts_carry_no_tma_notes_and_gemm_bf16s_do(stencil: Scena
         text = text_of(request)
         assert not any(word in text for word in hopper), (request.key, [w for w in hopper if w in text])
     author = text_of(requests(gemm, "author")[0])
-    assert "Notes this problem calls for (tensor_cores, hopper_tma):" in author
+    assert "Notes this problem calls for (tensor_cores):" in author
+    assert "Notes for this branch's strategy (hopper_tma):" in author  # a wgmma branch; an mma.sync one not
     assert all(word in author for word in hopper)
     # The wmma / mma shape table where tensor cores apply.
     assert "half or __nv_bfloat16 inputs, float (or half) accumulator: 16x16x16, 32x8x16, 8x32x16" in author
