@@ -62,9 +62,8 @@ def schema_text(schema: dict[str, Any]) -> str:
 def format_instructions(name: str) -> str:
     """The instructions when the schema travels as the request's response format (stated once)."""
     return (
-        f"Answer with exactly one JSON object, {name}, as the response format's schema describes it, "
-        "and nothing else (no prose, no code fences). Fill in every field the schema requires; use null "
-        "for an optional field that does not apply."
+        f"Answer with one JSON object, {name}, as the response format's schema describes it, and nothing "
+        "else (no prose, no code fences); null for an optional field that does not apply."
     )
 
 

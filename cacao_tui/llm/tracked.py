@@ -764,6 +764,6 @@ def _snippet(text: str, limit: int = 160) -> str:
 def _schema_in_prompt(system: str | None, schema: dict) -> str:
     """The system prompt with the schema in it, for a server that refused the response format."""
     text = system or ""
-    at = text.find("Answer with exactly one JSON object, ")  # format_instructions: what the schema replaces
+    at = text.find("Answer with one JSON object, ")  # format_instructions: what the schema replaces
     base = text[:at].rstrip() if at >= 0 else text
     return f"{base}\n\n{schema_text(schema)}" if base else schema_text(schema)

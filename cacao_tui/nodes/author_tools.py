@@ -19,10 +19,7 @@ def _spec(name: str, description: str, properties: dict, required: list[str]) ->
     )
 
 
-FILE_PARAM = {
-    "type": "string",
-    "description": "kernels.cu or tuning.yaml (a configuration-only iteration changes tuning.yaml alone)",
-}
+FILE_PARAM = {"type": "string", "description": "kernels.cu or tuning.yaml"}  # the task says which may change
 INT = {"type": "integer"}
 STR = {"type": "string"}
 

@@ -20,7 +20,7 @@ def analysis_section(deps: RunDeps) -> str:
     if not deps.analysis:
         return ""
     text = clip(deps.analysis, deps.defaults.analysis_chars, "analysis")
-    return f"Analysis of the problem (written at the start of this run):\n{text}\n"
+    return f"Analysis (written at the start of this run):\n{text}\n"
 
 
 def outcome_text(run: TuneOutcome | None) -> str:

@@ -63,8 +63,7 @@ def floor_text(problem: Problem, target: Target | None) -> str:
             bandwidth, how = device.theoretical_bandwidth_gbs, "theoretical"
         else:  # what the tuner's floor will use: the copy bandwidth it measures, about this share
             bandwidth = device.theoretical_bandwidth_gbs * COPY_SHARE
-            sheet = device.theoretical_bandwidth_gbs
-            how = f"estimated: {COPY_SHARE:.0%} of the datasheet's {sheet:,.0f}, as a copy reaches"
+            how = "what a copy reaches"
     if nbytes:
         text = f"{_mb(nbytes)} moved"
         if derived:
@@ -103,8 +102,8 @@ def target_lines(d: DeviceReport, measured: bool) -> list[str]:
     blocks = f"{d.max_blocks_per_sm} blocks, " if d.max_blocks_per_sm else ""
     per_sm = f"per SM: {d.max_threads_per_sm} threads, {blocks}{d.regs_per_sm:,} registers, "
     per_sm += f"{d.smem_per_sm / kib:.0f} KiB shared memory; per block: {d.max_threads_per_block} threads, "
-    per_sm += (f"{d.smem_per_block_optin / kib:.0f} KiB shared memory (above {d.smem_per_block / kib:.0f} KiB "
-               "only as dynamic shared memory; the tuner sets the opt-in)")
+    per_sm += (f"{d.smem_per_block_optin / kib:.0f} KiB shared memory (over {d.smem_per_block / kib:.0f} KiB: "
+               "dynamic only, the tuner opts in)")
     lines.append(per_sm)
     bandwidth = []
     if d.copy_bandwidth_gbs:
@@ -114,10 +113,7 @@ def target_lines(d: DeviceReport, measured: bool) -> list[str]:
             bandwidth.append(f"{d.theoretical_bandwidth_gbs:,.0f} GB/s {'theoretical' if measured else 'datasheet'}")
         else:
             copy = d.theoretical_bandwidth_gbs * COPY_SHARE
-            bandwidth.append(
-                f"{d.theoretical_bandwidth_gbs:,.0f} GB/s datasheet (a device-to-device copy reaches about "
-                f"{COPY_SHARE:.0%} of it, ~{copy:,.0f} GB/s: the physical floor's scale until the tuner measures it)"
-            )
+            bandwidth.append(f"{d.theoretical_bandwidth_gbs:,.0f} GB/s datasheet (~{copy:,.0f} by a copy)")
     lines.append(f"L2 {d.l2_bytes / 2**20:.0f} MiB; DRAM " + ("; ".join(bandwidth) or "bandwidth unknown"))
     rates = issue_rates(d.arch)
     if rates is not None:

@@ -115,10 +115,7 @@ def summary_lines(s: TuneSummary) -> list[str]:
     if s.floor is not None and s.floor.fraction_of_floor is not None:
         floor = f"physical floor: {s.floor.floor_ms:.4g} ms; best is at {s.floor.fraction_of_floor:.0%} of it"
         if s.floor.bytes and s.floor.bandwidth_gbs:
-            floor += (
-                f" (its bytes at the copy bandwidth this tuning run measured, {s.floor.bandwidth_gbs:,.0f} GB/s: "
-                "measured afresh in every run, so it moves by a percent or so)"
-            )
+            floor += f" (at the {s.floor.bandwidth_gbs:,.0f} GB/s copy bandwidth measured afresh in each tuning run)"
         lines.append(floor)
     if s.worker_restarts:
         lines.append(f"GPU worker restarts: {s.worker_restarts}")

@@ -92,7 +92,7 @@ def test_the_device_table_and_the_analysis_reach_plan_author_propose_and_decide(
         found = device_block(text)
         assert device is None or found == device, node
         device = found
-        assert "Analysis of the problem (written at the start of this run):" in text, node
+        assert "Analysis (written at the start of this run):" in text, node
         assert analysis.strip()[:200] in text, node
     assert device is not None
     check_snapshot("device_table", device)

@@ -86,7 +86,7 @@ def test_the_floor_line_says_where_its_bandwidth_comes_from() -> None:
     )  # fmt: skip
     summary.floor = FloorReport(bytes=268e6, bandwidth_gbs=4148.2, floor_ms=0.06471, fraction_of_floor=0.91)
     floor = next(line for line in summary_lines(summary) if line.startswith("physical floor"))
-    assert "4,148 GB/s" in floor and "measured afresh in every run" in floor
+    assert "4,148 GB/s" in floor and "measured afresh in each tuning run" in floor
 
 
 def test_the_dram_traffic_is_set_against_the_measured_copy_bandwidth() -> None:
