@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -163,7 +162,7 @@ def dram_line(kernels: list[KernelProfile], copy_gbs: float | None) -> str:
     )
 
 
-def _numbered(kernels: list[Any]) -> list[tuple[Any, int]]:
+def _numbered(kernels: list[KernelProfile]) -> list[tuple[KernelProfile, int]]:
     """Each profiled launch with its occurrence number among the launches of the same kernel."""
     seen: dict[str, int] = {}
     out = []
@@ -183,7 +182,8 @@ def timing_line(tuned_ms: float | None, durations: list[float | None]) -> str:
     text = (
         f"Timing: the tuner's {tuned_ms:.4g} ms is CUDA events around the whole launch sequence (the "
         "zeroing of scratch buffers, every launch and the gaps between them; the median of its "
-        f"repeats); Nsight Compute's kernel durations add up to {kernels_ms:.4g} ms"
+        f"repeats); Nsight Compute's durations of the {len(known)} profiled launch{'es' if len(known) > 1 else ''} "
+        f"add up to {kernels_ms:.4g} ms"
     )
     if gap_us > 0:
         text += (
