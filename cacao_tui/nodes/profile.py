@@ -135,8 +135,7 @@ def profile_text(
             delta = _change(m.value, old[key]) if key in old else ""
             lines.append(f"  [{m.section}] {m.label}: {value} {m.unit}".rstrip() + delta)
     timing = timing_line(tuned_ms, [k.duration_ms for k in report.kernels])
-    device = deps.device if deps is not None else None
-    traffic = dram_line(report.kernels, device.copy_bandwidth_gbs if device is not None else None)
+    traffic = dram_line(report.kernels, deps.device.copy_bandwidth_gbs if deps.device is not None else None)
     return "\n".join(lines + [line for line in (timing, traffic) if line])
 
 

@@ -65,7 +65,8 @@ def test_a_kernel_launched_twice_is_compared_launch_by_launch(tmp_path: Path) ->
     (tmp_path / "iter2" / "profile.json").write_text(now.model_dump_json())
     branch = SimpleNamespace(it=SimpleNamespace(profile=tmp_path / "iter2" / "profile.json"))
     outcome = SimpleNamespace(ran=True, diagnosis=None, message=None)
-    text = profile_text(None, branch, outcome, (1, tmp_path / "iter1" / "profile.json"), 0.0232)  # type: ignore[arg-type]
+    deps = SimpleNamespace(device=None)  # no measured device table: no DRAM-traffic line
+    text = profile_text(deps, branch, outcome, (1, tmp_path / "iter1" / "profile.json"), 0.0232)  # type: ignore[arg-type]
     assert "duration: 0.0183 ms; was 0.018, +2%" in text
     assert "duration: 0.0024 ms; was 0.0026, -8%" in text
     assert "+598%" not in text and "0.0026, +" not in text
