@@ -2,9 +2,10 @@
 
 Order: the problem's forbid rules on the source (a hit stops here), the spec (parsed and
 checked against the problem), the restrictions (how many configurations are left), then
-NVRTC on a seeded sample of them for the base shape, plus the first sampled configuration
-for each case. Compiler messages are mapped to lines of the kernel file. Launches that name
-a kernel the source does not define are listed in ``missing_kernels``.
+NVRTC on a seeded sample of them for the base shape, plus one configuration for each case
+that the case's own sizes allow (a case whose restrictions allow none fails the check).
+Compiler messages are mapped to lines of the kernel file. Launches that name a kernel the
+source does not define are listed in ``missing_kernels``.
 
 Bounds (docs/SECURITY.md): a kernel above ``MAX_KERNEL_BYTES`` is refused before anything
 runs. What the cache does not hold is compiled in a small compile pool (ktt.compile_pool),
@@ -39,7 +40,7 @@ from ktt.candidates import (
     target_arch,
 )
 from ktt.capped_read import MAX_KERNEL_BYTES, describe_read_error, read_text_capped
-from ktt.check_sample import LARGEST, MOST_SMEM, SMALLEST, extreme_keys, requested_keys
+from ktt.check_sample import LARGEST, MOST_SMEM, SMALLEST, case_config, extreme_keys, requested_keys
 from ktt.compile_cache import default_cache_dir, lookup
 from ktt.compile_pool import CompilePool, remove_stale_dirs
 from ktt.expressions import ExpressionError
@@ -200,6 +201,16 @@ def check_kernel(
             roles[key] = ["requested"]
             chosen.append(key)
 
+    case_jobs: list[tuple[Config, Shape]] = []
+    for case in problem.shapes[1:]:
+        picked, report.case_sizes[case.name] = case_config(tspec, chosen, case, rng)
+        if picked is None:
+            sizes = ", ".join(f"{k}={v}" for k, v in case.scalars.items())
+            report.message = (f"case {case.name}: no configuration satisfies the restrictions at its sizes ({sizes}); "
+                              "its tuning would find nothing valid")  # fmt: skip
+            return report
+        case_jobs.append((picked, case))
+
     kernel = KernelSource(kernel_source, kernel_path.resolve() if kernel_path else Path(kernel_name), kernel_name)
     tmp_root = tempfile.gettempdir()
     remove_stale_dirs(tmp_root)  # work directories of checks that were killed
@@ -207,7 +218,7 @@ def check_kernel(
         work = WorkDir(work_dir or Path(tmp))
         ctx = CompileContext(problem, tspec, kernel, work, arch_name)
         jobs: list[tuple[Config, Shape]] = [(space.config(k), problem.primary) for k in chosen]
-        jobs += [(space.config(chosen[0]), case) for case in problem.shapes[1:]]
+        jobs += case_jobs
         for shape in {s.name: s for _, s in jobs}.values():
             ctx._inputs_hpp(shape)
         outcomes = _compile_jobs(ctx, tspec, jobs, str(cache_dir or default_cache_dir()), arch_name)

@@ -21,7 +21,7 @@ from ktt.expressions import ExpressionError
 from ktt.launch_program import iter_launches
 from ktt.problem.model import Shape
 from ktt.space import Key, SearchSpace
-from ktt.spec import TuningSpec
+from ktt.spec import Config, TuningSpec
 
 MAX_REQUESTED = 6  # configurations a caller may name in one check
 WEIGHED = 5000  # configurations whose parameter values are compared (a sample of a larger space)
@@ -118,3 +118,28 @@ def _in(wanted: object, values: list) -> bool:
     except LookupError:
         return False
     return True
+
+
+CASE_ENUMERATION_LIMIT = 200_000
+CASE_LISTING_S = 0.5  # per case: a larger or slower space is sampled and its size reported unknown
+
+
+def case_config(
+    spec: TuningSpec, chosen: list[Key], case: Shape, rng: random.Random
+) -> tuple[Config | None, int | None]:
+    """The configuration compiled for another case (its sizes change the restrictions), and how many
+    configurations its space holds (None: too many to list).
+
+    The first of ``chosen`` (the base shape's extremes first) that the case's restrictions allow,
+    else one sampled from the case's own space; None when the case allows none (its tuning would
+    find nothing valid).
+    """
+    space = SearchSpace(spec.tune_params, spec.restrictions, case.scalars)
+    keys = space.enumerate(CASE_ENUMERATION_LIMIT, time_budget_s=CASE_LISTING_S)
+    size = len(keys) if keys is not None else None
+    pick = next((k for k in chosen if space.contains(k)), None)
+    if pick is None and keys:
+        pick = keys[0] if len(keys) == 1 else rng.choice(keys)
+    elif pick is None and keys is None:
+        pick = space.sample(rng, set(), time_budget_s=0.2)
+    return (space.config(pick) if pick is not None else None), size

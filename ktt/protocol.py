@@ -291,6 +291,7 @@ class CheckReport(_Model):
     message: str | None = None
     sm_count: int | None = None  # the SM_COUNT kernels and expressions saw (None: not defined)
     requested_errors: list[str] = Field(default_factory=list)  # requested configurations that were not checked
+    case_sizes: dict[str, int | None] = Field(default_factory=dict)  # the other cases' spaces (None: not listed)
 
 
 class Metric(_Model):

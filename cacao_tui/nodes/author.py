@@ -39,7 +39,7 @@ from cacao_tui.nodes.briefing import (
 )
 from cacao_tui.nodes.compile_check import CheckOutcome, check_compilation
 from cacao_tui.nodes.context import BranchView, RunDeps
-from cacao_tui.nodes.notes import abilities, branch_shared_topics, notes_block, strategy_topics, topic_index
+from cacao_tui.nodes.notes import abilities, branch_topics, notes_block, topic_index
 from cacao_tui.nodes.notes import text as notes_text
 from cacao_tui.nodes.problem_brief import problem_brief
 from cacao_tui.nodes.target import target_of
@@ -129,8 +129,7 @@ async def author(deps: RunDeps, branch: BranchView, plan: str) -> AuthorOutcome:
     cap = deps.defaults.tool_call_cap
     rules = prompts.render("author_rules", tool_cap=cap, validate_rule=validate_rule(deps, names))
     arch = target_of(deps).arch
-    shared = branch_shared_topics(deps.problem, arch)
-    own = strategy_topics(f"{branch.strategy.title} {branch.strategy.description} {plan}", arch, shared)
+    shared, own = branch_topics(deps.problem, arch, f"{branch.strategy.title} {branch.strategy.description} {plan}")
     parts = [problem_brief(deps), analysis_section(deps), prompts.load("tuning_spec")]
     fixed = len(prompts.load("system")) + sum(len(t.model_dump_json()) for t in tools)
     if deps._top_up is None:

@@ -226,7 +226,11 @@ def _what_was_compiled(report: CheckReport) -> str:
     primary = report.configs[0].shape if report.configs else "default"
     cases = sum(1 for c in report.configs if c.shape != primary)
     if cases:
-        parts.append(f"{cases} for the other shapes")
+        sizes = ", ".join(
+            f"{name} {size:,}" if size is not None else f"{name} too many to list"
+            for name, size in report.case_sizes.items()
+        )
+        parts.append(f"{cases} for the other shapes" + (f", whose restricted spaces hold: {sizes}" if sizes else ""))
     return ", ".join(parts)
 
 
@@ -236,8 +240,9 @@ def _head(report: CheckReport, passed: bool) -> str:
     what = _what_was_compiled(report)
     sm = f" SM_COUNT = {report.sm_count}." if report.sm_count else ""
     if passed:
+        whose = f"the {report.configs[0].shape} shape's space" if report.case_sizes and report.configs else "the space"
         return (f"compile check passed: {n_ok}/{len(report.configs)} configurations compiled for {report.arch} "
-                f"({what}; {size:,} in the space).{sm}")  # fmt: skip
+                f"({what}; {size:,} in {whose}).{sm}")  # fmt: skip
     return (f"compile check FAILED: {len(report.configs) - n_ok} of {len(report.configs)} configurations did not "
             f"compile for {report.arch}" + (f" ({what})" if what else "") + ".")  # fmt: skip
 

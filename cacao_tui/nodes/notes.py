@@ -4,7 +4,9 @@ The note sets are text files under cacao_tui/prompts/notes/. A set is *relevant 
 problem* when the problem itself calls for it (16-bit inputs: the tensor-core notes, and on
 sm_90 and newer the TMA / wgmma / cluster notes; an output much smaller than the inputs or a
 description that says so: the reduction notes; a problem that says it runs in passes: the
-multi-pass syntax). Those go into the run's stable prompt prefix. A set is *relevant to a
+multi-pass syntax). Those go into the run's stable prompt prefix, except the optional techniques
+(multi-pass, Hopper; and where the Hopper notes apply, wmma / mma.sync), which go by the branch:
+see ``branch_topics``. A set is *relevant to a
 strategy* when its title, description or plan names what the set is about (TMA, wgmma,
 shuffles, passes ...): those go with that branch's prompts. Every set, relevant or not, is
 listed and returned by the authoring step's ``read_notes(topic)`` tool.
@@ -48,7 +50,9 @@ TOPICS: tuple[Topic, ...] = (
         "multipass",
         "tuning.yaml `repeat` blocks: a launch sequence run several passes, ping-pong swaps, an until flag",
         _words(
-            r"multi-?pass|two[- ]pass|several passes|\bpasses\b|\brepeat\b|\biterative\b|ping[- ]?pong|"
+            # not "ping-pong" alone: a GEMM's consumer warpgroups ping-pong (its trial was sent these notes)
+            r"multi-?pass|two[- ]pass|several passes|\bpasses\b|\brepeat\b|\biterative\b|"
+            r"ping[- ]?pong(ed)?[- ](buffers?|swaps?|arrays?|copy|copies)|swap(ped|s|ping)? (the )?buffers|"
             r"converge|several launches|until a flag|\b(first|second|final|last) pass\b|\bpass [0-9]\b"
         ),
     ),
@@ -68,6 +72,7 @@ TOPICS: tuple[Topic, ...] = (
     ),
 )
 BY_NAME = {t.name: t for t in TOPICS}
+TOPICS_ORDER = tuple(t.name for t in TOPICS)
 ANALYSIS_TOPICS = ("memory", "compute")
 REDUCING = re.compile(r"\b(sum|sums|reduc\w*|softmax|norm|mean|max(imum)?|histogram|dot product|scan)\b", re.I)
 PASSES = re.compile(r"multi-?pass|\bpasses\b|iterations|iterative|until|converge", re.IGNORECASE)
@@ -113,8 +118,37 @@ OPTIONAL_TOPICS = ("multipass", "hopper_tma")
 
 
 def branch_shared_topics(problem: Problem, arch: str) -> list[str]:
-    """The problem's note sets every branch gets (the optional techniques go by the branch's words)."""
-    return [t for t in problem_topics(problem, arch) if t not in OPTIONAL_TOPICS]
+    """The problem's note sets every branch gets (the optional techniques go by the branch's words).
+
+    Where the Hopper notes apply, the wmma / mma.sync notes go by the branch too: a wgmma branch
+    has no use for their fragment tables (a trial's wgmma branch was sent them)."""
+    topics = problem_topics(problem, arch)
+    per_branch = (*OPTIONAL_TOPICS, "tensor_cores") if "hopper_tma" in topics else OPTIONAL_TOPICS
+    return [t for t in topics if t not in per_branch]
+
+
+# The words that ask for the pre-Hopper tensor-core instructions by name (not "tensor cores", which a
+# wgmma branch says too).
+MMA_SYNC = _words(r"\bwmma\b|mma\.sync|\bmma\b|hmma|ldmatrix")
+
+
+def branch_topics(problem: Problem, arch: str, words: str) -> tuple[list[str], list[str]]:
+    """A branch's note sets: (the problem's, shared by every branch; its own words' beyond those).
+
+    On a problem where both the wmma / mma.sync notes and the Hopper notes apply, a branch whose
+    words ask for wgmma / TMA gets the mma.sync notes only where it names wmma or mma.sync too; a
+    branch that names neither technique gets the mma.sync notes (the portable one)."""
+    shared = branch_shared_topics(problem, arch)
+    own = strategy_topics(words, arch, shared)
+    problem_wide = problem_topics(problem, arch)
+    if "tensor_cores" in problem_wide and "tensor_cores" not in shared:
+        hopper = "hopper_tma" in own
+        wants_mma = _called_for(Topic("mma", "", MMA_SYNC), words or "")
+        if hopper and not wants_mma:
+            own = [t for t in own if t != "tensor_cores"]
+        elif not hopper and "tensor_cores" not in own:
+            own = ["tensor_cores", *own]
+    return shared, [t for t in TOPICS_ORDER if t in own]
 
 
 # A word that rules its topic out: "no passes", "removes the re-read of a multi-pass kernel",

@@ -22,7 +22,7 @@ from cacao_tui.nodes.briefing import (
     start_section,
 )
 from cacao_tui.nodes.context import BranchView, RunDeps, llm_for
-from cacao_tui.nodes.notes import abilities, branch_shared_topics, notes_block, strategy_topics
+from cacao_tui.nodes.notes import abilities, branch_topics, notes_block
 from cacao_tui.nodes.problem_brief import problem_brief
 from cacao_tui.nodes.replies import ask_text, opening_turn, require_text
 from cacao_tui.nodes.target import target_of
@@ -38,8 +38,7 @@ async def plan(deps: RunDeps, branch: BranchView) -> str:
         else prompts.load("tasks/plan_first").strip()
     )
     arch = target_of(deps).arch
-    shared = branch_shared_topics(deps.problem, arch)
-    own = strategy_topics(f"{branch.strategy.title} {branch.strategy.description}", arch, shared)
+    shared, own = branch_topics(deps.problem, arch, f"{branch.strategy.title} {branch.strategy.description}")
     llm = llm_for(deps, "plan")
     async with llm.slot():  # the other branches' statuses as they are when the call is sent
         text = prompts.render(

@@ -292,6 +292,7 @@ def _render_brief(deps: RunDeps, with_source: bool) -> str:
     return prompts.render(
         "problem_brief",
         name=p.name,
+        mode=prompts.load("dry_run_mode").strip() + "\n\n" if deps.settings.dry_run else "",
         description=_description(p),
         signature=signature,
         defines=defines_text(deps),

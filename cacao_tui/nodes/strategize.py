@@ -80,6 +80,7 @@ async def strategize(deps: RunDeps, analysis: str, n: int) -> Strategies:
         analysis=analysis,
         n=n,
         max_iter=deps.settings.max_iter,
+        split=" and may later split into sub-branches" if deps.settings.max_depth > 1 else " (no sub-branches)",
         abilities=abilities(deps.problem, target_of(deps).arch),
     )
     fallback = None

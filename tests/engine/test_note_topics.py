@@ -18,6 +18,8 @@ from cacao_tui.nodes.notes import strategy_topics
         "W/E halo: __shfl_up/down_sync of the neighbouring lane's float4; take part in the shuffles.",
         "A single sweep, without atomics or partial sums.",
         "Keeps each row on chip instead of a two-pass scheme.",
+        # a GEMM's consumer warpgroups that ping-pong over tiles are no multi-pass launch sequence
+        "Persistent ping-pong Hopper kernel: the two consumer warpgroups alternate whole tiles.",
     ],
 )
 def test_words_that_rule_a_topic_out_call_for_none(words: str) -> None:
@@ -30,6 +32,8 @@ def test_words_that_rule_a_topic_out_call_for_none(words: str) -> None:
         ("A two-pass kernel: pass 1 writes partial sums per block, pass 2 adds them.", "reductions"),
         ("A two-pass kernel: pass 1 writes partial sums per block, pass 2 adds them.", "multipass"),
         ("Iterative: several passes until a flag says it converged.", "multipass"),
+        ("Jacobi sweeps over ping-pong buffers, a fixed count of them.", "multipass"),
+        ("Each sweep swaps the buffers; a flag ends the loop.", "multipass"),
         ("A block reduction of the row max (warp shuffles, then one warp).", "reductions"),
         ("Stream rows with cp.async.bulk into shared memory; no scratch.", "hopper_tma"),
         ("wmma fragments on the tensor cores.", "tensor_cores"),
@@ -44,13 +48,12 @@ def test_hopper_notes_only_where_the_target_has_them() -> None:
 
 
 def _branch_topics(problem: str, words: str) -> list[str]:
-    from cacao_tui.nodes.notes import branch_shared_topics
+    from cacao_tui.nodes.notes import branch_topics
     from ktt.problem import load_problem
     from tests.engine.conftest import ROOT
 
-    p = load_problem(ROOT / "problems" / problem)
-    shared = branch_shared_topics(p, "sm_90a")
-    return [*shared, *strategy_topics(words, "sm_90a", shared)]
+    shared, own = branch_topics(load_problem(ROOT / "problems" / problem), "sm_90a", words)
+    return [*shared, *own]
 
 
 def test_a_branch_gets_an_optional_technique_of_its_problem_only_where_its_words_call_for_it() -> None:
@@ -63,3 +66,21 @@ def test_a_branch_gets_an_optional_technique_of_its_problem_only_where_its_words
     assert "multipass" not in one and "reductions" in one
     split = "Split each row over many blocks; int4 streaming pass 1, then fixed-count repeat over the partials"
     assert "multipass" in _branch_topics("multipass_sum", split)
+
+
+def test_a_wgmma_branch_is_not_sent_the_mma_sync_tables() -> None:
+    # trial of 2026-12-02 late: gemm_bf16's persistent wgmma branch ("ping-pong" consumers) was sent
+    # the wmma / mma.sync shape tables and the repeat notes
+    pingpong = "Persistent ping-pong wgmma kernel on the tensor cores: TMA ring, consumers alternate whole tiles"
+    assert _branch_topics("gemm_bf16", pingpong) == ["hopper_tma"]
+    both = _branch_topics("gemm_bf16", "wgmma for the main loop, an mma.sync fallback for the K tail")
+    assert "tensor_cores" in both and "hopper_tma" in both
+    plain = _branch_topics("gemm_bf16", "Shared-memory tiles, double-buffered, 8x8 outputs per thread")
+    assert plain == ["tensor_cores"]  # no technique named: the portable tensor-core notes
+    # an fp16 problem without the Hopper notes keeps them for every branch (a pre-Hopper target)
+    from cacao_tui.nodes.notes import branch_topics
+    from ktt.problem import load_problem
+    from tests.engine.conftest import ROOT
+
+    shared, own = branch_topics(load_problem(ROOT / "problems" / "gemm_bf16"), "sm_80", pingpong)
+    assert shared == ["tensor_cores"] and own == []

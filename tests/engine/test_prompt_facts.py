@@ -53,8 +53,8 @@ def stencil(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
 
 @pytest.fixture(scope="module")
 def gemm(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
-    scenario = Scenario(strategies=["wgmma"])  # its words call for the Hopper notes
-    dry_run(copy(tmp_path_factory.mktemp("gemm"), "gemm_bf16"), scenario, max_iter=1)
+    scenario = Scenario(strategies=["wgmma", "wmma"])  # their words call for the Hopper notes, the wmma notes
+    dry_run(copy(tmp_path_factory.mktemp("gemm"), "gemm_bf16"), scenario, max_iter=1, max_depth=2)
     return scenario
 
 
@@ -68,6 +68,7 @@ def test_a_dry_run_on_sm_90_names_the_h200s_facts(stencil: Scenario) -> None:
         assert device.startswith("Target GPU (datasheet of the usual sm_90 GPU; a dry run measures nothing):")
         assert "NVIDIA H200 SXM (sm_90): 132 SMs at up to 1980 MHz, 141 GiB" in device
         assert "DRAM 4,800 GB/s datasheet" in device and "MUFU (rsqrt, ex2, sin...) 16" in device
+        assert "This is a DRY RUN: every kernel is compile-checked" in text, node  # said from the first step
     check_snapshot("target_datasheet", device)
     brief = text_of(requests(stencil, "plan")[0])
     assert "SM_COUNT=132 (the target's SMs" in brief
@@ -89,15 +90,27 @@ def test_the_stencil_prompts_carry_no_tma_notes_and_gemm_bf16s_do(stencil: Scena
     for request in stencil.requests:
         text = text_of(request)
         assert not any(word in text for word in hopper), (request.key, [w for w in hopper if w in text])
-    author = text_of(requests(gemm, "author")[0])
-    assert "Notes this problem calls for (tensor_cores):" in author
+    author = text_of(requests(gemm, "author", "b1-wgmma")[0])
+    assert "Notes this problem calls for" not in author  # on sm_90 a bf16 GEMM's tensor-core notes go by branch
     assert "Notes for this branch's strategy (hopper_tma):" in author  # a wgmma branch; an mma.sync one not
     assert all(word in author for word in hopper)
-    # The wmma / mma shape table where tensor cores apply.
-    assert "half or __nv_bfloat16 inputs, float (or half) accumulator: 16x16x16, 32x8x16, 8x32x16" in author
-    assert "f16 / bf16 -> f32: m16n8k8, m16n8k16" in author
+    tables = ("half or __nv_bfloat16 inputs, float (or half) accumulator: 16x16x16, 32x8x16, 8x32x16",
+              "f16 / bf16 -> f32: m16n8k8, m16n8k16")  # fmt: skip
+    assert not any(t in author for t in tables)  # a wgmma branch has no use for the wmma / mma.sync shapes
+    # The wmma / mma shape tables where those instructions are the branch's technique.
+    wmma = text_of(requests(gemm, "author", "b2-wmma")[0])
+    assert "Notes for this branch's strategy (tensor_cores):" in wmma and all(t in wmma for t in tables)
+    assert not any(word in wmma for word in ("cp.async.bulk.tensor", "CUtensorMap"))
     assert "tensor_cores" in text_of(requests(gemm, "analyze")[0])
     assert "on sm_90 and newer: TMA tensor maps" in text_of(requests(gemm, "strategize")[0])
+
+
+def test_strategize_promises_sub_branches_only_where_the_run_opens_them(stencil: Scenario, gemm: Scenario) -> None:
+    assert "rounds (write kernel, tune, profile, refine) and may later split into sub-branches" in text_of(
+        requests(gemm, "strategize")[0]
+    )  # --max-depth 2
+    one_level = text_of(requests(stencil, "strategize")[0])  # --max-depth 1
+    assert "refine) (no sub-branches), so a strategy" in one_level and "may later split" not in one_level
 
 
 def test_a_strategy_gets_the_notes_its_own_words_call_for(stencil: Scenario) -> None:

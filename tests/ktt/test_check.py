@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from ktt_paths import PROBLEMS, ROOT
 
+from cacao_tui.nodes.compile_check import format_report
 from ktt.check import check_kernel
 from ktt.cli import main
 from ktt.problem import load_problem
@@ -113,3 +114,40 @@ def test_cli_exit_codes(tmp_path: Path, compile_cache: Path, capsys: pytest.Capt
     assert main(["check", "--problem", str(broken), "--kernel", str(kernel), "--spec", str(spec)]) == 2
     out = capsys.readouterr().out
     assert "check FAILED" in out and "kernels.cu:" in out
+
+
+def _multipass_spec(restriction: str) -> str:
+    """The multipass_sum example's spec with one restriction that reads the case's COLS."""
+    spec = (ROOT / "problems" / "multipass_sum" / "example" / "tuning.yaml").read_text()
+    return spec.replace("scratch:\n", f"restrictions:\n  - {restriction}\nscratch:\n", 1)
+
+
+def test_each_case_is_checked_with_a_configuration_its_sizes_allow(compile_cache: Path) -> None:
+    """A restriction on a case's sizes: the configuration compiled for that case satisfies it (the
+    trial's check showed a case's sample its restriction excluded), and the case's space is counted."""
+    problem = load_problem(ROOT / "problems" / "multipass_sum")
+    source = (ROOT / "problems/multipass_sum/example/kernels.cu").read_text()
+    spec = _multipass_spec("BS * IPT * 4 <= COLS")
+    report = check_kernel(problem, source, spec, arch="sm_90", cache_dir=compile_cache)
+    assert report.ok, report.message
+    many = [c for c in report.configs if c.shape == "many_rows"]
+    assert len(many) == 1
+    assert many[0].config["BS"] * many[0].config["IPT"] * 4 <= 4096  # many_rows: COLS = 4096
+    base = [c for c in report.configs if c.shape != "many_rows"]
+    assert any(c.config["BS"] * c.config["IPT"] * 4 > 4096 for c in base)  # the base extreme it must not reuse
+    # many_rows allows BS * IPT <= 1024 of 5 x 5 values: (64: 1..16) 5, (128: 1..8) 4, (256: 1..4) 3, (512) 2, (1024) 1
+    assert report.case_sizes == {"many_rows": 15}
+    head = format_report(report, source).splitlines()[0]  # what the model reads
+    assert "1 for the other shapes, whose restricted spaces hold: many_rows 15" in head
+    assert f"{report.restricted_size:,} in the long_rows shape's space" in head
+
+
+def test_a_case_its_restrictions_empty_fails_the_check(compile_cache: Path) -> None:
+    problem = load_problem(ROOT / "problems" / "multipass_sum")
+    source = (ROOT / "problems/multipass_sum/example/kernels.cu").read_text()
+    spec = _multipass_spec("BS * IPT * 1024 <= COLS")
+    report = check_kernel(problem, source, spec, arch="sm_90", cache_dir=compile_cache)
+    assert not report.ok
+    assert report.message is not None and report.message.startswith("case many_rows: no configuration satisfies")
+    assert "COLS=4096" in report.message
+    assert format_report(report, source).splitlines()[1] == report.message  # what the model reads
