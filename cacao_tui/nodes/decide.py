@@ -138,8 +138,8 @@ MEASURED_FIELDS = """- skip_implement: true when the next iteration keeps this k
   latest (this iteration's files: a restructuring that needs another step before it pays); a
   retry and skip_implement continue from this iteration's files. Write the feedback for the
   files the next iteration starts from."""
-DRY_RUN_FIELDS = """- skip_implement: false (a dry run tunes nothing: a new tuning space alone shows nothing).
-- start_from: latest (nothing is measured, so there is no fastest kernel to return to)."""
+DRY_RUN_FIELDS = """- skip_implement: false (a dry run tunes nothing).
+- start_from: latest (nothing measured: no fastest kernel to return to)."""
 
 
 def last_note(branch: BranchView) -> str:
@@ -213,8 +213,7 @@ async def decide(deps: RunDeps, branch: BranchView, state: IterState, path_note:
             max_subs=MAX_SUB_STRATEGIES,
             branch_note="" if branch.can_branch else f" (branching is NOT available here{branch.branch_note})",
             stop_when=(
-                "the branch's direction is exhausted or will not pay, judged at compile level (a dry run measures "
-                "nothing)"
+                "the branch's direction is exhausted or will not pay, judged at compile level"
                 if dry
                 else "the branch is at the floor, out of ideas, or not worth more iterations"
             ),

@@ -129,8 +129,6 @@ def device_section(deps: RunDeps) -> str:
     target = target_of(deps)
     if target.report is not None:
         how = "measured at the start of this run" if target.measured else f"datasheet of {target.why}"
-        if not target.measured and deps.settings.dry_run:
-            how += "; a dry run measures nothing"
         lines = target_lines(target.report, target.measured)
         return f"Target GPU ({how}): {lines[0]}\n" + "\n".join(f"- {line}" for line in lines[1:])
     limits = limits_for(target.arch)
@@ -218,7 +216,7 @@ def reference_time_text(deps: RunDeps) -> str:
     else:
         how = "on the host, by the best method its language allows"
     if deps.settings.dry_run:
-        return f"not measured (a dry run times nothing; a tuning measures it: {how})"
+        return "not measured (dry run)"
     return f"not measured yet (the first tuning measures it: {how})"
 
 
@@ -243,7 +241,7 @@ def problem_brief(deps: RunDeps, *, source: bool = True) -> str:
     """The brief; ``source``: whole (the author's and the master's steps). Without it, the brief of
     the steps that plan or review a kernel (plan, propose): the reference named by its kind only (the
     analysis describes it; a measured run's propose gets its time with the tuning's result), no input
-    seeds."""
+    seeds, no word on inputs.hpp."""
     if deps._brief is None:
         deps._brief = {}
     if source not in deps._brief:
@@ -292,6 +290,7 @@ def _render_brief(deps: RunDeps, with_source: bool) -> str:
     return prompts.render(
         "problem_brief",
         name=p.name,
+        macro_note=" (-D, and in inputs.hpp, which kernels may #include)" if with_source else "",
         mode=prompts.load("dry_run_mode").strip() + "\n\n" if deps.settings.dry_run else "",
         description=_description(p),
         signature=signature,

@@ -76,7 +76,7 @@ ASK_MEASURED = (
     "kernel), say so. Under 250 words."
 )
 ASK_DRY_RUN = (
-    "This is a dry run: nothing was timed or profiled, so review the kernel at compile level: from the "
+    "Nothing was timed or profiled (a dry run), so review the kernel at compile level: from the "
     "compile check (resources, occupancy and its limit, the instruction mix: FFMA per load, MUFU, shared "
     "traffic, barriers) and the code (coalescing, bank conflicts, vector widths, work per thread), predict "
     "where the time would go against the physical floor, and propose the single most valuable next change. "

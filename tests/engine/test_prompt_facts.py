@@ -65,10 +65,10 @@ def test_a_dry_run_on_sm_90_names_the_h200s_facts(stencil: Scenario) -> None:
         head = text[text.index("Target GPU (") :]
         device = head.split("\n\n")[0].rstrip("\n") + "\n"  # the brief's last part (a dry run has no budget line)
         assert "Tuning budget" not in text, node  # a dry run tunes nothing
-        assert device.startswith("Target GPU (datasheet of the usual sm_90 GPU; a dry run measures nothing):")
+        assert device.startswith("Target GPU (datasheet of the usual sm_90 GPU):")
         assert "NVIDIA H200 SXM (sm_90): 132 SMs at up to 1980 MHz, 141 GiB" in device
         assert "DRAM 4,800 GB/s datasheet" in device and "MUFU (rsqrt, ex2, sin...) 16" in device
-        assert "This is a DRY RUN: every kernel is compile-checked" in text, node  # said from the first step
+        assert "DRY RUN: kernels are only compile-checked; no step of this run sees a measurement" in text, node
     check_snapshot("target_datasheet", device)
     brief = text_of(requests(stencil, "plan")[0])
     assert "SM_COUNT=132 (the target's SMs" in brief
@@ -81,7 +81,7 @@ def test_target_names_another_gpu(tmp_path: Path) -> None:
     scenario = Scenario(strategies=["tiles"])
     dry_run(copy(tmp_path, "stencil"), scenario, max_iter=1, target="RTX4090")
     text = text_of(requests(scenario, "analyze")[0])
-    assert "Target GPU (datasheet of the GPU --target names; a dry run measures nothing)" in text
+    assert "Target GPU (datasheet of the GPU --target names)" in text
     assert "NVIDIA GeForce RTX 4090 (sm_89): 128 SMs" in text and "FP64 FMA 2" in text and "SM_COUNT=128" in text
 
 
@@ -162,8 +162,7 @@ def test_the_data_and_the_reference_are_stated(stencil: Scenario, tmp_path: Path
            "seed 7; set 1 redrawn)" in brief  # fmt: skip
     assert "- OUT: float[NX * NY] (16,777,216, 67.1 MB), write, validated: holds uniform random values" in brief
     assert "Reference: a CUDA kernel (ref_kernel.cu, stencil_ref), launched with grid" in brief
-    assert "Reference time: not measured (a dry run times nothing; a tuning measures it: CUDA events around the " \
-           "reference launch, median)" in brief  # fmt: skip
+    assert "Reference time: not measured (dry run)" in brief
     assert "Validation: each element of OUT within 1e-05 (absolute) of the reference on both input sets" in brief
     # The author has all of it, the reference's source too; plan and propose (which plan or review a kernel)
     # the data's ranges, the rule, the floor and the boundary, the reference by its kind (the analysis
@@ -171,13 +170,15 @@ def test_the_data_and_the_reference_are_stated(stencil: Scenario, tmp_path: Path
     author = text_of(requests(stencil, "author")[0])
     # Which result is the best, where several shapes are scored (a trial's player could not tell).
     assert "every shape must pass; the best result is the highest score, then the fastest on the primary" in author
-    assert "Reference time: not measured (a dry run" in author and "extern \"C\" __global__ void stencil_ref" in author
+    assert "Macros (-D, and in inputs.hpp, which kernels may #include): NX=" in author
+    assert "Reference time: not measured (dry run)" in author and "extern \"C\" __global__ void stencil_ref" in author
     for node in ("plan", "propose"):
         review = text_of(requests(stencil, node)[0])
         assert "Reference: a CUDA kernel (the analysis below describes it)" in review, node
         assert "- IN: float[NX * NY] (16,777,216, 67.1 MB), read: uniform random values in [-1, 1]\n" in review, node
         assert "Validation: each element of OUT within 1e-05" in review and "Physical floor:" in review, node
         assert "stencil_ref(" not in review, node
+        assert "Macros: NX=" in review and "inputs.hpp" not in review.split("Analysis (")[0], node
         # The boundary's order is there too: a plan names the kernel's parameters (a trial's planner had to
         # take it from the analysis step's prompt, which a fresh context does not have).
         assert "Kernel parameters, in order: const float* IN, float* OUT" in review, node
@@ -204,11 +205,11 @@ def test_the_data_and_the_reference_are_stated(stencil: Scenario, tmp_path: Path
 
 def test_a_dry_run_is_reviewed_at_compile_level(stencil: Scenario) -> None:
     propose = text_of(requests(stencil, "propose")[0])
-    assert "This is a dry run: nothing was timed or profiled, so review the kernel at compile level" in propose
+    assert "Nothing was timed or profiled (a dry run), so review the kernel at compile level" in propose
     assert "Tuning landscape:" not in propose and "Did the change of this iteration do what" not in propose
     assert "Compile check of these files:" in propose
     decide = text_of(requests(stencil, "decide")[0])
-    assert "start_from: latest (nothing is measured, so there is no fastest kernel to return to)" in decide
+    assert "start_from: latest (nothing measured: no fastest kernel to return to)" in decide
     assert "start_from: best" not in decide and "Tuning landscape" not in decide
     assert "(not timed: a dry run)" in decide
     # With max_iter 2, iteration 1's decision is told that the next iteration is the last.
