@@ -155,7 +155,7 @@ def branch_topics(problem: Problem, arch: str, words: str) -> tuple[list[str], l
 # "instead of atomics". Looked for in the same clause, shortly before the topic's word.
 NEGATION = re.compile(
     r"\b(no|not|nor|without|avoid\w*|instead of|rather than|remov\w*|eliminat\w*|unlike|never|"
-    r"drops?|skips?|saves?)\b",
+    r"drops?|skips?|saves?|than|versus|vs|compared)\b",
     re.IGNORECASE,
 )
 NEGATION_REACH = 48  # characters before the word, within its clause

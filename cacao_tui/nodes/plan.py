@@ -40,6 +40,7 @@ async def plan(deps: RunDeps, branch: BranchView) -> str:
     arch = target_of(deps).arch
     shared, own = branch_topics(deps.problem, arch, f"{branch.strategy.title} {branch.strategy.description}")
     llm = llm_for(deps, "plan")
+    depth = deps.settings.max_depth
     async with llm.slot():  # the other branches' statuses as they are when the call is sent
         text = prompts.render(
             "plan",
@@ -50,7 +51,7 @@ async def plan(deps: RunDeps, branch: BranchView) -> str:
             parent=parent_section(deps, branch),
             branch=branch.name,
             level=branch.depth + 1,
-            levels=deps.settings.max_depth,
+            levels=f"{depth}" + ("; this run opens no sub-branches" if depth == 1 else ""),
             strategy_title=branch.strategy.title,
             strategy_description=branch.strategy.description,
             max_iter=branch.max_iter,

@@ -111,6 +111,8 @@ def test_strategize_promises_sub_branches_only_where_the_run_opens_them(stencil:
     )  # --max-depth 2
     one_level = text_of(requests(stencil, "strategize")[0])  # --max-depth 1
     assert "refine) (no sub-branches), so a strategy" in one_level and "may later split" not in one_level
+    assert "(level 1 of at most 1; this run opens no sub-branches)" in text_of(requests(stencil, "plan")[0])
+    assert "(level 1 of at most 2):" in text_of(requests(gemm, "plan")[0])
 
 
 def test_a_strategy_gets_the_notes_its_own_words_call_for(stencil: Scenario) -> None:
