@@ -132,5 +132,9 @@ def launch_occupancy(launches: Iterable[dict], resources: list[KernelResources],
         if key in seen:
             continue
         seen.add(key)
-        out.append(occupancy(launch["kernel"], r.registers, r.smem_static or 0, key[2], threads, limits))
+        o = occupancy(launch["kernel"], r.registers, r.smem_static or 0, key[2], threads, limits)
+        blocks = 1
+        for d in launch.get("grid") or ():
+            blocks *= int(d)
+        out.append(o.model_copy(update={"grid_blocks": blocks if launch.get("grid") else None}))
     return out

@@ -239,6 +239,7 @@ class LaunchOccupancy(_Model):
     warps_per_sm: int
     occupancy: float  # resident warps / the SM's maximum (0..1)
     limiter: str  # registers | shared memory | warps | blocks
+    grid_blocks: int | None = None  # the blocks of its (first) launch's grid
 
 
 class InstructionCounts(_Model):

@@ -34,7 +34,7 @@ AUTHOR_TOOLS = [
     ),
     _spec(
         "read_file",
-        "Read a file the task lists as readable (read_file reads: ...).",
+        "Read a file the task's 'read_file reads:' line names.",
         {"path": STR},
         ["path"],
     ),

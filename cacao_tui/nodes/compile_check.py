@@ -139,6 +139,7 @@ def resource_lines(report: CheckReport, limit: int = MAX_RESOURCE_LINES, *, samp
             text = ("" if one_kernel else f"{r.kernel}: ") + f"{r.registers} regs, {spilled}, {smem:,} B smem"
             shown = list(dict.fromkeys(
                 f"{o.threads} threads -> {o.blocks_per_sm} blocks/SM, {o.occupancy:.0%} ({_limit_text(o)})"
+                + _waves_text(o, report.sm_count)
                 for o in launches
             ))  # fmt: skip
             if len(shown) == 1:
@@ -153,6 +154,17 @@ def resource_lines(report: CheckReport, limit: int = MAX_RESOURCE_LINES, *, samp
     if left_out:
         out.append(f"  (+{left_out} at random, none an extreme)")
     return out
+
+
+FEW_WAVES = 4  # a grid of fewer waves than this has its blocks-per-wave said (a ragged last wave costs)
+
+
+def _waves_text(o: LaunchOccupancy, sm_count: int | None) -> str:
+    """How many waves the launch's grid makes at the occupancy it allows, where they are few."""
+    if not sm_count or not o.grid_blocks or o.blocks_per_sm <= 0:
+        return ""
+    waves = o.grid_blocks / (o.blocks_per_sm * sm_count)
+    return f", grid = {waves:.2f} waves" if waves < FEW_WAVES else ""
 
 
 def _max_registers(c: CheckedConfig) -> int:

@@ -162,8 +162,28 @@ NEGATION_REACH = 48  # characters before the word, within its clause
 _CLAUSE_END = re.compile(r"[.;:!?\n()]")
 
 
+# A topic's word ruled out outright: "(no TMA, no wgmma)", "without clusters." -- the negation right before
+# it and nothing after it that narrows it ("no TMA stores" still leaves TMA loads).
+_DIRECT_NEGATION = re.compile(r"\b(no|not|without|never)\s+(any\s+)?$", re.IGNORECASE)
+_NOTHING_NARROWS = re.compile(r"\s*([,;.)/]|$|\s(or|and|nor)\b)", re.IGNORECASE)
+
+
+def _ruled_out(topic: Topic, words: str) -> bool:
+    """Whether ``words`` rule ``topic`` out outright ("no TMA, no wgmma"): then a mention elsewhere (a
+    comparison with another branch's wgmma) does not call for it."""
+    for found in topic.words.finditer(words):
+        if _DIRECT_NEGATION.search(words[max(0, found.start() - 12) : found.start()]) and _NOTHING_NARROWS.match(
+            words, found.end()
+        ):
+            return True
+    return False
+
+
 def _called_for(topic: Topic, words: str) -> bool:
-    """Whether ``words`` ask for ``topic``: one of its words used, not negated within its clause."""
+    """Whether ``words`` ask for ``topic``: one of its words used, not negated within its clause, and the
+    topic not ruled out outright anywhere in them."""
+    if _ruled_out(topic, words):
+        return False
     for found in topic.words.finditer(words):
         before = words[max(0, found.start() - NEGATION_REACH) : found.start()]
         clause = _CLAUSE_END.split(before)[-1]

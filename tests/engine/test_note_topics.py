@@ -87,3 +87,13 @@ def test_a_wgmma_branch_is_not_sent_the_mma_sync_tables() -> None:
 
     shared, own = branch_topics(load_problem(ROOT / "problems" / "gemm_bf16"), "sm_80", pingpong)
     assert shared == ["tensor_cores"] and own == []
+
+
+def test_a_topic_ruled_out_outright_is_not_called_for_by_a_comparison() -> None:
+    # trial of 2026-12-03: gemm_bf16's mma.sync branch, "(no TMA, no wgmma)", was sent the Hopper notes
+    # for naming the other branch's wgmma ("a hedge if the wgmma branch is wrong", "at wgmma's rate")
+    hedge = ("Multistage cp.async + ldmatrix + mma.sync m16n8k16 kernel (no TMA, no wgmma). A robust hedge if "
+             "the descriptor/mbarrier machinery of the wgmma branch is wrong; mma.sync cannot issue at wgmma's rate.")
+    assert _branch_topics("gemm_bf16", hedge) == ["tensor_cores"]
+    # a negation that narrows the word leaves the topic in: TMA loads, plain stores
+    assert "hopper_tma" in _branch_topics("gemm_bf16", "wgmma fed by TMA loads; no TMA stores, st.global instead")

@@ -68,7 +68,7 @@ def test_a_dry_run_on_sm_90_names_the_h200s_facts(stencil: Scenario) -> None:
         assert device.startswith("Target GPU (datasheet of the usual sm_90 GPU):")
         assert "NVIDIA H200 SXM (sm_90): 132 SMs at up to 1980 MHz, 141 GiB" in device
         assert "DRAM 4,800 GB/s datasheet" in device and "MUFU (rsqrt, ex2, sin...) 16" in device
-        assert "DRY RUN: kernels are only compile-checked; no step of this run sees a measurement" in text, node
+        assert "DRY RUN: kernels are only compile-checked; nothing is run or timed in this run." in text, node
     check_snapshot("target_datasheet", device)
     brief = text_of(requests(stencil, "plan")[0])
     assert "SM_COUNT=132 (the target's SMs" in brief

@@ -187,6 +187,28 @@ def test_sm_count_reaches_kernels_and_expressions(tiny, compile_cache: Path) -> 
     assert not other.ok and "SM_COUNT" in (other.message or "") and other.sm_count == 114
 
 
+def test_a_grid_of_few_waves_says_how_many(tiny, compile_cache: Path) -> None:  # type: ignore[no-untyped-def]
+    """Two trials' players asked for the waves of a grid beside its occupancy: said where a grid makes
+    fewer than FEW_WAVES waves (a ragged last wave costs there), from the launch's own grid."""
+    import re
+
+    from cacao_tui.nodes.compile_check import format_report
+
+    report = check(tiny, cache=compile_cache, sm_count=2)  # 2 SMs: N = 1024 makes a few waves
+    assert report.ok, report.message
+    lines = [line for line in format_report(report, KERNEL).splitlines() if "blocks/SM" in line]
+    assert lines
+    for line in lines:
+        block = int(re.search(r"BLOCK=(\d+)", line).group(1))  # type: ignore[union-attr]
+        per_sm = int(re.search(r"-> (\d+) blocks/SM", line).group(1))  # type: ignore[union-attr]
+        grid = -(-(512 if "[shape half]" in line else 1024) // block)  # the case half: N = 512
+        waves = grid / (per_sm * 2)
+        said = f", grid = {waves:.2f} waves"
+        assert (said in line) == (waves < 4), (line, said)
+    many = check(tiny, cache=compile_cache)  # 132 SMs: far under a wave, said too
+    assert "waves" in format_report(many, KERNEL)
+
+
 def test_occupancy_names_what_binds() -> None:
     h = ARCH_LIMITS["sm_90"]
     full = occupancy("k", 32, 0, 0, 256, h)  # 8 blocks by warps and by registers alike: nothing is short
