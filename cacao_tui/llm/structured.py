@@ -59,11 +59,13 @@ def schema_text(schema: dict[str, Any]) -> str:
     )
 
 
-def format_instructions(name: str) -> str:
-    """The instructions when the schema travels as the request's response format (stated once)."""
+def format_instructions(name: str, schema: dict[str, Any] | None = None) -> str:
+    """The instructions when the schema travels as the request's response format (stated once); the
+    rule for optional fields only where ``schema`` has one (a field that may be null)."""
+    optional = schema is None or '"null"' in json.dumps(schema)
     return (
         f"Answer with one JSON object, {name}, as the response format's schema describes it, and nothing "
-        "else (no prose, no code fences); null for an optional field that does not apply."
+        "else (no prose, no code fences)" + ("; null for an optional field that does not apply." if optional else ".")
     )
 
 

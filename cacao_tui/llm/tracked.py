@@ -292,7 +292,7 @@ class TrackedLLM:
             # once a server has refused the response format in this run).
             native = self.info.structured != "prompt" and "structured" not in self.dropped
             schema = native_schema(model) if native else None
-            instructions = format_instructions(model.__name__) if native else schema_instructions(model)
+            instructions = format_instructions(model.__name__, schema) if native else schema_instructions(model)
             response, record = await self._call(
                 ctx,
                 conversation,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from cacao_tui import prompts
 from cacao_tui.llm import CallContext, ReplyUnusable
 from cacao_tui.nodes.context import BranchView, RunDeps
-from cacao_tui.nodes.notes import OPTIONAL_TOPICS, branch_topics, notes_block
+from cacao_tui.nodes.notes import SPEC_TOPICS, branch_topics, notes_block
 from cacao_tui.nodes.problem_brief import problem_brief
 from cacao_tui.nodes.replies import YAML_START, ask_text, code_reply, opening_turn
 from cacao_tui.nodes.target import target_of
@@ -44,5 +44,5 @@ def _spec_notes(deps: RunDeps, branch: BranchView) -> str:
     arch = target_of(deps).arch
     words = f"{branch.strategy.title} {branch.strategy.description} {branch.plan or ''}"
     _, own = branch_topics(deps.problem, arch, words)
-    wanted = [n for n in own if n in OPTIONAL_TOPICS]
+    wanted = [n for n in own if n in SPEC_TOPICS]
     return "\n" + notes_block(wanted) if wanted else ""

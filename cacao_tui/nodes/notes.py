@@ -65,9 +65,15 @@ TOPICS: tuple[Topic, ...] = (
         "hopper_tma",
         "Hopper: TMA tensor maps and their tuning.yaml syntax, mbarriers, wgmma, warp specialisation, clusters",
         _words(
-            r"\btma\b|tensor memory accelerator|wgmma|\bclusters?\b|cp\.async\.bulk|tensor[- ]maps?|"
-            r"warp[- ]speciali[sz]|mbarrier|setmaxnreg"
+            r"\btma\b|tensor memory accelerator|wgmma|\bclusters?\b|cp\.async\.bulk\.tensor|tensor[- ]maps?|"
+            r"warp[- ]speciali[sz]|setmaxnreg"
         ),
+        min_arch=90,
+    ),
+    Topic(
+        "hopper_bulk",
+        "Hopper bulk copies without tensor maps: cp.async.bulk loads and stores, mbarrier rings",
+        _words(r"cp\.async\.bulk(?!\.tensor)|bulk[- ]cop(y|ies)|\bbulk (loads?|stores?)\b"),
         min_arch=90,
     ),
 )
@@ -114,7 +120,8 @@ def problem_topics(problem: Problem, arch: str) -> list[str]:
 # Techniques a problem can use but a branch need not: a branch's prompts carry them only where its
 # own words (strategy, plan) call for them (a one-launch branch of a multi-pass problem, an mma.sync
 # branch of a Hopper GEMM were sent them in trials); read_notes returns them on request.
-OPTIONAL_TOPICS = ("multipass", "hopper_tma")
+OPTIONAL_TOPICS = ("multipass", "hopper_tma", "hopper_bulk")
+SPEC_TOPICS = ("multipass", "hopper_tma")  # the optional techniques with tuning.yaml syntax of their own
 
 
 def branch_shared_topics(problem: Problem, arch: str) -> list[str]:
@@ -148,6 +155,8 @@ def branch_topics(problem: Problem, arch: str, words: str) -> tuple[list[str], l
             own = [t for t in own if t != "tensor_cores"]
         elif not hopper and "tensor_cores" not in own:
             own = ["tensor_cores", *own]
+    if "hopper_tma" in own:  # it holds the bulk copies too
+        own = [t for t in own if t != "hopper_bulk"]
     return shared, [t for t in TOPICS_ORDER if t in own]
 
 

@@ -77,7 +77,7 @@ ASK_MEASURED = (
 )
 ASK_DRY_RUN = (
     "Nothing was timed or profiled (a dry run), so review the kernel at compile level: from the "
-    "compile check (resources, occupancy and its limit, the instruction mix: FFMA per load, MUFU, shared "
+    "compile check (resources, occupancy and its limit, the instruction mix: arithmetic per load, MUFU, shared "
     "traffic, barriers) and the code (coalescing, bank conflicts, vector widths, work per thread), predict "
     "where the time would go against the physical floor, and propose the single most valuable next change. "
     "Under 250 words."

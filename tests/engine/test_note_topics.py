@@ -38,7 +38,8 @@ def test_words_that_rule_a_topic_out_call_for_none(words: str) -> None:
         ("Jacobi sweeps over ping-pong buffers, a fixed count of them.", "multipass"),
         ("Each sweep swaps the buffers; a flag ends the loop.", "multipass"),
         ("A block reduction of the row max (warp shuffles, then one warp).", "reductions"),
-        ("Stream rows with cp.async.bulk into shared memory; no scratch.", "hopper_tma"),
+        ("Stream rows with cp.async.bulk into shared memory; no scratch.", "hopper_bulk"),
+        ("A ring of 16 KB row stages filled by bulk copies, one mbarrier per stage.", "hopper_bulk"),
         ("wmma fragments on the tensor cores.", "tensor_cores"),
     ],
 )
@@ -97,3 +98,11 @@ def test_a_topic_ruled_out_outright_is_not_called_for_by_a_comparison() -> None:
     assert _branch_topics("gemm_bf16", hedge) == ["tensor_cores"]
     # a negation that narrows the word leaves the topic in: TMA loads, plain stores
     assert "hopper_tma" in _branch_topics("gemm_bf16", "wgmma fed by TMA loads; no TMA stores, st.global instead")
+
+
+def test_a_bulk_copy_branch_gets_the_bulk_notes_not_the_tensor_map_ones() -> None:
+    # trial of 2026-12-03: softmax's cp.async.bulk ring was sent the ~7 KB TMA / wgmma / cluster notes
+    ring = "Persistent blocks stream rows through a ring of stages filled by cp.async.bulk, one mbarrier each"
+    assert _branch_topics("softmax", ring) == ["reductions", "hopper_bulk"]
+    wgmma = _branch_topics("gemm_bf16", "wgmma fed by TMA through an mbarrier ring; bulk stores of C")
+    assert "hopper_tma" in wgmma and "hopper_bulk" not in wgmma  # the TMA notes hold the bulk copies too

@@ -42,3 +42,13 @@ def test_instructions_carry_the_schema() -> None:
     text = schema_instructions(Plan)
     assert '"steps"' in text and "JSON schema" in text
     assert extract_json('{"a": 1}') == {"a": 1}
+
+
+def test_the_optional_field_rule_only_where_the_schema_has_one() -> None:
+    """A trial's player read "null for an optional field" beside a schema that has none (strategize)."""
+    from cacao_tui.llm.structured import format_instructions, native_schema
+    from cacao_tui.nodes.decide import DecisionReply
+    from cacao_tui.nodes.strategize import StrategyList
+
+    assert "optional" not in format_instructions("StrategyList", native_schema(StrategyList))
+    assert "null for an optional field" in format_instructions("DecisionReply", native_schema(DecisionReply))
