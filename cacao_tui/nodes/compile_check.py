@@ -253,8 +253,10 @@ def _head(report: CheckReport, passed: bool) -> str:
     sm = f" SM_COUNT = {report.sm_count}." if report.sm_count else ""
     if passed:
         whose = f"the {report.configs[0].shape} shape's space" if report.case_sizes and report.configs else "the space"
+        spilling = sum(1 for c in report.configs if any(r.spill_stores or r.spill_loads for r in c.resources))
+        spills = f" {spilling} of them SPILL registers." if spilling else ""
         return (f"compile check passed: {n_ok}/{len(report.configs)} configurations compiled for {report.arch} "
-                f"({what}; {size:,} in {whose}).{sm}")  # fmt: skip
+                f"({what}; {size:,} in {whose}).{sm}{spills}")  # fmt: skip
     return (f"compile check FAILED: {len(report.configs) - n_ok} of {len(report.configs)} configurations did not "
             f"compile for {report.arch}" + (f" ({what})" if what else "") + ".")  # fmt: skip
 

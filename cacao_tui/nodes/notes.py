@@ -139,6 +139,13 @@ def branch_shared_topics(problem: Problem, arch: str) -> list[str]:
 MMA_SYNC = _words(r"\bwmma\b|mma\.sync|\bmma\b|hmma|ldmatrix")
 
 
+# What the Hopper notes hold beyond plain bulk copies (the bare word "TMA" is said of those too).
+HOPPER_BEYOND_BULK = _words(
+    r"tensor memory accelerator|wgmma|\bclusters?\b|cp\.async\.bulk\.tensor|tensor[- ]maps?|warp[- ]speciali[sz]|"
+    r"setmaxnreg|swizzl"
+)
+
+
 def branch_topics(problem: Problem, arch: str, words: str) -> tuple[list[str], list[str]]:
     """A branch's note sets: (the problem's, shared by every branch; its own words' beyond those).
 
@@ -155,6 +162,8 @@ def branch_topics(problem: Problem, arch: str, words: str) -> tuple[list[str], l
             own = [t for t in own if t != "tensor_cores"]
         elif not hopper and "tensor_cores" not in own:
             own = ["tensor_cores", *own]
+    if "hopper_tma" in own and "hopper_bulk" in own and not _called_for(Topic("tma", "", HOPPER_BEYOND_BULK), words):
+        own = [t for t in own if t != "hopper_tma"]  # "a cp.async.bulk TMA copy": the bulk notes suffice
     if "hopper_tma" in own:  # it holds the bulk copies too
         own = [t for t in own if t != "hopper_bulk"]
     return shared, [t for t in TOPICS_ORDER if t in own]
@@ -167,8 +176,8 @@ NEGATION = re.compile(
     r"drops?|skips?|saves?|than|versus|vs|compared)\b",
     re.IGNORECASE,
 )
-NEGATION_REACH = 48  # characters before the word, within its clause
-_CLAUSE_END = re.compile(r"[.;:!?\n()]")
+NEGATION_REACH = 64  # characters before the word, within its clause
+_CLAUSE_END = re.compile(r"[.;:!?\n)]")  # not "(": "removes the bottleneck (multiple passes)" negates it
 
 
 # A topic's word ruled out outright: "(no TMA, no wgmma)", "without clusters." -- the negation right before

@@ -21,6 +21,8 @@ from cacao_tui.nodes.notes import strategy_topics
         # a comparison with the technique is no call for it (a trial's one-launch branch was sent these notes)
         "Single launch with a last-block-done ticket. Does less work than the multi-pass variant.",
         "One fused launch, faster versus a two-pass kernel.",
+        # a parenthesis elaborates what the clause before it negates (a trial's softmax branch)
+        "One block per row; removes the analysis's main bottleneck (multiple passes over X).",
         # a GEMM's consumer warpgroups that ping-pong over tiles are no multi-pass launch sequence
         "Persistent ping-pong Hopper kernel: the two consumer warpgroups alternate whole tiles.",
     ],
@@ -104,5 +106,8 @@ def test_a_bulk_copy_branch_gets_the_bulk_notes_not_the_tensor_map_ones() -> Non
     # trial of 2026-12-03: softmax's cp.async.bulk ring was sent the ~7 KB TMA / wgmma / cluster notes
     ring = "Persistent blocks stream rows through a ring of stages filled by cp.async.bulk, one mbarrier each"
     assert _branch_topics("softmax", ring) == ["reductions", "hopper_bulk"]
+    # trial of 2026-12-03 (r5): a bulk copy called a "TMA" copy is still a plain bulk copy
+    loose = "Rows streamed into shared memory with cp.async/TMA bulk copies, or a single cp.async.bulk TMA copy"
+    assert _branch_topics("softmax", loose) == ["reductions", "hopper_bulk"]
     wgmma = _branch_topics("gemm_bf16", "wgmma fed by TMA through an mbarrier ring; bulk stores of C")
     assert "hopper_tma" in wgmma and "hopper_bulk" not in wgmma  # the TMA notes hold the bulk copies too

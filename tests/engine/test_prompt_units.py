@@ -104,6 +104,7 @@ def test_the_check_prints_spills_at_zero_and_names_the_limit_that_binds() -> Non
     assert "(registers)" not in text and "SM_COUNT = 132" in text
     text = format_report(_report(0.25, "registers", 128, spills=16), "")
     assert "128 regs, SPILLS 16 B stored / 16 B loaded, 0 B smem" in text and "25% (registers)" in text
+    assert text.splitlines()[0].endswith(" 1 of them SPILL registers.")  # a trial's player missed spills under "passed"
 
 
 def test_one_schema_and_nothing_internal_in_it() -> None:
