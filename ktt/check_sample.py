@@ -140,6 +140,6 @@ def case_config(
     pick = next((k for k in chosen if space.contains(k)), None)
     if pick is None and keys:
         pick = keys[0] if len(keys) == 1 else rng.choice(keys)
-    elif pick is None and keys is None:
-        pick = space.sample(rng, set(), time_budget_s=0.2)
+    elif pick is None and keys is None:  # a space too large to list is not empty: sampling's miss is time
+        pick = space.sample(rng, set(), time_budget_s=0.2) or (chosen[0] if chosen else None)
     return (space.config(pick) if pick is not None else None), size

@@ -63,6 +63,10 @@ def _human(obj: BaseModel) -> str:
         head = "ok" if obj.ok else "FAILED"
         size = f"{obj.restricted_size} of {obj.space_size}" if obj.restricted_size is not None else str(obj.space_size)
         lines = [f"check {head}: {obj.sampled} sampled of {size} configurations, arch {obj.arch}"]
+        if obj.case_sizes:
+            lines.append("  other cases' restricted spaces: " + ", ".join(
+                f"{name} {n}" if n is not None else f"{name} (too many to list)" for name, n in obj.case_sizes.items()
+            ))  # fmt: skip
         for hit in obj.forbid:
             lines.append(f"  {obj.kernel_file}: {hit}")
         for c in obj.configs:

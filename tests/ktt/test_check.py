@@ -151,3 +151,14 @@ def test_a_case_its_restrictions_empty_fails_the_check(compile_cache: Path) -> N
     assert report.message is not None and report.message.startswith("case many_rows: no configuration satisfies")
     assert "COLS=4096" in report.message
     assert format_report(report, source).splitlines()[1] == report.message  # what the model reads
+
+
+def test_the_cli_names_each_case_space(tmp_path: Path, compile_cache: Path, capsys: pytest.CaptureFixture) -> None:
+    spec = tmp_path / "tuning.yaml"
+    spec.write_text(_multipass_spec("BS * IPT * 4 <= COLS"))
+    problem_dir = ROOT / "problems" / "multipass_sum"
+    argv = ["check", "--problem", str(problem_dir), "--kernel", str(problem_dir / "example" / "kernels.cu")]
+    code = main([*argv, "--spec", str(spec), "--arch", "sm_90", "--cache-dir", str(compile_cache)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "  other cases' restricted spaces: many_rows 15\n" in out
