@@ -10,6 +10,7 @@ a run measures (``ktt device``) has the same limits for the GPU at hand.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -125,16 +126,12 @@ def launch_occupancy(launches: Iterable[dict], resources: list[KernelResources],
         r = by_kernel.get(launch["kernel"])
         if r is None or r.registers is None:
             continue
-        threads = 1
-        for d in launch["block"]:
-            threads *= int(d)
+        threads = math.prod(int(d) for d in launch["block"])
         key = (launch["kernel"], threads, int(launch.get("smem") or 0))
         if key in seen:
             continue
         seen.add(key)
         o = occupancy(launch["kernel"], r.registers, r.smem_static or 0, key[2], threads, limits)
-        blocks = 1
-        for d in launch.get("grid") or ():
-            blocks *= int(d)
-        out.append(o.model_copy(update={"grid_blocks": blocks if launch.get("grid") else None}))
+        grid = launch.get("grid")
+        out.append(o.model_copy(update={"grid_blocks": math.prod(int(d) for d in grid) if grid else None}))
     return out

@@ -124,45 +124,42 @@ OPTIONAL_TOPICS = ("multipass", "hopper_tma", "hopper_bulk")
 SPEC_TOPICS = ("multipass", "hopper_tma")  # the optional techniques with tuning.yaml syntax of their own
 
 
-def branch_shared_topics(problem: Problem, arch: str) -> list[str]:
-    """The problem's note sets every branch gets (the optional techniques go by the branch's words).
-
-    Where the Hopper notes apply, the wmma / mma.sync notes go by the branch too: a wgmma branch
-    has no use for their fragment tables (a trial's wgmma branch was sent them)."""
-    topics = problem_topics(problem, arch)
-    per_branch = (*OPTIONAL_TOPICS, "tensor_cores") if "hopper_tma" in topics else OPTIONAL_TOPICS
-    return [t for t in topics if t not in per_branch]
-
-
 # The words that ask for the pre-Hopper tensor-core instructions by name (not "tensor cores", which a
 # wgmma branch says too).
-MMA_SYNC = _words(r"\bwmma\b|mma\.sync|\bmma\b|hmma|ldmatrix")
+MMA_SYNC = Topic("mma", "", _words(r"\bwmma\b|mma\.sync|\bmma\b|hmma|ldmatrix"))
 
 
 # What the Hopper notes hold beyond plain bulk copies (the bare word "TMA" is said of those too).
-HOPPER_BEYOND_BULK = _words(
-    r"tensor memory accelerator|wgmma|\bclusters?\b|cp\.async\.bulk\.tensor|tensor[- ]maps?|warp[- ]speciali[sz]|"
-    r"setmaxnreg|swizzl"
+HOPPER_BEYOND_BULK = Topic(
+    "tma",
+    "",
+    _words(
+        r"tensor memory accelerator|wgmma|\bclusters?\b|cp\.async\.bulk\.tensor|tensor[- ]maps?|warp[- ]speciali[sz]|"
+        r"setmaxnreg|swizzl"
+    ),
 )
 
 
 def branch_topics(problem: Problem, arch: str, words: str) -> tuple[list[str], list[str]]:
     """A branch's note sets: (the problem's, shared by every branch; its own words' beyond those).
 
-    On a problem where both the wmma / mma.sync notes and the Hopper notes apply, a branch whose
-    words ask for wgmma / TMA gets the mma.sync notes only where it names wmma or mma.sync too; a
-    branch that names neither technique gets the mma.sync notes (the portable one)."""
-    shared = branch_shared_topics(problem, arch)
-    own = strategy_topics(words, arch, shared)
+    Every branch shares the problem's sets but the optional techniques, which go by its words. Where
+    the Hopper notes apply, the wmma / mma.sync notes go by the branch too (a trial's wgmma branch was
+    sent their fragment tables): a branch whose words ask for wgmma / TMA gets them only where it names
+    wmma or mma.sync too; a branch that names neither technique gets them (the portable one)."""
     problem_wide = problem_topics(problem, arch)
-    if "tensor_cores" in problem_wide and "tensor_cores" not in shared:
+    by_branch_mma = "tensor_cores" in problem_wide and "hopper_tma" in problem_wide
+    per_branch = (*OPTIONAL_TOPICS, "tensor_cores") if "hopper_tma" in problem_wide else OPTIONAL_TOPICS
+    shared = [t for t in problem_wide if t not in per_branch]
+    own = strategy_topics(words, arch, shared)
+    if by_branch_mma:
         hopper = "hopper_tma" in own
-        wants_mma = _called_for(Topic("mma", "", MMA_SYNC), words or "")
+        wants_mma = _called_for(MMA_SYNC, words or "")
         if hopper and not wants_mma:
             own = [t for t in own if t != "tensor_cores"]
         elif not hopper and "tensor_cores" not in own:
             own = ["tensor_cores", *own]
-    if "hopper_tma" in own and "hopper_bulk" in own and not _called_for(Topic("tma", "", HOPPER_BEYOND_BULK), words):
+    if "hopper_tma" in own and "hopper_bulk" in own and not _called_for(HOPPER_BEYOND_BULK, words):
         own = [t for t in own if t != "hopper_tma"]  # "a cp.async.bulk TMA copy": the bulk notes suffice
     if "hopper_tma" in own:  # it holds the bulk copies too
         own = [t for t in own if t != "hopper_bulk"]
